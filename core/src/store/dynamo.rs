@@ -1,0 +1,1 @@
+//! DynamoDB backend (being written).
