@@ -1,3 +1,7 @@
 //! helix-core: every rule of the Helix Agent API. Function crates and the CLI only wire it.
 
+pub mod config;
+pub mod domain;
+pub mod error;
+pub mod executor;
 pub mod store;

@@ -1,0 +1,345 @@
+//! The one typed configuration, read once at cold start. Nothing else reads the
+//! environment. A missing or malformed variable fails with its name; production
+//! fails closed on incomplete OAuth, HS256, or plain-HTTP public origins.
+
+use std::time::Duration;
+
+use jsonwebtoken::Algorithm;
+
+use crate::domain::authority::TrustedKeys;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Production,
+    Development,
+}
+
+/// A secret whose `Debug` never prints it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(s: impl Into<String>) -> Self {
+        Self(s.into())
+    }
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(<redacted>)")
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct OAuthConfig {
+    pub issuer: String,
+    pub audience: String,
+    pub jwks_url: Option<String>,
+    pub provider: String,
+    pub algorithms: Vec<Algorithm>,
+    /// Only outside production, with `HELIX_AGENT_ALLOW_LOCAL_HS256=1`.
+    pub local_hs256_secret: Option<Secret>,
+    pub authorization_servers: Vec<String>,
+}
+
+#[derive(Debug, Clone)]
+pub enum ExecutorConfig {
+    /// POST turns to a Helix Ask endpoint.
+    Http { endpoint: String },
+    /// Offline solver over a corpus on disk (development only).
+    Local { corpus_dir: Option<std::path::PathBuf> },
+    /// No executor: continuations fail their step as `executor_unavailable`.
+    None,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    pub body_bytes: usize,
+    pub ip_per_minute: u32,
+    pub principal_per_minute: u32,
+}
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub mode: Mode,
+    pub public_base_url: String,
+    pub oauth: OAuthConfig,
+    pub allowed_hosts: Vec<String>,
+    pub allowed_origins: Vec<String>,
+    pub database_scopes: Vec<String>,
+    pub turn_timeout: Duration,
+    pub gateway_timeout: Option<Duration>,
+    pub deadline_margin: Duration,
+    pub agent_limits: Limits,
+    pub mcp_limits: Limits,
+    pub table_name: Option<String>,
+    pub executor: ExecutorConfig,
+    pub trusted_terminal_keys: TrustedKeys,
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ConfigError {
+    #[error("{0} is required")]
+    Missing(&'static str),
+    #[error("{name} is malformed: {problem}")]
+    Malformed { name: &'static str, problem: String },
+    #[error("refusing to start in production: {0}")]
+    UnsafeProduction(String),
+}
+
+fn malformed(name: &'static str, problem: impl Into<String>) -> ConfigError {
+    ConfigError::Malformed { name, problem: problem.into() }
+}
+
+struct Env<'a> {
+    lookup: &'a dyn Fn(&str) -> Option<String>,
+}
+
+impl Env<'_> {
+    fn get(&self, name: &'static str) -> Option<String> {
+        (self.lookup)(name).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty())
+    }
+    fn required(&self, name: &'static str) -> Result<String, ConfigError> {
+        self.get(name).ok_or(ConfigError::Missing(name))
+    }
+    fn list(&self, name: &'static str) -> Vec<String> {
+        self.get(name)
+            .map(|v| v.split(',').map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect())
+            .unwrap_or_default()
+    }
+    fn number(&self, name: &'static str, default: u64) -> Result<u64, ConfigError> {
+        match self.get(name) {
+            None => Ok(default),
+            Some(v) => v.parse().map_err(|_| malformed(name, "not a whole number")),
+        }
+    }
+}
+
+/// Defaults for `helix serve` (development); Lambda functions default to production.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DefaultMode {
+    Production,
+    Development,
+}
+
+impl Config {
+    pub fn from_env(default_mode: DefaultMode) -> Result<Self, ConfigError> {
+        Self::from_lookup(default_mode, &|name| std::env::var(name).ok())
+    }
+
+    pub fn from_lookup(default_mode: DefaultMode, lookup: &dyn Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let env = Env { lookup };
+        let mode = match env.get("HELIX_ENV").as_deref() {
+            None => match default_mode {
+                DefaultMode::Production => Mode::Production,
+                DefaultMode::Development => Mode::Development,
+            },
+            Some("production") => Mode::Production,
+            Some("development") => Mode::Development,
+            Some(other) => return Err(malformed("HELIX_ENV", format!("{other:?} is not production or development"))),
+        };
+        let prod = mode == Mode::Production;
+
+        let allow_hs256 = env.get("HELIX_AGENT_ALLOW_LOCAL_HS256").as_deref() == Some("1");
+        let local_hs256_secret = if allow_hs256 {
+            if prod {
+                return Err(ConfigError::UnsafeProduction("HELIX_AGENT_ALLOW_LOCAL_HS256 is a nonproduction test path".into()));
+            }
+            let secret = env.required("HELIX_AGENT_LOCAL_JWT_SECRET")?;
+            if secret.chars().count() < 32 {
+                return Err(malformed("HELIX_AGENT_LOCAL_JWT_SECRET", "must be at least 32 characters"));
+            }
+            Some(Secret::new(secret))
+        } else {
+            None
+        };
+
+        let algorithms = match env.get("HELIX_AGENT_OAUTH_ALGORITHMS") {
+            None => vec![Algorithm::RS256],
+            Some(list) => list
+                .split(',')
+                .map(|a| parse_asymmetric(a.trim()).ok_or_else(|| malformed("HELIX_AGENT_OAUTH_ALGORITHMS", format!("{a:?} is not an admitted asymmetric algorithm"))))
+                .collect::<Result<Vec<_>, _>>()?,
+        };
+        let public_base_url = match env.get("CASIMIR_PUBLIC_BASE_URL") {
+            Some(u) => u.trim_end_matches('/').to_owned(),
+            None if prod => return Err(ConfigError::Missing("CASIMIR_PUBLIC_BASE_URL")),
+            None => "http://127.0.0.1:9000".into(),
+        };
+        if prod && !public_base_url.starts_with("https://") {
+            return Err(ConfigError::UnsafeProduction("CASIMIR_PUBLIC_BASE_URL must be https".into()));
+        }
+        let dev_default = |name: &'static str, d: &str| -> Result<String, ConfigError> {
+            match env.get(name) {
+                Some(v) => Ok(v),
+                None if prod => Err(ConfigError::Missing(name)),
+                None => Ok(d.to_owned()),
+            }
+        };
+        let issuer = dev_default("HELIX_AGENT_OAUTH_ISSUER", "helix-local-issuer")?;
+        let audience = dev_default("HELIX_AGENT_OAUTH_AUDIENCE", "helix-local-resource")?;
+        let provider = dev_default("HELIX_AGENT_OAUTH_PROVIDER", "helix-local")?;
+        let jwks_url = env.get("HELIX_AGENT_OAUTH_JWKS_URL");
+        if prod {
+            let url = jwks_url.as_deref().ok_or(ConfigError::Missing("HELIX_AGENT_OAUTH_JWKS_URL"))?;
+            if !url.starts_with("https://") {
+                return Err(ConfigError::UnsafeProduction("HELIX_AGENT_OAUTH_JWKS_URL must be https".into()));
+            }
+        } else if jwks_url.is_none() && local_hs256_secret.is_none() {
+            return Err(ConfigError::Missing("HELIX_AGENT_OAUTH_JWKS_URL (or the local HS256 path)"));
+        }
+        let mut authorization_servers = env.list("HELIX_AGENT_OAUTH_AUTHORIZATION_SERVERS");
+        if authorization_servers.is_empty() {
+            authorization_servers.push(issuer.clone());
+        }
+
+        let mut allowed_hosts = env.list("HELIX_AGENT_ALLOWED_HOSTS");
+        if allowed_hosts.is_empty() {
+            if prod {
+                return Err(ConfigError::Missing("HELIX_AGENT_ALLOWED_HOSTS"));
+            }
+            allowed_hosts = vec!["127.0.0.1".into(), "localhost".into(), "[::1]".into()];
+        }
+        let allowed_origins = env.list("HELIX_AGENT_ALLOWED_ORIGINS");
+
+        let turn_ms = env.number("HELIX_AGENT_TURN_TIMEOUT_MS", 120_000)?.clamp(1_000, 900_000);
+        let gateway_timeout = match env.get("HELIX_GATEWAY_TIMEOUT_MS") {
+            None => None,
+            Some(v) => Some(Duration::from_millis(v.parse().map_err(|_| malformed("HELIX_GATEWAY_TIMEOUT_MS", "not a whole number"))?)),
+        };
+        let limits = |body: &'static str, ip: &'static str, principal: &'static str| -> Result<Limits, ConfigError> {
+            Ok(Limits {
+                body_bytes: env.number(body, 256 * 1024)?.clamp(1024, 6 * 1024 * 1024) as usize,
+                ip_per_minute: env.number(ip, 600)? as u32,
+                principal_per_minute: env.number(principal, 300)? as u32,
+            })
+        };
+        let agent_limits = limits("HELIX_AGENT_BODY_LIMIT", "HELIX_AGENT_IP_RATE_LIMIT", "HELIX_AGENT_PRINCIPAL_RATE_LIMIT")?;
+        let mcp_limits = limits("HELIX_MCP_BODY_LIMIT", "HELIX_MCP_IP_RATE_LIMIT", "HELIX_MCP_PRINCIPAL_RATE_LIMIT")?;
+
+        let executor = match env.get("HELIX_ASK_ENDPOINT") {
+            Some(endpoint) => {
+                if prod && !endpoint.starts_with("https://") {
+                    return Err(ConfigError::UnsafeProduction("HELIX_ASK_ENDPOINT must be https".into()));
+                }
+                ExecutorConfig::Http { endpoint }
+            }
+            None if prod => ExecutorConfig::None,
+            None => ExecutorConfig::Local { corpus_dir: env.get("HELIX_LOCAL_CORPUS_DIR").map(Into::into) },
+        };
+        let trusted_terminal_keys = match env.get("HELIX_TERMINAL_AUTHORITY_PUBLIC_KEYS_JSON") {
+            None => TrustedKeys::default(),
+            Some(json) => TrustedKeys::from_json(&json).map_err(|p| malformed("HELIX_TERMINAL_AUTHORITY_PUBLIC_KEYS_JSON", p))?,
+        };
+
+        Ok(Config {
+            mode,
+            public_base_url,
+            oauth: OAuthConfig { issuer, audience, jwks_url, provider, algorithms, local_hs256_secret, authorization_servers },
+            allowed_hosts,
+            allowed_origins,
+            database_scopes: env.list("HELIX_AGENT_DATABASE_SCOPES"),
+            turn_timeout: Duration::from_millis(turn_ms),
+            gateway_timeout,
+            deadline_margin: Duration::from_millis(env.number("HELIX_DEADLINE_MARGIN_MS", 1_500)?),
+            agent_limits,
+            mcp_limits,
+            table_name: env.get("HELIX_TABLE_NAME"),
+            executor,
+            trusted_terminal_keys,
+        })
+    }
+
+    /// Receipt and claim lease: at least two minutes, else one minute over the turn timeout.
+    pub fn lease(&self) -> Duration {
+        (self.turn_timeout + Duration::from_secs(60)).max(Duration::from_secs(120))
+    }
+}
+
+fn parse_asymmetric(name: &str) -> Option<Algorithm> {
+    use Algorithm::*;
+    Some(match name {
+        "RS256" => RS256,
+        "RS384" => RS384,
+        "RS512" => RS512,
+        "PS256" => PS256,
+        "PS384" => PS384,
+        "PS512" => PS512,
+        "ES256" => ES256,
+        "ES384" => ES384,
+        "EdDSA" => EdDSA,
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn cfg(mode: DefaultMode, vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        let map: HashMap<String, String> = vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        Config::from_lookup(mode, &move |k| map.get(k).cloned())
+    }
+
+    const PROD: &[(&str, &str)] = &[
+        ("CASIMIR_PUBLIC_BASE_URL", "https://api.example.com"),
+        ("HELIX_AGENT_OAUTH_ISSUER", "https://issuer.example.com/"),
+        ("HELIX_AGENT_OAUTH_AUDIENCE", "https://api.example.com/mcp"),
+        ("HELIX_AGENT_OAUTH_JWKS_URL", "https://issuer.example.com/.well-known/jwks.json"),
+        ("HELIX_AGENT_OAUTH_PROVIDER", "auth0"),
+        ("HELIX_AGENT_ALLOWED_HOSTS", "api.example.com"),
+    ];
+
+    #[test]
+    fn production_starts_with_complete_oauth_config() {
+        let c = cfg(DefaultMode::Production, PROD).unwrap();
+        assert_eq!(c.mode, Mode::Production);
+        assert_eq!(c.oauth.algorithms, vec![Algorithm::RS256]);
+        assert_eq!(c.turn_timeout, Duration::from_secs(120));
+        assert_eq!(c.agent_limits.body_bytes, 256 * 1024);
+    }
+
+    #[test]
+    fn production_refuses_each_missing_oauth_variable() {
+        for skip in ["HELIX_AGENT_OAUTH_ISSUER", "HELIX_AGENT_OAUTH_AUDIENCE", "HELIX_AGENT_OAUTH_JWKS_URL", "HELIX_AGENT_OAUTH_PROVIDER", "CASIMIR_PUBLIC_BASE_URL", "HELIX_AGENT_ALLOWED_HOSTS"] {
+            let vars: Vec<_> = PROD.iter().copied().filter(|(k, _)| *k != skip).collect();
+            assert_eq!(cfg(DefaultMode::Production, &vars).unwrap_err(), ConfigError::Missing(skip), "{skip}");
+        }
+    }
+
+    #[test]
+    fn production_refuses_hs256_symmetric_algorithms_and_http() {
+        let mut vars = PROD.to_vec();
+        vars.push(("HELIX_AGENT_ALLOW_LOCAL_HS256", "1"));
+        vars.push(("HELIX_AGENT_LOCAL_JWT_SECRET", "0123456789abcdef0123456789abcdef"));
+        assert!(matches!(cfg(DefaultMode::Production, &vars), Err(ConfigError::UnsafeProduction(_))));
+        let mut vars = PROD.to_vec();
+        vars.push(("HELIX_AGENT_OAUTH_ALGORITHMS", "RS256,HS256"));
+        assert!(matches!(cfg(DefaultMode::Production, &vars), Err(ConfigError::Malformed { .. })));
+        let mut vars = PROD.to_vec();
+        vars[0] = ("CASIMIR_PUBLIC_BASE_URL", "http://api.example.com");
+        assert!(matches!(cfg(DefaultMode::Production, &vars), Err(ConfigError::UnsafeProduction(_))));
+    }
+
+    #[test]
+    fn local_hs256_needs_a_32_character_secret() {
+        let short = [("HELIX_AGENT_ALLOW_LOCAL_HS256", "1"), ("HELIX_AGENT_LOCAL_JWT_SECRET", "short")];
+        assert!(matches!(cfg(DefaultMode::Development, &short), Err(ConfigError::Malformed { name: "HELIX_AGENT_LOCAL_JWT_SECRET", .. })));
+        let ok = [("HELIX_AGENT_ALLOW_LOCAL_HS256", "1"), ("HELIX_AGENT_LOCAL_JWT_SECRET", "0123456789abcdef0123456789abcdef")];
+        let c = cfg(DefaultMode::Development, &ok).unwrap();
+        assert!(c.oauth.local_hs256_secret.is_some());
+        assert!(!format!("{:?}", c).contains("0123456789abcdef"), "secrets never appear in Debug");
+    }
+
+    #[test]
+    fn turn_timeout_is_clamped_and_lease_is_at_least_two_minutes() {
+        let ok = [("HELIX_AGENT_ALLOW_LOCAL_HS256", "1"), ("HELIX_AGENT_LOCAL_JWT_SECRET", "0123456789abcdef0123456789abcdef"), ("HELIX_AGENT_TURN_TIMEOUT_MS", "5")];
+        let c = cfg(DefaultMode::Development, &ok).unwrap();
+        assert_eq!(c.turn_timeout, Duration::from_secs(1));
+        assert_eq!(c.lease(), Duration::from_secs(120));
+    }
+}

@@ -1,0 +1,151 @@
+//! The code-owned catalog of logical data scopes and the OAuth scopes of the API.
+//! Deployment configuration may enable an entry; it cannot add one or widen it.
+
+pub const RUNS_READ: &str = "helix.agent_runs.read";
+pub const RUNS_WRITE: &str = "helix.agent_runs.write";
+pub const ROOMS_READ: &str = "helix.rooms.read";
+pub const ROOMS_MANAGE: &str = "helix.rooms.manage";
+pub const ROOM_SOURCES_MANAGE: &str = "helix.room_sources.manage";
+pub const ENV_ACTIONS_READ: &str = "helix.environment_actions.read";
+pub const ENV_ACTIONS_WRITE: &str = "helix.environment_actions.write";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DataScope {
+    pub id: &'static str,
+    pub oauth_scope: &'static str,
+    pub evidence_family: &'static str,
+    pub capabilities: &'static [&'static str],
+}
+
+pub const CATALOG: &[DataScope] = &[
+    DataScope {
+        id: "public_web",
+        oauth_scope: "helix.data.public_web.read",
+        evidence_family: "internet_search_evidence",
+        capabilities: &["internet-search.search_web"],
+    },
+    DataScope {
+        id: "scholarly_research",
+        oauth_scope: "helix.data.scholarly_research.read",
+        evidence_family: "scholarly_evidence",
+        capabilities: &["scholarly.paper_lookup", "scholarly.fulltext_fetch", "scholarly.numeric_extract"],
+    },
+    DataScope {
+        id: "research_library",
+        oauth_scope: "helix.data.research_library.read",
+        evidence_family: "research_library_evidence",
+        capabilities: &["research-library.read_document"],
+    },
+    DataScope {
+        id: "repository_evidence",
+        oauth_scope: "helix.data.repository_evidence.read",
+        evidence_family: "repository_evidence",
+        capabilities: &["repository.code_search", "repository.read_file", "repository.docs_search"],
+    },
+    DataScope {
+        id: "theory_registry",
+        oauth_scope: "helix.data.theory_registry.read",
+        evidence_family: "theory_registry_evidence",
+        capabilities: &["theory-registry.reflect_context"],
+    },
+    DataScope {
+        id: "bound_room_evidence",
+        oauth_scope: ROOMS_READ,
+        evidence_family: "shared_live_room_evidence",
+        capabilities: &["room.evidence.read_bound"],
+    },
+    DataScope {
+        id: "bound_room_environment_probe",
+        oauth_scope: ROOMS_READ,
+        evidence_family: "shared_live_room_environment_probe",
+        capabilities: &["com.casimirbot.minecraft.inventory.check"],
+    },
+];
+
+pub fn lookup(id: &str) -> Option<&'static DataScope> {
+    CATALOG.iter().find(|s| s.id == id)
+}
+
+/// Every OAuth scope the protected resource advertises, in a stable order.
+pub fn all_oauth_scopes() -> Vec<&'static str> {
+    let mut all = vec![
+        RUNS_READ, RUNS_WRITE, ROOMS_READ, ROOMS_MANAGE, ROOM_SOURCES_MANAGE, ENV_ACTIONS_READ,
+        ENV_ACTIONS_WRITE,
+    ];
+    for s in CATALOG {
+        if !all.contains(&s.oauth_scope) {
+            all.push(s.oauth_scope);
+        }
+    }
+    all
+}
+
+/// Why a requested logical scope was refused (the four checks of the contract, in order).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ScopeRefusal {
+    NotEnabled(String),
+    NotInCatalog(String),
+    NotEntitled { scope: String, oauth_scope: &'static str },
+    CapabilityUnavailable { scope: String, capability: &'static str },
+}
+
+/// Admits every requested logical scope or names the first one refused.
+pub fn admit<'a>(
+    requested: &[String],
+    enabled: &[String],
+    granted_oauth: &[String],
+    capability_available: impl Fn(&str) -> bool,
+) -> Result<Vec<&'static DataScope>, ScopeRefusal> {
+    let mut admitted = Vec::new();
+    for id in requested {
+        if !enabled.contains(id) {
+            return Err(ScopeRefusal::NotEnabled(id.clone()));
+        }
+        let scope = lookup(id).ok_or_else(|| ScopeRefusal::NotInCatalog(id.clone()))?;
+        if !granted_oauth.iter().any(|g| g == scope.oauth_scope) {
+            return Err(ScopeRefusal::NotEntitled { scope: id.clone(), oauth_scope: scope.oauth_scope });
+        }
+        if let Some(cap) = scope.capabilities.iter().find(|c| !capability_available(c)) {
+            return Err(ScopeRefusal::CapabilityUnavailable { scope: id.clone(), capability: cap });
+        }
+        admitted.push(scope);
+    }
+    Ok(admitted)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(v: &[&str]) -> Vec<String> {
+        v.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn empty_allowlist_admits_no_scope_but_an_empty_request_passes() {
+        assert!(admit(&s(&[]), &s(&[]), &s(&[]), |_| true).unwrap().is_empty());
+        assert_eq!(
+            admit(&s(&["research_library"]), &s(&[]), &s(&["helix.data.research_library.read"]), |_| true),
+            Err(ScopeRefusal::NotEnabled("research_library".into()))
+        );
+    }
+
+    #[test]
+    fn each_of_the_four_checks_refuses() {
+        let granted = s(&["helix.data.research_library.read"]);
+        assert_eq!(
+            admit(&s(&["made_up"]), &s(&["made_up"]), &granted, |_| true),
+            Err(ScopeRefusal::NotInCatalog("made_up".into()))
+        );
+        assert!(matches!(
+            admit(&s(&["public_web"]), &s(&["public_web"]), &granted, |_| true),
+            Err(ScopeRefusal::NotEntitled { .. })
+        ));
+        assert!(matches!(
+            admit(&s(&["research_library"]), &s(&["research_library"]), &granted, |_| false),
+            Err(ScopeRefusal::CapabilityUnavailable { capability: "research-library.read_document", .. })
+        ));
+        let ok = admit(&s(&["research_library"]), &s(&["research_library"]), &granted, |_| true).unwrap();
+        assert_eq!(ok[0].evidence_family, "research_library_evidence");
+    }
+}

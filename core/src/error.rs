@@ -1,0 +1,203 @@
+//! The one error enum of the service layer and its one mapping to the wire:
+//! HTTP status + stable `helix.agent_api.error.v1` code. REST and MCP both use it.
+
+use http::StatusCode;
+use serde_json::{json, Value};
+
+use crate::domain::run::Invalid;
+use crate::store::StoreError;
+
+pub const ERROR_SCHEMA: &str = "helix.agent_api.error.v1";
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error("invalid request: {0}")]
+    InvalidRequest(String),
+    #[error("Idempotency-Key must be 8-200 visible ASCII characters")]
+    InvalidIdempotencyKey,
+    #[error("host not allowed")]
+    HostNotAllowed,
+    #[error("bearer token required")]
+    AuthenticationRequired,
+    #[error("invalid bearer token")]
+    InvalidToken { reason: &'static str },
+    #[error("tenant header does not match the signed tenant")]
+    TenantMismatch,
+    #[error("no active account link and agent binding for this principal")]
+    AccountNotLinked,
+    #[error("insufficient scope")]
+    InsufficientScope { required: Vec<String> },
+    #[error("origin not allowed")]
+    OriginNotAllowed,
+    #[error("data scope not admitted: {0}")]
+    DataScopeNotAdmitted(String),
+    #[error("not found")]
+    NotFound,
+    #[error("method not allowed")]
+    MethodNotAllowed { allow: &'static str },
+    #[error("expected_version is stale")]
+    VersionConflict { current: u64 },
+    #[error("another continuation holds this run")]
+    RunBusy,
+    #[error("run is {status} and cannot change")]
+    RunNotContinuable { status: &'static str },
+    #[error("a request with this Idempotency-Key is in progress")]
+    IdempotencyInProgress,
+    #[error("the outcome of the request with this Idempotency-Key is unknown; inspect the run before retrying")]
+    OutcomeUnknown { run_id: Option<String> },
+    #[error("body too large")]
+    PayloadTooLarge { limit: usize },
+    #[error("body must be application/json")]
+    UnsupportedMediaType,
+    #[error("this Idempotency-Key was used with a different request")]
+    IdempotencyConflict,
+    #[error("rate limit exceeded")]
+    RateLimited { retry_after_secs: u64 },
+    #[error("service unavailable")]
+    Unavailable(#[source] Box<dyn std::error::Error + Send + Sync>),
+    #[error("internal error")]
+    Internal(#[source] Box<dyn std::error::Error + Send + Sync>),
+}
+
+impl From<Invalid> for ApiError {
+    fn from(e: Invalid) -> Self {
+        ApiError::InvalidRequest(e.to_string())
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::Unavailable(_) => ApiError::Unavailable(Box::new(e)),
+            other => ApiError::Internal(Box::new(other)),
+        }
+    }
+}
+
+impl ApiError {
+    pub fn internal(e: impl std::error::Error + Send + Sync + 'static) -> Self {
+        ApiError::Internal(Box::new(e))
+    }
+
+    pub fn code(&self) -> &'static str {
+        use ApiError::*;
+        match self {
+            InvalidRequest(_) => "invalid_request",
+            InvalidIdempotencyKey => "invalid_idempotency_key",
+            HostNotAllowed => "host_not_allowed",
+            AuthenticationRequired => "authentication_required",
+            InvalidToken { .. } => "invalid_token",
+            TenantMismatch => "tenant_mismatch",
+            AccountNotLinked => "account_not_linked",
+            InsufficientScope { .. } => "insufficient_scope",
+            OriginNotAllowed => "origin_not_allowed",
+            DataScopeNotAdmitted(_) => "data_scope_not_admitted",
+            NotFound => "not_found",
+            MethodNotAllowed { .. } => "method_not_allowed",
+            VersionConflict { .. } => "version_conflict",
+            RunBusy => "run_busy",
+            RunNotContinuable { .. } => "run_not_continuable",
+            IdempotencyInProgress => "idempotency_in_progress",
+            OutcomeUnknown { .. } => "outcome_unknown",
+            PayloadTooLarge { .. } => "payload_too_large",
+            UnsupportedMediaType => "unsupported_media_type",
+            IdempotencyConflict => "idempotency_conflict",
+            RateLimited { .. } => "rate_limited",
+            Unavailable(_) => "unavailable",
+            Internal(_) => "internal_error",
+        }
+    }
+
+    pub fn status(&self) -> StatusCode {
+        use ApiError::*;
+        match self {
+            InvalidRequest(_) | InvalidIdempotencyKey | HostNotAllowed => StatusCode::BAD_REQUEST,
+            AuthenticationRequired | InvalidToken { .. } | TenantMismatch => StatusCode::UNAUTHORIZED,
+            AccountNotLinked | InsufficientScope { .. } | OriginNotAllowed | DataScopeNotAdmitted(_) => {
+                StatusCode::FORBIDDEN
+            }
+            NotFound => StatusCode::NOT_FOUND,
+            MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
+            VersionConflict { .. } | RunBusy | RunNotContinuable { .. } | IdempotencyInProgress | OutcomeUnknown { .. } => {
+                StatusCode::CONFLICT
+            }
+            PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            IdempotencyConflict => StatusCode::UNPROCESSABLE_ENTITY,
+            RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
+            Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    pub fn retryable(&self) -> bool {
+        matches!(
+            self,
+            ApiError::RunBusy | ApiError::IdempotencyInProgress | ApiError::RateLimited { .. } | ApiError::Unavailable(_)
+        )
+    }
+
+    fn details(&self) -> Option<Value> {
+        match self {
+            ApiError::VersionConflict { current } => Some(json!({ "current_version": current })),
+            ApiError::InsufficientScope { required } => Some(json!({ "required_scopes": required })),
+            ApiError::RunNotContinuable { status } => Some(json!({ "completion_status": status })),
+            ApiError::OutcomeUnknown { run_id: Some(id) } => Some(json!({ "run_id": id })),
+            ApiError::PayloadTooLarge { limit } => Some(json!({ "limit_bytes": limit })),
+            ApiError::RateLimited { retry_after_secs } => Some(json!({ "retry_after_seconds": retry_after_secs })),
+            ApiError::InvalidToken { reason } => Some(json!({ "reason": reason })),
+            _ => None,
+        }
+    }
+
+    /// The public message: 5xx bodies are generic, the cause chain goes to the log only.
+    fn public_message(&self) -> String {
+        self.to_string()
+    }
+
+    pub fn body(&self, request_id: &str) -> Value {
+        let mut error = json!({ "code": self.code(), "message": self.public_message(), "retryable": self.retryable() });
+        if let Some(d) = self.details() {
+            error["details"] = d;
+        }
+        json!({ "schema": ERROR_SCHEMA, "error": error, "request_id": request_id })
+    }
+
+    /// Logs server-side failures with their cause chain (never the request's credentials).
+    pub fn log(&self, request_id: &str) {
+        if self.status().is_server_error() {
+            let mut chain = String::new();
+            let mut cur: Option<&dyn std::error::Error> = std::error::Error::source(self);
+            while let Some(e) = cur {
+                chain.push_str(" <- ");
+                chain.push_str(&e.to_string());
+                cur = e.source();
+            }
+            tracing::error!(request_id, code = self.code(), cause = %chain, "request failed");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn version_conflict_maps_to_409_with_current_version() {
+        let e = ApiError::VersionConflict { current: 4 };
+        assert_eq!(e.status(), StatusCode::CONFLICT);
+        let body = e.body("req_1");
+        assert_eq!(body["schema"], ERROR_SCHEMA);
+        assert_eq!(body["error"]["code"], "version_conflict");
+        assert_eq!(body["error"]["details"]["current_version"], 4);
+    }
+
+    #[test]
+    fn internal_errors_keep_their_cause_out_of_the_body() {
+        let e = ApiError::internal(std::io::Error::other("disk at /secret/path failed"));
+        let text = e.body("r").to_string();
+        assert!(!text.contains("/secret/path"));
+        assert_eq!(e.body("r")["error"]["code"], "internal_error");
+        assert!(std::error::Error::source(&e).is_some());
+    }
+}

@@ -1,0 +1,1 @@
+//! Local executor (being written).

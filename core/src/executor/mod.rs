@@ -1,0 +1,56 @@
+//! The turn executor seam to Helix Ask. The service owns deadlines, cancellation and
+//! re-entry; an executor only turns one request into one artifact. Executors must not
+//! depend on `store`, `service` or `http`.
+
+#[cfg(feature = "local-executor")]
+pub mod local;
+pub mod http;
+pub mod scripted;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
+
+use crate::domain::run::Answer;
+use crate::domain::turn::{TurnArtifact, TurnFailure};
+
+pub const TURN_REQUEST_SCHEMA: &str = "helix.turn_request.v1";
+
+/// One turn's input (the `http` executor's request body, versioned).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TurnRequest {
+    pub schema: String,
+    pub run_id: String,
+    pub step: u32,
+    /// Bound into the terminal signature: the single-writer identity of this turn.
+    pub claim_token: String,
+    pub objective: String,
+    pub constraints: Vec<String>,
+    pub instruction: Option<String>,
+    pub answers: Vec<Answer>,
+    /// The exact admitted read capabilities; nothing else may be called.
+    pub capabilities: Vec<String>,
+    pub required_evidence_families: Vec<String>,
+    /// Evidence already admitted by earlier turns (refs only).
+    pub prior_evidence_refs: Vec<String>,
+    pub deadline: DateTime<Utc>,
+}
+
+#[async_trait]
+pub trait TurnExecutor: Send + Sync + 'static {
+    /// Runs one turn. The service races this against the deadline and `cancel`;
+    /// implementations should also stop early when `cancel` fires.
+    async fn execute(&self, request: TurnRequest, cancel: CancellationToken) -> Result<TurnArtifact, TurnFailure>;
+}
+
+/// Used when no executor is configured: every turn fails its step, typed.
+pub struct Unconfigured;
+
+#[async_trait]
+impl TurnExecutor for Unconfigured {
+    async fn execute(&self, _: TurnRequest, _: CancellationToken) -> Result<TurnArtifact, TurnFailure> {
+        Err(TurnFailure::ExecutorUnavailable)
+    }
+}
