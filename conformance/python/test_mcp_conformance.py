@@ -66,13 +66,23 @@ def key(prefix: str) -> str:
     return f"conf-py-{prefix}-{uuid.uuid4().hex}"
 
 
-def start_request(objective: str = COVERED_OBJECTIVE, max_steps: int = 8) -> dict[str, Any]:
-    return {
+def start_request(
+    objective: str = COVERED_OBJECTIVE, max_steps: int = 8, contract: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    body: dict[str, Any] = {
         "objective": objective,
         "constraints": ["Use only the research library."],
         "database_scope": ["research_library"],
         "budget": {"max_steps": max_steps, "expires_in_seconds": 3600},
     }
+    if contract is not None:
+        body["completion_contract"] = contract
+    return body
+
+
+# A contract the sample corpus cannot satisfy in one turn (200 is the documented maximum):
+# the run stays continuable, so a stale expected_version can be tested on a live run.
+UNSATISFIABLE_CONTRACT = {"min_evidence_refs": 200}
 
 
 @asynccontextmanager
@@ -349,7 +359,7 @@ async def test_stale_expected_version_conflicts(helix):
         run = await call_ok(
             session,
             "helix_run_start",
-            {"idempotency_key": key("start"), "request": start_request(objective=UNCOVERED_OBJECTIVE)},
+            {"idempotency_key": key("start"), "request": start_request(contract=UNSATISFIABLE_CONTRACT)},
         )
         run_id = run["run_id"]
         moved = await call_ok(
@@ -359,8 +369,8 @@ async def test_stale_expected_version_conflicts(helix):
         )
         assert moved["version"] >= 2, moved["version"]
         assert not is_terminal(moved), (
-            "precondition: the run must still be continuable after one continue on an objective the "
-            f"corpus does not cover; got {moved['lifecycle_status']}/{moved['completion_status']}"
+            "precondition: with completion_contract.min_evidence_refs=200 the run must still be "
+            f"continuable after one continue; got {moved['lifecycle_status']}/{moved['completion_status']}"
         )
         stale = {"expected_version": 1, "instruction": "Try again.", "answers": []}
         err, _ = await call_err(

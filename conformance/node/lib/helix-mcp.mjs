@@ -45,14 +45,19 @@ const CALL_TIMEOUT_MS = 180_000;
 
 export const key = (prefix) => `conf-node-${prefix}-${randomUUID()}`;
 
-export function startRequest(objective = COVERED_OBJECTIVE, maxSteps = 8) {
+export function startRequest(objective = COVERED_OBJECTIVE, maxSteps = 8, contract = undefined) {
   return {
     objective,
     constraints: ['Use only the research library.'],
     database_scope: ['research_library'],
+    ...(contract ? { completion_contract: contract } : {}),
     budget: { max_steps: maxSteps, expires_in_seconds: 3600 },
   };
 }
+
+// A contract the sample corpus cannot satisfy in one turn (200 is the documented maximum):
+// the run stays continuable, so a stale expected_version can be tested on a live run.
+export const UNSATISFIABLE_CONTRACT = { min_evidence_refs: 200 };
 
 /**
  * Connect (initialize) with the SDK's Streamable HTTP transport, bearer in requestInit headers,

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { withHelix } from '../lib/helix-server.mjs';
 import {
-  RUN_TOOLS, TOOL_SCOPE, TOOL_ARGS, OPTIONAL_ARGS, UNCOVERED_OBJECTIVE,
+  RUN_TOOLS, TOOL_SCOPE, TOOL_ARGS, OPTIONAL_ARGS, UNCOVERED_OBJECTIVE, COVERED_OBJECTIVE, UNSATISFIABLE_CONTRACT,
   connect, call, callOk, callErr, assertFalseFlags, assertRun, isTerminal, continueRequest,
   listAllEvents, securityScopes, startRequest, key,
 } from '../lib/helix-mcp.mjs';
@@ -149,15 +149,15 @@ test('replayed helix_run_start returns the same run at version 1', () => withHel
 test('stale expected_version on continue is a version_conflict', () => withHelix(async (helix) => {
   const { client } = await connect(helix.mcpUrl, helix.tokens.full);
   try {
-    const run = await callOk(client, 'helix_run_start', { idempotency_key: key('start'), request: startRequest(UNCOVERED_OBJECTIVE) });
+    const run = await callOk(client, 'helix_run_start', { idempotency_key: key('start'), request: startRequest(COVERED_OBJECTIVE, 8, UNSATISFIABLE_CONTRACT) });
     const runId = run.run_id;
     const moved = await callOk(client, 'helix_run_continue', {
       run_id: runId, idempotency_key: key('cont'), request: continueRequest(run),
     });
     assert.ok(moved.version >= 2, `version ${moved.version}`);
     assert.ok(!isTerminal(moved),
-      'precondition: the run must still be continuable after one continue on an objective the corpus does not ' +
-      `cover; got ${moved.lifecycle_status}/${moved.completion_status}`);
+      'precondition: with completion_contract.min_evidence_refs=200 the run must still be continuable after one ' +
+      `continue; got ${moved.lifecycle_status}/${moved.completion_status}`);
     const { error } = await callErr(client, 'helix_run_continue', {
       run_id: runId, idempotency_key: key('stale'),
       request: { expected_version: 1, instruction: 'Try again.', answers: [] },
