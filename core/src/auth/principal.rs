@@ -1,0 +1,63 @@
+//! The verified principal: a token's (issuer, tenant, provider, subject) resolved to a
+//! linked Helix account through an active agent account binding. Nothing here is
+//! created from token claims; links and bindings come only from the trusted link path.
+
+use crate::domain::hash_parts;
+use crate::domain::run::Ownership;
+use crate::error::ApiError;
+
+#[derive(Clone, PartialEq, Eq)]
+pub struct Principal {
+    pub issuer: String,
+    pub tenant: String,
+    pub provider: String,
+    pub subject: String,
+    pub account_id: String,
+    pub scopes: Vec<String>,
+    /// Capabilities the linked account's policy withholds.
+    pub denied_capabilities: Vec<String>,
+}
+
+impl std::fmt::Debug for Principal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Raw identifiers stay out of logs: only the opaque owner hash is shown.
+        write!(f, "Principal({})", self.owner_hash())
+    }
+}
+
+impl Principal {
+    /// The exact owner tuple, hashed: (tenant, issuer, provider subject, account profile).
+    pub fn owner_hash(&self) -> String {
+        hash_parts(&["owner.v1", &self.tenant, &self.issuer, &self.provider, &self.subject, &self.account_id])
+    }
+
+    pub fn ownership(&self) -> Ownership {
+        Ownership {
+            owner_ref: format!("owner:sha256:{}", self.owner_hash()),
+            tenant_ref: format!("tenant:sha256:{}", hash_parts(&["tenant.v1", &self.issuer, &self.tenant])),
+            account_ref: format!("account:sha256:{}", hash_parts(&["account.v1", &self.account_id])),
+        }
+    }
+
+    pub fn has_scope(&self, scope: &str) -> bool {
+        self.scopes.iter().any(|s| s == scope)
+    }
+
+    /// Every listed scope, or `insufficient_scope` naming the complete required set.
+    pub fn require(&self, scopes: &[&str]) -> Result<(), ApiError> {
+        if scopes.iter().all(|s| self.has_scope(s)) {
+            Ok(())
+        } else {
+            Err(ApiError::InsufficientScope { required: scopes.iter().map(|s| s.to_string()).collect() })
+        }
+    }
+
+    pub fn capability_available(&self, capability: &str) -> bool {
+        !self.denied_capabilities.iter().any(|c| c == capability)
+    }
+}
+
+/// Key of the agent account binding for the exact (issuer, tenant, provider, subject).
+pub fn binding_hash(issuer: &str, tenant: &str, provider: &str, subject: &str) -> String {
+    hash_parts(&["agentbind.v1", issuer, tenant, provider, subject])
+}

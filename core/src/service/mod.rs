@@ -1,0 +1,67 @@
+//! Use cases over the store: runs (start, inspect, events, evidence, continue,
+//! cancel) and accounts (trusted link path, principal resolution). REST and MCP are
+//! two framings of these functions. Must not depend on `http` or `mcp`.
+
+pub mod accounts;
+pub mod records;
+pub mod runs;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use chrono::{DateTime, Duration, Utc};
+use tokio_util::sync::CancellationToken;
+
+use crate::config::Config;
+use crate::executor::TurnExecutor;
+use crate::store::Store;
+
+/// Wall clock with a test-only offset (so expiry and lease paths are testable).
+#[derive(Debug, Default)]
+pub struct Clock {
+    offset_secs: AtomicI64,
+}
+
+impl Clock {
+    pub fn now(&self) -> DateTime<Utc> {
+        Utc::now() + Duration::seconds(self.offset_secs.load(Ordering::Relaxed))
+    }
+    pub fn epoch(&self) -> i64 {
+        self.now().timestamp()
+    }
+    pub fn advance(&self, secs: i64) {
+        self.offset_secs.fetch_add(secs, Ordering::Relaxed);
+    }
+}
+
+/// Everything a request needs, built once per cold start and shared.
+#[derive(Clone)]
+pub struct Services {
+    pub config: Arc<Config>,
+    pub store: Arc<dyn Store>,
+    pub executor: Arc<dyn TurnExecutor>,
+    pub clock: Arc<Clock>,
+    /// Process-local cancellation of running turns, by run id.
+    pub running: Arc<Mutex<HashMap<String, CancellationToken>>>,
+}
+
+impl Services {
+    pub fn new(config: Config, store: Arc<dyn Store>, executor: Arc<dyn TurnExecutor>) -> Self {
+        Self {
+            config: Arc::new(config),
+            store,
+            executor,
+            clock: Arc::new(Clock::default()),
+            running: Arc::new(Mutex::new(HashMap::new())),
+        }
+    }
+}
+
+/// The result of a mutation: the response to send (fresh or replayed from its receipt).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Mutation {
+    pub status: u16,
+    pub body: serde_json::Value,
+    pub replayed: bool,
+}
