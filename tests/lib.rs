@@ -1,0 +1,292 @@
+//! Test harness: `TestApp::spawn()` serves the composed routers of every function on
+//! 127.0.0.1:0 over real HTTP, with its own store (embedded in a temp dir, or a fresh
+//! DynamoDB table on the emulator the test command starts) and a scripted executor.
+
+use std::sync::Arc;
+
+use helix_core::config::{Config, DefaultMode};
+use helix_core::domain::authority::TerminalSigner;
+use helix_core::executor::scripted::{ScriptedExecutor, Step};
+use helix_core::http::AppState;
+use helix_core::service::accounts::LinkIdentity;
+use helix_core::store::Store;
+use serde_json::{json, Value};
+
+pub const SECRET: &str = "test-secret-0123456789abcdef-0123456789";
+pub const SIGNER_ISSUER: &str = "helix-ask-test";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Embedded,
+    Dynamo,
+}
+
+pub struct TestApp {
+    pub base: String,
+    pub faults: Arc<Faults>,
+    pub state: AppState,
+    pub executor: Arc<ScriptedExecutor>,
+    pub http: reqwest::Client,
+    _dir: tempfile::TempDir,
+}
+
+pub fn compose(state: AppState) -> axum::Router {
+    helix_agent_runs::routes(state.clone())
+        .merge(helix_discovery::routes(state.clone()))
+        .merge(helix_mcp::routes(state.clone()))
+        .fallback_service(helix_core::http::fallback_router(state))
+}
+
+pub fn test_config(extra: &[(&str, &str)]) -> Config {
+    let mut vars: Vec<(String, String)> = vec![
+        ("HELIX_AGENT_ALLOW_LOCAL_HS256".into(), "1".into()),
+        ("HELIX_AGENT_LOCAL_JWT_SECRET".into(), SECRET.into()),
+        ("HELIX_AGENT_DATABASE_SCOPES".into(), "research_library,public_web".into()),
+        ("CASIMIR_PUBLIC_BASE_URL".into(), "http://127.0.0.1:9000".into()),
+    ];
+    for (k, v) in extra {
+        vars.retain(|(name, _)| name != k);
+        vars.push((k.to_string(), v.to_string()));
+    }
+    Config::from_lookup(DefaultMode::Development, &move |k| vars.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()))
+        .expect("test config")
+}
+
+pub fn signer() -> TerminalSigner {
+    TerminalSigner::from_seed(SIGNER_ISSUER, "k1", [42; 32])
+}
+
+async fn store_for(backend: Backend, dir: &std::path::Path) -> Arc<dyn Store> {
+    match backend {
+        Backend::Embedded => Arc::new(helix_core::store::embedded::EmbeddedStore::open(&dir.join("helix.redb")).unwrap()),
+        Backend::Dynamo => {
+            let endpoint = std::env::var("HELIX_TEST_DYNAMODB_ENDPOINT")
+                .expect("HELIX_TEST_DYNAMODB_ENDPOINT: run the tests through scripts/test, which starts the emulator");
+            let conf = aws_config::defaults(aws_config::BehaviorVersion::latest())
+                .region(aws_config::Region::new("us-east-1"))
+                .endpoint_url(endpoint)
+                .credentials_provider(aws_sdk_dynamodb::config::Credentials::new("test", "test", None, None, "tests"))
+                .load()
+                .await;
+            let table = format!("helix-it-{}", helix_core::domain::random_hex(6));
+            let store = helix_core::store::dynamo::DynamoStore::new(aws_sdk_dynamodb::Client::new(&conf), table);
+            store.create_table().await.expect("create test table");
+            Arc::new(store)
+        }
+    }
+}
+
+impl TestApp {
+    pub async fn spawn() -> Self {
+        Self::spawn_with(Backend::Embedded, &[]).await
+    }
+
+    pub async fn spawn_with(backend: Backend, extra: &[(&str, &str)]) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = test_config(extra);
+        let signer = signer();
+        config.trusted_terminal_keys.insert(SIGNER_ISSUER, "k1", signer.verifying_key());
+        let executor = Arc::new(ScriptedExecutor::new(vec![], Some(signer)));
+        let faults = Arc::new(Faults::default());
+        let store: Arc<dyn Store> = Arc::new(FaultyStore { inner: store_for(backend, dir.path()).await, faults: faults.clone() });
+        let state = helix_core::wiring::app_state(config, store, executor.clone());
+        let app = compose(state.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        TestApp { base, faults, state, executor, http: reqwest::Client::new(), _dir: dir }
+    }
+
+    /// Links (trusted path) and mints a token for the principal.
+    pub async fn token_for(&self, subject: &str, tenant: &str, scopes: &[&str]) -> String {
+        let o = &self.state.services.config.oauth;
+        let id = LinkIdentity { issuer: &o.issuer, tenant, provider: &o.provider, subject };
+        self.state.services.link_account(&id).await.unwrap();
+        let scopes: Vec<String> = scopes.iter().map(|s| s.to_string()).collect();
+        helix_core::auth::jwt::mint_local_hs256(
+            o.local_hs256_secret.as_ref().unwrap(),
+            &o.issuer,
+            &o.audience,
+            subject,
+            tenant,
+            &scopes,
+            3600,
+        )
+    }
+
+    pub async fn token(&self) -> String {
+        self.token_for("alice", "tenant-a", &["helix.agent_runs.read", "helix.agent_runs.write", "helix.data.research_library.read"]).await
+    }
+
+    pub fn post(&self, path: &str, token: &str) -> reqwest::RequestBuilder {
+        self.http.post(format!("{}{path}", self.base)).bearer_auth(token)
+    }
+
+    pub fn get(&self, path: &str, token: &str) -> reqwest::RequestBuilder {
+        self.http.get(format!("{}{path}", self.base)).bearer_auth(token)
+    }
+
+    pub async fn start(&self, token: &str, key: &str, body: Value) -> reqwest::Response {
+        self.post("/api/v1/agent-runs", token).header("Idempotency-Key", key).json(&body).send().await.unwrap()
+    }
+
+    /// Starts a research_library run and returns its body.
+    pub async fn started(&self, token: &str, body: Value) -> Value {
+        let key = format!("start-{}", helix_core::domain::random_hex(6));
+        let res = self.start(token, &key, body).await;
+        assert_eq!(res.status(), 201, "start failed");
+        res.json().await.unwrap()
+    }
+
+    pub async fn continue_run(&self, token: &str, run_id: &str, key: &str, body: Value) -> reqwest::Response {
+        self.post(&format!("/api/v1/agent-runs/{run_id}/continue"), token)
+            .header("Idempotency-Key", key)
+            .json(&body)
+            .send()
+            .await
+            .unwrap()
+    }
+
+    pub async fn cancel(&self, token: &str, run_id: &str, key: &str, body: Value) -> reqwest::Response {
+        self.post(&format!("/api/v1/agent-runs/{run_id}/cancel"), token)
+            .header("Idempotency-Key", key)
+            .json(&body)
+            .send()
+            .await
+            .unwrap()
+    }
+
+    pub async fn events(&self, token: &str, run_id: &str) -> Vec<Value> {
+        let res = self.get(&format!("/api/v1/agent-runs/{run_id}/events?limit=200"), token).send().await.unwrap();
+        assert_eq!(res.status(), 200);
+        let page: Value = res.json().await.unwrap();
+        page["events"].as_array().unwrap().clone()
+    }
+
+    pub fn script(&self, step: Step) {
+        self.executor.push(step);
+    }
+}
+
+/// A solver artifact with `n` research_library evidence items.
+pub fn evidence_artifact(n: usize) -> helix_core::domain::turn::TurnArtifact {
+    let evidence = (0..n)
+        .map(|i| helix_core::domain::turn::ArtifactEvidence {
+            reference: format!("evidence:test:{i}"),
+            family: "research_library_evidence".into(),
+            source: format!("research-library://doc{i}.md#p0"),
+            content_sha256: helix_core::domain::sha256_hex(format!("passage {i}")),
+            excerpt: format!("passage {i}"),
+        })
+        .collect();
+    serde_json::from_value::<helix_core::domain::turn::TurnArtifact>(json!({
+        "solver_status": "succeeded",
+        "summary": "found passages",
+        "satisfied_evidence_families": ["research_library_evidence"],
+    }))
+    .map(|mut a| {
+        a.evidence = evidence;
+        a
+    })
+    .unwrap()
+}
+
+/// A scripted step that completes a research_library run with `n` pieces of evidence.
+pub fn completing_step(n: usize) -> Step {
+    let artifact = evidence_artifact(n);
+    let refs = artifact.evidence.iter().map(|e| e.reference.clone()).collect();
+    Step::Signed { artifact, text: "The measured force agrees with theory within 5%.".into(), refs }
+}
+
+pub fn research_run() -> Value {
+    json!({ "objective": "Summarize the measured Casimir force.", "database_scope": ["research_library"] })
+}
+
+/// Where an injected fault strikes: before the store call reaches the store (nothing
+/// written) or after it returned (written, but the caller sees a failure).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FaultPoint {
+    Before,
+    After,
+}
+
+/// Fails the `n`-th store call (1-based, counted from `arm`) once.
+#[derive(Default)]
+pub struct Faults {
+    calls: std::sync::atomic::AtomicUsize,
+    plan: std::sync::Mutex<Option<(usize, FaultPoint)>>,
+}
+
+impl Faults {
+    pub fn arm(&self, nth_call: usize, point: FaultPoint) {
+        self.calls.store(0, std::sync::atomic::Ordering::SeqCst);
+        *self.plan.lock().unwrap() = Some((nth_call, point));
+    }
+    fn tick(&self, point: FaultPoint) -> bool {
+        let mut plan = self.plan.lock().unwrap();
+        let Some((n, at)) = *plan else { return false };
+        let count = if point == FaultPoint::Before {
+            self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1
+        } else {
+            self.calls.load(std::sync::atomic::Ordering::SeqCst)
+        };
+        if count == n && at == point {
+            *plan = None;
+            return true;
+        }
+        false
+    }
+}
+
+fn injected() -> helix_core::store::StoreError {
+    helix_core::store::StoreError::Unavailable(Box::new(std::io::Error::other("injected fault")))
+}
+
+/// A store wrapper that injects one fault where armed; otherwise transparent.
+pub struct FaultyStore {
+    pub inner: Arc<dyn Store>,
+    pub faults: Arc<Faults>,
+}
+
+macro_rules! faulty {
+    ($self:ident, $call:expr) => {{
+        if $self.faults.tick(FaultPoint::Before) {
+            return Err(injected());
+        }
+        let out = $call.await;
+        if $self.faults.tick(FaultPoint::After) {
+            return Err(injected());
+        }
+        out
+    }};
+}
+
+#[async_trait::async_trait]
+impl Store for FaultyStore {
+    async fn get(&self, key: &helix_core::store::Key) -> Result<Option<helix_core::store::Item>, helix_core::store::StoreError> {
+        faulty!(self, self.inner.get(key))
+    }
+    async fn batch_get(&self, keys: &[helix_core::store::Key]) -> Result<Vec<Option<helix_core::store::Item>>, helix_core::store::StoreError> {
+        faulty!(self, self.inner.batch_get(keys))
+    }
+    async fn put(&self, item: helix_core::store::Item, cond: Option<helix_core::store::Cond>) -> Result<(), helix_core::store::StoreError> {
+        faulty!(self, self.inner.put(item, cond))
+    }
+    async fn transact(&self, ops: Vec<helix_core::store::WriteOp>) -> Result<(), helix_core::store::StoreError> {
+        faulty!(self, self.inner.transact(ops))
+    }
+    async fn query(&self, pk: &str, prefix: &str, after: Option<&str>, limit: usize) -> Result<helix_core::store::Page, helix_core::store::StoreError> {
+        faulty!(self, self.inner.query(pk, prefix, after, limit))
+    }
+}
+
+/// Asserts events are numbered 1..=n without gaps.
+pub fn assert_contiguous(events: &[Value]) {
+    for (i, e) in events.iter().enumerate() {
+        assert_eq!(e["seq"].as_u64().unwrap(), i as u64 + 1, "events must be contiguous: {events:?}");
+    }
+}
+
+pub fn kinds(events: &[Value]) -> Vec<String> {
+    events.iter().map(|e| e["kind"].as_str().unwrap().to_owned()).collect()
+}

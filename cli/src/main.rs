@@ -1,1 +1,113 @@
-fn main() {}
+//! `helix`: the operator's and newcomer's entry point. Every rule lives in helix-core;
+//! this binary parses flags, builds state and wires the routers onto one port.
+
+mod local;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use anyhow::{bail, Context};
+use clap::{Parser, Subcommand, ValueEnum};
+
+#[derive(Parser)]
+#[command(name = "helix", version, about = "Helix Agent API: local server and operator tools")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+enum StoreKind {
+    Embedded,
+    Dynamodb,
+}
+
+#[derive(clap::Args, Clone)]
+struct StoreArgs {
+    /// Directory for the embedded store, the local signing secrets and keys.
+    #[arg(long, default_value = ".helix")]
+    data_dir: PathBuf,
+    /// Where runs live: the embedded store (default) or DynamoDB.
+    #[arg(long, value_enum, default_value = "embedded")]
+    store: StoreKind,
+    /// DynamoDB table (with --store dynamodb); endpoint from the AWS SDK environment.
+    #[arg(long)]
+    table: Option<String>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve every route of every function on one port (development mode by default).
+    Serve {
+        #[arg(long, default_value = "127.0.0.1:9000")]
+        addr: SocketAddr,
+        #[command(flatten)]
+        store: StoreArgs,
+        /// A directory of Markdown/text documents for the local research_library executor.
+        #[arg(long)]
+        corpus: Option<PathBuf>,
+    },
+    /// Print a signed development JWT (and link its principal). Refused in production.
+    DevToken {
+        #[command(flatten)]
+        store: StoreArgs,
+        #[arg(long)]
+        subject: String,
+        #[arg(long)]
+        tenant: String,
+        /// Space-separated OAuth scopes.
+        #[arg(long, default_value = "helix.agent_runs.read helix.agent_runs.write helix.data.research_library.read")]
+        scope: String,
+        #[arg(long, default_value_t = 3600)]
+        ttl_seconds: i64,
+    },
+    /// Trusted link path: link a verified (issuer, tenant, provider, subject) to an account.
+    LinkAccount {
+        #[command(flatten)]
+        store: StoreArgs,
+        #[arg(long)]
+        issuer: String,
+        #[arg(long)]
+        tenant: String,
+        #[arg(long)]
+        provider: String,
+        #[arg(long)]
+        subject: String,
+    },
+    /// Create the DynamoDB table (pk/sk, TTL on expires_at); idempotent.
+    CreateTable {
+        #[arg(long)]
+        table: String,
+    },
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    helix_core::wiring::init_tracing(false);
+    match Cli::parse().command {
+        Command::Serve { addr, store, corpus } => local::serve(addr, &store, corpus).await,
+        Command::DevToken { store, subject, tenant, scope, ttl_seconds } => {
+            let scopes: Vec<String> = scope.split_whitespace().map(str::to_owned).collect();
+            let token = local::dev_token(&store, &subject, &tenant, &scopes, ttl_seconds).await?;
+            println!("{token}");
+            Ok(())
+        }
+        Command::LinkAccount { store, issuer, tenant, provider, subject } => {
+            local::link_account(&store, &issuer, &tenant, &provider, &subject).await
+        }
+        Command::CreateTable { table } => {
+            let store = helix_core::store::dynamo::DynamoStore::from_env(table.clone()).await;
+            store.create_table().await.with_context(|| format!("creating table {table}"))?;
+            println!("table {table} is ready (TTL on expires_at)");
+            Ok(())
+        }
+    }
+}
+
+fn require_table(store: &StoreArgs) -> anyhow::Result<String> {
+    match (&store.store, &store.table) {
+        (StoreKind::Dynamodb, Some(t)) => Ok(t.clone()),
+        (StoreKind::Dynamodb, None) => bail!("--store dynamodb needs --table NAME"),
+        (StoreKind::Embedded, _) => bail!("not a DynamoDB store"),
+    }
+}

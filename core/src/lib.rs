@@ -7,3 +7,8 @@ pub mod error;
 pub mod executor;
 pub mod service;
 pub mod store;
+pub mod http;
+pub mod mcp;
+#[cfg(feature = "lambda")]
+pub mod lambda;
+pub mod wiring;

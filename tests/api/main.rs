@@ -1,1 +1,7 @@
+//! HTTP integration tests against the composed routers (real sockets, real stores).
 
+mod auth;
+mod lambda_events;
+mod lifecycle;
+mod pipeline;
+mod runs;

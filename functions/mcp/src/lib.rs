@@ -1,0 +1,13 @@
+//! The `/mcp` function: its route and, standalone, the 404 fallback (MCP rules are in helix-core).
+
+pub use helix_core::http::AppState;
+
+/// The route alone, for composition with other functions (the local server).
+pub fn routes(state: AppState) -> axum::Router {
+    helix_core::mcp::router(state)
+}
+
+/// The function's whole router: its route plus the enveloped 404 fallback.
+pub fn router(state: AppState) -> axum::Router {
+    routes(state.clone()).fallback_service(helix_core::http::fallback_router(state))
+}

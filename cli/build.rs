@@ -1,0 +1,20 @@
+//! Embeds the sample corpus (../corpus/*.md) into the binary as (name, text) pairs.
+
+use std::fmt::Write;
+
+fn main() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../corpus");
+    println!("cargo:rerun-if-changed={}", dir.display());
+    let mut names: Vec<_> = std::fs::read_dir(&dir)
+        .map(|rd| rd.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "md")).collect())
+        .unwrap_or_default();
+    names.sort();
+    let mut out = String::from("[");
+    for path in names {
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        writeln!(out, "({name:?}, include_str!({:?})),", path.canonicalize().unwrap().display().to_string()).unwrap();
+    }
+    out.push(']');
+    let dest = std::path::Path::new(&std::env::var("OUT_DIR").unwrap()).join("corpus.rs");
+    std::fs::write(dest, out).unwrap();
+}

@@ -1,0 +1,199 @@
+//! The local server: development config overlay (generated HS256 secret and
+//! terminal signer in the data dir), store choice, local executor, composed routers.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{bail, Context};
+use axum::extract::{ConnectInfo, Request};
+use helix_core::config::{Config, DefaultMode, ExecutorConfig, Mode, Secret};
+use helix_core::domain::authority::TerminalSigner;
+use helix_core::domain::random_hex;
+use helix_core::executor::local::LocalExecutor;
+use helix_core::executor::TurnExecutor;
+use helix_core::http::{AppState, ClientIp};
+use helix_core::service::accounts::LinkIdentity;
+use helix_core::store::Store;
+
+use crate::{require_table, StoreArgs, StoreKind};
+
+pub const DEV_SUBJECT: &str = "dev-user";
+pub const DEV_TENANT: &str = "dev-tenant";
+const SIGNER_ISSUER: &str = "helix-local-executor";
+const SIGNER_KEY_ID: &str = "local-1";
+
+/// The sample corpus shipped with the binary (used when --corpus is not given).
+const SAMPLE_CORPUS: &[(&str, &str)] = &include!(concat!(env!("OUT_DIR"), "/corpus.rs"));
+
+/// Reads (or creates, 0600) a secret file in the data dir.
+fn secret_file(dir: &Path, name: &str, make: impl FnOnce() -> String) -> anyhow::Result<String> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let path = dir.join(name);
+    if let Ok(s) = std::fs::read_to_string(&path) {
+        return Ok(s.trim().to_owned());
+    }
+    let value = make();
+    {
+        use std::io::Write;
+        let mut opts = std::fs::OpenOptions::new();
+        opts.write(true).create_new(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut opts, 0o600);
+        let mut f = opts.open(&path).with_context(|| format!("creating {}", path.display()))?;
+        f.write_all(value.as_bytes())?;
+    }
+    Ok(value)
+}
+
+/// Development configuration: the process environment, overlaid with local defaults.
+fn local_config(data_dir: &Path, addr: Option<SocketAddr>) -> anyhow::Result<Config> {
+    let secret = secret_file(data_dir, "local-hs256.secret", || random_hex(32))?;
+    let base = addr.map(|a| format!("http://{a}"));
+    let lookup = move |name: &str| -> Option<String> {
+        std::env::var(name).ok().or_else(|| match name {
+            "HELIX_AGENT_ALLOW_LOCAL_HS256" => Some("1".into()),
+            "HELIX_AGENT_LOCAL_JWT_SECRET" => Some(secret.clone()),
+            "HELIX_AGENT_DATABASE_SCOPES" => Some("research_library".into()),
+            "CASIMIR_PUBLIC_BASE_URL" => base.clone(),
+            _ => None,
+        })
+    };
+    let config = Config::from_lookup(DefaultMode::Development, &lookup)?;
+    Ok(config)
+}
+
+fn refuse_production(config: &Config) -> anyhow::Result<()> {
+    if config.mode == Mode::Production {
+        bail!("refused: HELIX_ENV=production; development tokens and the local server are nonproduction paths");
+    }
+    Ok(())
+}
+
+async fn open_store(args: &StoreArgs) -> anyhow::Result<Arc<dyn Store>> {
+    Ok(match args.store {
+        StoreKind::Embedded => {
+            std::fs::create_dir_all(&args.data_dir)?;
+            let path = args.data_dir.join("helix.redb");
+            Arc::new(
+                helix_core::store::embedded::EmbeddedStore::open(&path)
+                    .with_context(|| format!("opening {} (is another helix serve using it?)", path.display()))?,
+            )
+        }
+        StoreKind::Dynamodb => Arc::new(helix_core::store::dynamo::DynamoStore::from_env(require_table(args)?).await),
+    })
+}
+
+fn local_signer(data_dir: &Path) -> anyhow::Result<TerminalSigner> {
+    let seed_hex = secret_file(data_dir, "terminal-signer.seed", || random_hex(32))?;
+    let seed: [u8; 32] = hex_seed(&seed_hex).context("terminal-signer.seed is not 32 hex bytes")?;
+    Ok(TerminalSigner::from_seed(SIGNER_ISSUER, SIGNER_KEY_ID, seed))
+}
+
+fn hex_seed(s: &str) -> Option<[u8; 32]> {
+    let bytes: Vec<u8> = (0..s.len()).step_by(2).map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok()).collect::<Option<_>>()?;
+    bytes.try_into().ok()
+}
+
+fn executor(config: &mut Config, data_dir: &Path, corpus: Option<PathBuf>) -> anyhow::Result<Arc<dyn TurnExecutor>> {
+    let ExecutorConfig::Local { corpus_dir } = &config.executor else {
+        return Ok(helix_core::wiring::configured_executor(config));
+    };
+    let signer = local_signer(data_dir)?;
+    config.trusted_terminal_keys.insert(SIGNER_ISSUER, SIGNER_KEY_ID, signer.verifying_key());
+    let exec = match corpus.or_else(|| corpus_dir.clone()) {
+        Some(dir) => LocalExecutor::from_dir(&dir, signer).with_context(|| format!("reading corpus {}", dir.display()))?,
+        None => LocalExecutor::from_documents(
+            SAMPLE_CORPUS.iter().map(|(n, t)| (n.to_string(), t.to_string())).collect(),
+            signer,
+        ),
+    };
+    Ok(Arc::new(exec))
+}
+
+/// All routers of all functions on one port.
+pub fn compose(state: AppState) -> axum::Router {
+    helix_agent_runs::routes(state.clone())
+        .merge(helix_discovery::routes(state.clone()))
+        .merge(helix_mcp::routes(state.clone()))
+        .fallback_service(helix_core::http::fallback_router(state))
+}
+
+pub async fn serve(addr: SocketAddr, args: &StoreArgs, corpus: Option<PathBuf>) -> anyhow::Result<()> {
+    let mut config = local_config(&args.data_dir, Some(addr))?;
+    refuse_production(&config)?;
+    let store = open_store(args).await?;
+    let executor = executor(&mut config, &args.data_dir, corpus)?;
+    let state = helix_core::wiring::app_state(config, store, executor);
+    let token = mint(&state, DEV_SUBJECT, DEV_TENANT, &default_scopes(), 12 * 3600).await?;
+
+    let app = compose(state).layer(axum::middleware::map_request(|mut req: Request| async move {
+        if let Some(ConnectInfo(peer)) = req.extensions().get::<ConnectInfo<SocketAddr>>().copied() {
+            req.extensions_mut().insert(ClientIp(peer.ip().to_string()));
+        }
+        req
+    }));
+    let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("binding {addr}"))?;
+    let url = format!("http://{}", listener.local_addr()?);
+    println!("Helix Agent API (development, {} store) listening on {url}", store_name(args));
+    println!("Development bearer token (subject {DEV_SUBJECT}, tenant {DEV_TENANT}, valid 12 h):");
+    println!("  export HELIX_TOKEN='{token}'");
+    println!("Try:");
+    println!("  curl -s -X POST {url}/api/v1/agent-runs -H \"Authorization: Bearer $HELIX_TOKEN\" \\");
+    println!("    -H 'Idempotency-Key: first-run-0001' -H 'Content-Type: application/json' \\");
+    println!("    -d '{{\"objective\":\"What force did Lamoreaux measure between a sphere and a plate?\",\"database_scope\":[\"research_library\"]}}'");
+    println!("MCP endpoint: {url}/mcp   Metadata: {url}/.well-known/oauth-protected-resource/mcp");
+    axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())
+        .with_graceful_shutdown(async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
+        .await?;
+    Ok(())
+}
+
+fn store_name(args: &StoreArgs) -> &'static str {
+    match args.store {
+        StoreKind::Embedded => "embedded",
+        StoreKind::Dynamodb => "DynamoDB",
+    }
+}
+
+fn default_scopes() -> Vec<String> {
+    ["helix.agent_runs.read", "helix.agent_runs.write", "helix.data.research_library.read"].map(String::from).to_vec()
+}
+
+/// Links the principal through the trusted path, then mints its token.
+async fn mint(state: &AppState, subject: &str, tenant: &str, scopes: &[String], ttl: i64) -> anyhow::Result<String> {
+    let config = &state.services.config;
+    let secret: &Secret = config.oauth.local_hs256_secret.as_ref().context("the local HS256 path is not enabled")?;
+    let id = LinkIdentity { issuer: &config.oauth.issuer, tenant, provider: &config.oauth.provider, subject };
+    let (_, status) = state.services.link_account(&id).await?;
+    if status == helix_core::service::accounts::BindingStatus::Revoked {
+        eprintln!("warning: the agent binding for this principal is revoked; the token will be refused");
+    }
+    Ok(helix_core::auth::jwt::mint_local_hs256(secret, &config.oauth.issuer, &config.oauth.audience, subject, tenant, scopes, ttl))
+}
+
+pub async fn dev_token(args: &StoreArgs, subject: &str, tenant: &str, scopes: &[String], ttl: i64) -> anyhow::Result<String> {
+    let config = local_config(&args.data_dir, None)?;
+    refuse_production(&config)?;
+    if !(60..=7 * 24 * 3600).contains(&ttl) {
+        bail!("--ttl-seconds must be 60-604800");
+    }
+    let store = open_store(args).await?;
+    let state = helix_core::wiring::app_state(config, store, Arc::new(helix_core::executor::Unconfigured));
+    mint(&state, subject, tenant, scopes, ttl).await
+}
+
+pub async fn link_account(args: &StoreArgs, issuer: &str, tenant: &str, provider: &str, subject: &str) -> anyhow::Result<()> {
+    let config = local_config(&args.data_dir, None)?;
+    let store = open_store(args).await?;
+    let state = helix_core::wiring::app_state(config, store, Arc::new(helix_core::executor::Unconfigured));
+    let (account, status) = state.services.link_account(&LinkIdentity { issuer, tenant, provider, subject }).await?;
+    let status = match status {
+        helix_core::service::accounts::BindingStatus::Active => "active",
+        helix_core::service::accounts::BindingStatus::Revoked => "revoked (not reactivated)",
+    };
+    println!("linked account {account}; agent binding {status}");
+    Ok(())
+}

@@ -1,0 +1,126 @@
+//! `/api/v1/agent-runs/*`: REST framing of the run services.
+
+use axum::extract::{Path, RawQuery, State};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Extension, Router};
+use http::{HeaderValue, StatusCode};
+
+use super::{pipeline, run_response, AppState, Authed, Group, IdemKey, Invocation, JsonBody};
+use crate::domain::run::{CancelRequest, ContinueRequest, StartRequest};
+use crate::error::ApiError;
+use crate::service::runs::DEFAULT_EVENT_LIMIT;
+use crate::service::Mutation;
+
+pub fn router(state: AppState) -> Router {
+    Router::new()
+        .route("/api/v1/agent-runs", post(start).fallback(method_not_allowed_post))
+        .route("/api/v1/agent-runs/{run_id}", get(inspect).fallback(method_not_allowed_get))
+        .route("/api/v1/agent-runs/{run_id}/continue", post(continue_run).fallback(method_not_allowed_post))
+        .route("/api/v1/agent-runs/{run_id}/cancel", post(cancel).fallback(method_not_allowed_post))
+        .route("/api/v1/agent-runs/{run_id}/events", get(events).fallback(method_not_allowed_get))
+        .route("/api/v1/agent-runs/{run_id}/evidence", get(evidence).fallback(method_not_allowed_get))
+        .layer(axum::middleware::from_fn_with_state((state.clone(), Group::AgentRuns), pipeline))
+        .with_state(state)
+}
+
+async fn method_not_allowed_post() -> ApiError {
+    ApiError::MethodNotAllowed { allow: "POST" }
+}
+
+async fn method_not_allowed_get() -> ApiError {
+    ApiError::MethodNotAllowed { allow: "GET" }
+}
+
+/// A mutation's answer: fresh or replayed, with `Idempotency-Replayed` and, for a
+/// fresh or replayed start, `Location`.
+fn mutation_response(m: Mutation) -> Response {
+    let status = StatusCode::from_u16(m.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let location = (status == StatusCode::CREATED)
+        .then(|| m.body.get("run_id").and_then(|v| v.as_str()).map(|id| format!("/api/v1/agent-runs/{id}")))
+        .flatten();
+    let mut res = run_response(status, m.body);
+    let h = res.headers_mut();
+    h.insert("idempotency-replayed", HeaderValue::from_static(if m.replayed { "true" } else { "false" }));
+    if let Some(loc) = location {
+        h.insert(http::header::LOCATION, HeaderValue::from_str(&loc).expect("run ids are ascii"));
+    }
+    res
+}
+
+async fn start(
+    State(app): State<AppState>,
+    Authed(p): Authed,
+    IdemKey(key): IdemKey,
+    JsonBody(req): JsonBody<StartRequest>,
+) -> Result<Response, ApiError> {
+    Ok(mutation_response(app.services.start_run(&p, &key, req).await?))
+}
+
+async fn inspect(State(app): State<AppState>, Authed(p): Authed, Path(run_id): Path<String>) -> Result<Response, ApiError> {
+    Ok(run_response(StatusCode::OK, app.services.inspect_run(&p, &run_id).await?))
+}
+
+async fn evidence(State(app): State<AppState>, Authed(p): Authed, Path(run_id): Path<String>) -> Result<Response, ApiError> {
+    Ok(axum::Json(app.services.run_evidence(&p, &run_id).await?).into_response())
+}
+
+async fn continue_run(
+    State(app): State<AppState>,
+    Authed(p): Authed,
+    Path(run_id): Path<String>,
+    IdemKey(key): IdemKey,
+    invocation: Option<Extension<Invocation>>,
+    JsonBody(req): JsonBody<ContinueRequest>,
+) -> Result<Response, ApiError> {
+    let invocation = invocation.map(|Extension(i)| i).unwrap_or_default();
+    Ok(mutation_response(app.services.continue_run(&p, &run_id, &key, req, invocation).await?))
+}
+
+async fn cancel(
+    State(app): State<AppState>,
+    Authed(p): Authed,
+    Path(run_id): Path<String>,
+    IdemKey(key): IdemKey,
+    JsonBody(req): JsonBody<CancelRequest>,
+) -> Result<Response, ApiError> {
+    Ok(mutation_response(app.services.cancel_run(&p, &run_id, &key, req).await?))
+}
+
+/// `after_seq` (default 0) and `limit` (default 50, 1-200); any other parameter is refused.
+fn event_query(raw: Option<&str>) -> Result<(u64, u32), ApiError> {
+    let (mut after, mut limit) = (0u64, DEFAULT_EVENT_LIMIT);
+    for pair in raw.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
+        let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+        let bad = |n: &str| ApiError::InvalidRequest(format!("{n}: must be a whole number"));
+        match name {
+            "after_seq" => after = value.parse().map_err(|_| bad("after_seq"))?,
+            "limit" => limit = value.parse().map_err(|_| bad("limit"))?,
+            _ => return Err(ApiError::InvalidRequest("unknown query parameter".into())),
+        }
+    }
+    Ok((after, limit))
+}
+
+async fn events(
+    State(app): State<AppState>,
+    Authed(p): Authed,
+    Path(run_id): Path<String>,
+    RawQuery(query): RawQuery,
+) -> Result<Response, ApiError> {
+    let (after, limit) = event_query(query.as_deref())?;
+    Ok(axum::Json(app.services.list_events(&p, &run_id, after, limit).await?).into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::event_query;
+
+    #[test]
+    fn event_query_defaults_and_refuses_unknown_parameters() {
+        assert_eq!(event_query(None).unwrap(), (0, 50));
+        assert_eq!(event_query(Some("after_seq=41&limit=100")).unwrap(), (41, 100));
+        assert!(event_query(Some("after_seq=-1")).is_err());
+        assert!(event_query(Some("cursor=9")).is_err());
+    }
+}

@@ -1,0 +1,314 @@
+//! The HTTP facade: one pipeline for every route group (request id, no-store headers,
+//! host/origin admission, pre-auth rate limit, body limits, strict JSON, bearer and
+//! scope checks, one error envelope). Handlers only frame service calls.
+
+pub mod agent_runs;
+pub mod discovery;
+pub mod ratelimit;
+pub mod redact;
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{FromRequest, FromRequestParts, Request, State};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use http::header::{CACHE_CONTROL, CONTENT_LENGTH, CONTENT_TYPE, HOST, ORIGIN, PRAGMA, WWW_AUTHENTICATE};
+use http::request::Parts;
+use http::{HeaderMap, HeaderValue, StatusCode};
+use serde::de::DeserializeOwned;
+
+use crate::auth::jwt::{bearer_from_header, TenantHeaders, TokenVerifier};
+use crate::auth::principal::Principal;
+use crate::config::{Limits, Mode};
+use crate::domain::ids::IdempotencyKey;
+use crate::domain::random_hex;
+use crate::error::ApiError;
+use crate::service::Services;
+use ratelimit::RateLimiter;
+
+pub const REQUEST_ID: &str = "x-request-id";
+
+/// Shared per-process state of every router.
+#[derive(Clone)]
+pub struct AppState {
+    pub services: Services,
+    pub verifier: Arc<TokenVerifier>,
+    pub limiter: Arc<RateLimiter>,
+}
+
+impl AppState {
+    pub fn new(services: Services) -> Self {
+        let http = reqwest::Client::builder()
+            .timeout(std::time::Duration::from_secs(5))
+            .build()
+            .expect("HTTP client");
+        let verifier = Arc::new(TokenVerifier::new(&services.config.oauth, http));
+        Self { services, verifier, limiter: Arc::new(RateLimiter::default()) }
+    }
+}
+
+/// Which route group a request belongs to: its limits and its metadata path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Group {
+    AgentRuns,
+    Mcp,
+    Discovery,
+}
+
+impl Group {
+    pub fn resource_path(self) -> &'static str {
+        match self {
+            Group::AgentRuns => "/api/v1/agent-runs",
+            Group::Mcp | Group::Discovery => "/mcp",
+        }
+    }
+    fn limits(self, state: &AppState) -> Limits {
+        match self {
+            Group::Mcp => state.services.config.mcp_limits,
+            _ => state.services.config.agent_limits,
+        }
+    }
+}
+
+/// The request's id, set by the pipeline.
+#[derive(Debug, Clone)]
+pub struct RequestId(pub String);
+
+/// The caller's address, set by the transport (Lambda request context or socket).
+#[derive(Debug, Clone)]
+pub struct ClientIp(pub String);
+
+/// The remaining time of this Lambda invocation, set by the function's adapter.
+pub use crate::service::runs::Invocation;
+
+/// An error on its way out: rendered by the pipeline, which knows the request id.
+#[derive(Clone)]
+struct PendingError(Arc<ApiError>);
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let mut res = Response::new(Body::empty());
+        *res.status_mut() = self.status();
+        res.extensions_mut().insert(PendingError(Arc::new(self)));
+        res
+    }
+}
+
+/// The metadata URL a challenge points at for a route group.
+pub fn resource_metadata_url(base: &str, group: Group) -> String {
+    format!("{base}/.well-known/oauth-protected-resource{}", group.resource_path())
+}
+
+/// `WWW-Authenticate` for 401 and insufficient-scope 403 answers, else None.
+pub fn challenge(err: &ApiError, metadata_url: &str) -> Option<String> {
+    let base = format!("Bearer resource_metadata=\"{metadata_url}\"");
+    match err {
+        ApiError::AuthenticationRequired => Some(base),
+        ApiError::InvalidToken { .. } | ApiError::TenantMismatch => Some(format!("{base}, error=\"invalid_token\"")),
+        ApiError::InsufficientScope { required } => {
+            Some(format!("{base}, error=\"insufficient_scope\", scope=\"{}\"", required.join(" ")))
+        }
+        _ => None,
+    }
+}
+
+pub fn render_error(err: &ApiError, request_id: &str, metadata_url: &str) -> Response {
+    err.log(request_id);
+    let mut res = (err.status(), axum::Json(err.body(request_id))).into_response();
+    if let Some(c) = challenge(err, metadata_url) {
+        res.headers_mut().insert(WWW_AUTHENTICATE, HeaderValue::from_str(&c).expect("ascii challenge"));
+    }
+    match err {
+        ApiError::MethodNotAllowed { allow } => {
+            res.headers_mut().insert(http::header::ALLOW, HeaderValue::from_static(allow));
+        }
+        ApiError::RateLimited { retry_after_secs } => {
+            res.headers_mut().insert(http::header::RETRY_AFTER, HeaderValue::from(*retry_after_secs));
+        }
+        _ => {}
+    }
+    res
+}
+
+fn host_name(host: &str) -> &str {
+    if host.starts_with('[') {
+        return host.split(']').next().map(|h| &host[..h.len() + 1]).unwrap_or(host);
+    }
+    host.rsplit_once(':').map(|(h, _)| h).unwrap_or(host)
+}
+
+fn is_loopback(host: &str) -> bool {
+    matches!(host, "127.0.0.1" | "localhost" | "[::1]") || host.starts_with("127.")
+}
+
+/// Admission before any parsing: host, origin, declared body size, pre-auth rate.
+fn admit(state: &AppState, group: Group, headers: &HeaderMap, ip: &str) -> Result<(), ApiError> {
+    let config = &state.services.config;
+    let host = headers.get(HOST).and_then(|h| h.to_str().ok()).map(host_name).ok_or(ApiError::HostNotAllowed)?;
+    let allowed = config.allowed_hosts.iter().any(|a| a.eq_ignore_ascii_case(host));
+    if !allowed || (config.mode == Mode::Production && is_loopback(host)) {
+        return Err(ApiError::HostNotAllowed);
+    }
+    if config.mode == Mode::Production {
+        let proto = headers.get("x-forwarded-proto").and_then(|v| v.to_str().ok());
+        if proto.is_some_and(|p| p != "https") {
+            return Err(ApiError::HostNotAllowed);
+        }
+    }
+    if let Some(origin) = headers.get(ORIGIN) {
+        let origin = origin.to_str().map_err(|_| ApiError::OriginNotAllowed)?;
+        let loopback_dev = config.mode == Mode::Development
+            && ["http://127.0.0.1", "http://localhost"].iter().any(|p| origin == *p || origin.starts_with(&format!("{p}:")));
+        if !loopback_dev && !config.allowed_origins.iter().any(|o| o == origin) {
+            return Err(ApiError::OriginNotAllowed);
+        }
+    }
+    let limits = group.limits(state);
+    let declared = headers.get(CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<usize>().ok());
+    if declared.is_some_and(|n| n > limits.body_bytes) {
+        return Err(ApiError::PayloadTooLarge { limit: limits.body_bytes });
+    }
+    state
+        .limiter
+        .check(&format!("ip:{group:?}:{ip}"), limits.ip_per_minute, state.services.clock.epoch())
+        .map_err(|retry_after_secs| ApiError::RateLimited { retry_after_secs })
+}
+
+/// The pipeline every route group runs behind (`from_fn_with_state((state, group), pipeline)`).
+pub async fn pipeline(State((state, group)): State<(AppState, Group)>, mut req: Request, next: Next) -> Response {
+    let request_id = req
+        .headers()
+        .get(REQUEST_ID)
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| redact::safe_request_id(v))
+        .map(str::to_owned)
+        .unwrap_or_else(|| format!("req_{}", random_hex(12)));
+    req.extensions_mut().insert(RequestId(request_id.clone()));
+    req.extensions_mut().insert(group);
+    let ip = req.extensions().get::<ClientIp>().map(|c| c.0.clone()).unwrap_or_else(|| "unknown".into());
+    let metadata_url = resource_metadata_url(&state.services.config.public_base_url, group);
+
+    let mut res = match admit(&state, group, req.headers(), &ip) {
+        Ok(()) => next.run(req).await,
+        Err(e) => e.into_response(),
+    };
+    if let Some(PendingError(err)) = res.extensions_mut().remove::<PendingError>() {
+        res = render_error(&err, &request_id, &metadata_url);
+    }
+    let h = res.headers_mut();
+    h.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    h.insert(PRAGMA, HeaderValue::from_static("no-cache"));
+    h.insert(REQUEST_ID, HeaderValue::from_str(&request_id).expect("safe request id"));
+    res
+}
+
+/// The verified, linked principal of a request (bearer -> token -> link + binding).
+pub struct Authed(pub Principal);
+
+impl FromRequestParts<AppState> for Authed {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let principal = authenticate(state, &parts.headers).await?;
+        let group = parts.extensions.get::<Group>().copied().unwrap_or(Group::AgentRuns);
+        let limit = group.limits(state).principal_per_minute;
+        state
+            .limiter
+            .check(&format!("principal:{group:?}:{}", principal.owner_hash()), limit, state.services.clock.epoch())
+            .map_err(|retry_after_secs| ApiError::RateLimited { retry_after_secs })?;
+        Ok(Authed(principal))
+    }
+}
+
+/// Bearer verification and principal resolution, shared by REST and MCP.
+pub async fn authenticate(state: &AppState, headers: &HeaderMap) -> Result<Principal, ApiError> {
+    let value = headers.get(http::header::AUTHORIZATION).ok_or(ApiError::AuthenticationRequired)?;
+    let value = value.to_str().map_err(|_| ApiError::InvalidToken { reason: "malformed" })?;
+    let bearer = bearer_from_header(value).ok_or(ApiError::InvalidToken { reason: "malformed" })?;
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    let tenant_headers = TenantHeaders {
+        tenant_id: header("x-tenant-id"),
+        customer_id: header("x-customer-id"),
+        org_id: header("x-org-id"),
+    };
+    let token = state.verifier.verify(bearer, tenant_headers).await?;
+    state.services.resolve_principal(token).await
+}
+
+/// The `Idempotency-Key` header, parsed.
+pub struct IdemKey(pub IdempotencyKey);
+
+impl<S: Send + Sync> FromRequestParts<S> for IdemKey {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
+        parts
+            .headers
+            .get("idempotency-key")
+            .and_then(|v| v.to_str().ok())
+            .and_then(IdempotencyKey::parse)
+            .map(IdemKey)
+            .ok_or(ApiError::InvalidIdempotencyKey)
+    }
+}
+
+/// Strict JSON body: `application/json`, within the group's limit, no unknown fields.
+pub struct JsonBody<T>(pub T);
+
+impl<T: DeserializeOwned> FromRequest<AppState> for JsonBody<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &AppState) -> Result<Self, ApiError> {
+        let group = req.extensions().get::<Group>().copied().unwrap_or(Group::AgentRuns);
+        let limit = group.limits(state).body_bytes;
+        let json_type = req
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.split(';').next())
+            .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/json"));
+        if !json_type {
+            return Err(ApiError::UnsupportedMediaType);
+        }
+        let bytes = axum::body::to_bytes(req.into_body(), limit)
+            .await
+            .map_err(|_| ApiError::PayloadTooLarge { limit })?;
+        parse_strict(&bytes).map(JsonBody)
+    }
+}
+
+/// Parses a strict request value; the message never echoes caller values.
+pub fn parse_strict<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    serde_json::from_slice(bytes).map_err(|e| {
+        let msg = e.to_string();
+        match redact::unknown_field_name(&msg) {
+            Some(name) => ApiError::InvalidRequest(format!("unknown field {name:?}")),
+            None if msg.starts_with("unknown field") => ApiError::InvalidRequest("unknown field".into()),
+            None => ApiError::InvalidRequest(redact::scrub_message(&msg)),
+        }
+    })
+}
+
+/// A run-shaped JSON response with its weak ETag (from `version`).
+pub fn run_response(status: StatusCode, body: serde_json::Value) -> Response {
+    let etag = body.get("version").and_then(|v| v.as_u64()).map(|v| format!("W/\"v{v}\""));
+    let mut res = (status, axum::Json(body)).into_response();
+    if let Some(tag) = etag {
+        res.headers_mut().insert(http::header::ETAG, HeaderValue::from_str(&tag).expect("ascii etag"));
+    }
+    res
+}
+
+/// Fallback for unknown paths inside a group.
+pub async fn not_found() -> ApiError {
+    ApiError::NotFound
+}
+
+/// Unknown paths outside every group: the error envelope, behind the same pipeline.
+pub fn fallback_router(state: AppState) -> axum::Router {
+    axum::Router::new()
+        .fallback(not_found)
+        .layer(axum::middleware::from_fn_with_state((state.clone(), Group::AgentRuns), pipeline))
+        .with_state(state)
+}

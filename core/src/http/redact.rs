@@ -1,0 +1,94 @@
+//! Credential-shaped value detection: used for request ids, error messages and
+//! anything else that could echo caller input.
+
+/// True for values that look like a credential: bearer/JWT shapes, well-known key
+/// prefixes, or long unbroken base64/hex runs.
+pub fn looks_like_credential(value: &str) -> bool {
+    let lower = value.to_ascii_lowercase();
+    if ["bearer", "basic ", "token", "secret", "password", "apikey", "api_key"].iter().any(|w| lower.contains(w)) {
+        return true;
+    }
+    if value.starts_with("eyJ") || value.split('.').filter(|s| s.len() >= 8).count() >= 3 {
+        return true;
+    }
+    if ["sk-", "sk_", "ghp_", "gho_", "xox", "akia", "asia", "pat_", "rk_"].iter().any(|p| lower.starts_with(p)) {
+        return true;
+    }
+    let mut run = 0usize;
+    for c in value.chars() {
+        if c.is_ascii_alphanumeric() || c == '+' || c == '/' || c == '=' || c == '_' {
+            run += 1;
+            if run >= 32 {
+                return true;
+            }
+        } else {
+            run = 0;
+        }
+    }
+    false
+}
+
+/// A caller's request id is kept when short, plain and not credential-shaped.
+pub fn safe_request_id(value: &str) -> bool {
+    !value.is_empty()
+        && value.len() <= 160
+        && value.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(&b))
+        && !looks_like_credential(value)
+}
+
+/// Removes quoted and back-ticked fragments from a parser message, so a bad value
+/// is never echoed; the rest (position, expected type) stays helpful.
+pub fn scrub_message(msg: &str) -> String {
+    let mut out = String::with_capacity(msg.len());
+    let mut inside: Option<char> = None;
+    for c in msg.chars() {
+        match inside {
+            Some(q) if c == q => {
+                inside = None;
+                out.push(c);
+            }
+            Some(_) => {}
+            None if c == '"' || c == '`' => {
+                inside = Some(if c == '`' { '`' } else { '"' });
+                out.push(c);
+                out.push('…');
+            }
+            None => out.push(c),
+        }
+    }
+    out
+}
+
+/// The name of an unknown field, when it is safe to echo.
+pub fn unknown_field_name(msg: &str) -> Option<&str> {
+    let rest = msg.strip_prefix("unknown field `")?;
+    let name = &rest[..rest.find('`')?];
+    (name.len() <= 64 && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') && !looks_like_credential(name))
+        .then_some(name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn credential_shaped_request_ids_are_refused() {
+        assert!(safe_request_id("client-req-42"));
+        assert!(safe_request_id("trace:abc.def_1"));
+        assert!(!safe_request_id("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJlc2ln"));
+        assert!(!safe_request_id("sk-live-abc"));
+        assert!(!safe_request_id("Bearer_abc"));
+        assert!(!safe_request_id("0123456789abcdef0123456789abcdef"));
+        assert!(!safe_request_id(&"a-".repeat(81)));
+        assert!(!safe_request_id("has space"));
+    }
+
+    #[test]
+    fn parser_messages_lose_their_quoted_values() {
+        let m = scrub_message("invalid type: string \"sk-secret\", expected u64 at line 1 column 30");
+        assert!(!m.contains("sk-secret"));
+        assert!(m.contains("expected u64"));
+        assert_eq!(unknown_field_name("unknown field `owner`, expected one of"), Some("owner"));
+        assert_eq!(unknown_field_name("unknown field `eyJhbGciOiJIUzI1NiJ9xxxxxxxxxxxxxxxxxxxx`, x"), None);
+    }
+}

@@ -1,0 +1,38 @@
+//! The Lambda transport: runs a router under `lambda_http`, passing the invocation's
+//! remaining time and the caller's source IP to the pipeline as typed extensions.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use axum::extract::Request;
+use axum::Router;
+use lambda_http::request::RequestContext;
+pub use lambda_http::Error;
+
+use crate::http::{ClientIp, Invocation};
+
+fn annotate(mut req: Request) -> Request {
+    let ip = match req.extensions().get::<RequestContext>() {
+        Some(RequestContext::ApiGatewayV2(ctx)) => ctx.http.source_ip.clone(),
+        Some(RequestContext::ApiGatewayV1(ctx)) => ctx.identity.source_ip.clone(),
+        _ => None,
+    };
+    if let Some(ip) = ip {
+        req.extensions_mut().insert(ClientIp(ip));
+    }
+    if let Some(ctx) = req.extensions().get::<lambda_http::Context>() {
+        let now_ms = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0);
+        let remaining = Duration::from_millis(ctx.deadline.saturating_sub(now_ms));
+        req.extensions_mut().insert(Invocation { remaining: Some(remaining) });
+    }
+    req
+}
+
+/// Adds the Lambda annotations to a router (also used by tests that feed `events/`).
+pub fn adapt(router: Router) -> Router {
+    router.layer(axum::middleware::map_request(|req: Request| async move { annotate(req) }))
+}
+
+/// Serves the router as this Lambda function until the runtime stops it.
+pub async fn run(router: Router) -> Result<(), lambda_http::Error> {
+    lambda_http::run(adapt(router)).await
+}

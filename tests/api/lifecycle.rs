@@ -1,0 +1,438 @@
+//! Continue, cancel, completion, evidence and budgets: every status transition, the
+//! races and the crash points of the claim -> execute -> finalize protocol.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use helix_core::domain::run::Question;
+use helix_core::domain::turn::TurnFailure;
+use helix_core::executor::scripted::Step;
+use helix_integration_tests::*;
+use serde_json::{json, Value};
+
+fn go(version: u64) -> Value {
+    json!({ "expected_version": version, "instruction": "Find the measured force." })
+}
+
+async fn body(res: reqwest::Response) -> (u16, Value) {
+    (res.status().as_u16(), res.json().await.unwrap())
+}
+
+async fn start(app: &TestApp, token: &str, body: Value) -> String {
+    app.started(token, body).await["run_id"].as_str().unwrap().to_owned()
+}
+
+fn question_step(id: &str) -> Step {
+    let mut a = evidence_artifact(0);
+    a.solver_status = helix_core::domain::turn::SolverStatus::Partial;
+    a.satisfied_evidence_families.clear();
+    a.pending_questions = vec![Question { question_id: id.into(), prompt: "Which geometry?".into() }];
+    Step::Artifact(a)
+}
+
+pub async fn completes_with_authorized_terminal_product(backend: Backend) {
+    let app = TestApp::spawn_with(backend, &[]).await;
+    let token = app.token().await;
+    let id = start(&app, &token, research_run()).await;
+    app.script(completing_step(2));
+    let (status, run) = body(app.continue_run(&token, &id, "turn-0001-key", go(1)).await).await;
+    assert_eq!(status, 200, "{run}");
+    assert_eq!(run["version"], 2);
+    assert_eq!(run["lifecycle_status"], "completed");
+    assert_eq!(run["completion_status"], "completed");
+    assert_eq!(run["terminal_authority_status"], "authorized");
+    assert_eq!(run["recommended_next_action"], "stop");
+    assert_eq!(run["budget"]["steps_used"], 1);
+    assert_eq!(run["unresolved_requirements"], json!([]));
+    assert_eq!(run["latest_result"]["terminal_product"]["supporting_evidence_refs"].as_array().unwrap().len(), 2);
+    assert!(run["completed_at"].is_string());
+    for flag in ["answer_authority", "assistant_answer", "terminal_eligible", "raw_content_included"] {
+        assert_eq!(run[flag], false);
+    }
+    let events = app.events(&token, &id).await;
+    assert_contiguous(&events);
+    assert_eq!(
+        kinds(&events),
+        ["run_started", "continuation_received", "evidence_reentered", "terminal_authority_evaluated", "run_completed"]
+    );
+    let bundle: Value = app.get(&format!("/api/v1/agent-runs/{id}/evidence"), &token).send().await.unwrap().json().await.unwrap();
+    assert_eq!(bundle["schema"], "helix.agent_run.evidence_bundle.v1");
+    assert_eq!(bundle["evidence_refs"].as_array().unwrap().len(), 2);
+    assert_eq!(bundle["terminal_authority_status"], "authorized");
+    assert!(bundle["terminal_candidate_ref"].as_str().unwrap().starts_with("terminal:sha256:"));
+    assert_eq!(bundle["answer_authority"], false);
+    assert_eq!(bundle["raw_content_included"], false);
+    let (status, err) = body(app.continue_run(&token, &id, "turn-0002-key", go(2)).await).await;
+    assert_eq!((status, err["error"]["code"].as_str()), (409, Some("run_not_continuable")));
+}
+
+#[tokio::test]
+async fn a_continuation_completes_the_run_with_verified_authority() {
+    completes_with_authorized_terminal_product(Backend::Embedded).await;
+}
+
+#[tokio::test]
+async fn a_continuation_completes_the_run_on_dynamodb() {
+    completes_with_authorized_terminal_product(Backend::Dynamo).await;
+}
+
+#[tokio::test]
+async fn a_pending_question_needs_input_and_its_answer_continues() {
+    let app = TestApp::spawn().await;
+    let token = app.token().await;
+    let id = start(&app, &token, research_run()).await;
+    app.script(question_step("q_geometry"));
+    let (_, run) = body(app.continue_run(&token, &id, "turn-q-00001", go(1)).await).await;
+    assert_eq!(run["completion_status"], "needs_input");
+    assert_eq!(run["lifecycle_status"], "waiting");
+    assert_eq!(run["recommended_next_action"], "answer_questions");
+    assert_eq!(run["pending_questions"][0]["question_id"], "q_geometry");
+    let unknown = json!({ "expected_version": 2, "answers": [{ "question_id": "q_other", "value": "x" }] });
+    let (status, err) = body(app.continue_run(&token, &id, "turn-q-00002", unknown).await).await;
+    assert_eq!((status, err["error"]["code"].as_str()), (400, Some("invalid_request")));
+    let twice = json!({ "expected_version": 2, "answers": [{ "question_id": "q_geometry", "value": 1 }, { "question_id": "q_geometry", "value": 2 }] });
+    assert_eq!(app.continue_run(&token, &id, "turn-q-00003", twice).await.status(), 400);
+    app.script(completing_step(1));
+    let answer = json!({ "expected_version": 2, "answers": [{ "question_id": "q_geometry", "value": { "geometry": "sphere-plate" } }] });
+    let (_, run) = body(app.continue_run(&token, &id, "turn-q-00004", answer).await).await;
+    assert_eq!(run["completion_status"], "completed", "{run}");
+    assert_eq!(run["pending_questions"], json!([]));
+    let seen = app.executor.seen.lock().unwrap();
+    assert_eq!(seen.last().unwrap().answers[0].question_id, "q_geometry", "the answer reaches the executor");
+    drop(seen);
+    let kinds = kinds(&app.events(&token, &id).await);
+    assert!(kinds.contains(&"input_requested".to_string()) && kinds.contains(&"issue_resolved".to_string()), "{kinds:?}");
+}
+
+#[tokio::test]
+async fn a_stale_version_is_version_conflict_with_the_current_version() {
+    let app = TestApp::spawn().await;
+    let token = app.token().await;
+    let id = start(&app, &token, research_run()).await;
+    app.script(question_step("q1"));
+    app.continue_run(&token, &id, "stale-0000001", go(1)).await;
+    let (status, err) = body(app.continue_run(&token, &id, "stale-0000002", go(1)).await).await;
+    assert_eq!(status, 409);
+    assert_eq!(err["error"]["code"], "version_conflict");
+    assert_eq!(err["error"]["details"]["current_version"], 2);
+    let (status, _) = body(app.continue_run(&token, &id, "stale-0000003", json!({"expected_version": 0, "instruction": "x"})).await).await;
+    assert_eq!(status, 400);
+    let (status, _) = body(app.continue_run(&token, &id, "stale-0000004", json!({"expected_version": 2})).await).await;
+    assert_eq!(status, 400, "needs an instruction or an answer");
+}
+
+#[tokio::test]
+async fn a_retried_continuation_replays_without_a_second_step() {
+    let app = TestApp::spawn().await;
+    let token = app.token().await;
+    let id = start(&app, &token, research_run()).await;
+    app.script(question_step("q1"));
+    let first = app.continue_run(&token, &id, "retry-turn-001", go(1)).await;
+    assert_eq!(first.headers()["idempotency-replayed"], "false");
+    let first: Value = first.json().await.unwrap();
+    let again = app.continue_run(&token, &id, "retry-turn-001", go(1)).await;
+    assert_eq!(again.headers()["idempotency-replayed"], "true");
+    assert_eq!(again.json::<Value>().await.unwrap(), first);
+    assert_eq!(app.executor.seen.lock().unwrap().len(), 1, "one turn executed");
+    let (status, err) = body(app.continue_run(&token, &id, "retry-turn-001", go(2)).await).await;
+    assert_eq!((status, err["error"]["code"].as_str()), (422, Some("idempotency_conflict")));
+}
+
+#[tokio::test]
+async fn cancel_is_irreversible_versioned_and_replayable() {
+    let app = TestApp::spawn().await;
+    let token = app.token().await;
+    let id = start(&app, &token, research_run()).await;
+    let stale = app.cancel(&token, &id, "cancel-stale-01", json!({"expected_version": 5})).await;
+    assert_eq!(stale.status(), 409);
+    let req = json!({"expected_version": 1, "reason": "no longer needed"});
+    let res = app.cancel(&token, &id, "cancel-key-0001", req.clone()).await;
+    assert_eq!(res.headers()["etag"], "W/\"v2\"");
+    let (status, run) = body(res).await;
+    assert_eq!(status, 200);
+    assert_eq!(run["lifecycle_status"], "cancelled");
+    assert_eq!(run["completion_status"], "cancelled");
+    assert_eq!(run["version"], 2);
+    assert!(run["cancelled_at"].is_string());
+    let replay = app.cancel(&token, &id, "cancel-key-0001", req).await;
+    assert_eq!(replay.headers()["idempotency-replayed"], "true");
+    let (status, err) = body(app.continue_run(&token, &id, "after-cancel-1", go(2)).await).await;
+    assert_eq!((status, err["error"]["code"].as_str()), (409, Some("run_not_continuable")));
+    assert_eq!(err["error"]["details"]["completion_status"], "cancelled");
+    let again = app.cancel(&token, &id, "cancel-key-0002", json!({"expected_version": 2})).await;
+    assert_eq!(again.status(), 409);
+    let events = app.events(&token, &id).await;
+    assert_contiguous(&events);
+    assert_eq!(kinds(&events), ["run_started", "run_cancelled"]);
+}
+
+#[tokio::test]
+async fn the_last_step_without_completion_exhausts_the_budget() {
+    let app = TestApp::spawn().await;
+    let token = app.token().await;
+    let id = start(&app, &token, json!({"objective": "x", "database_scope": ["research_library"], "budget": {"max_steps": 1}})).await;
+    app.script(Step::Artifact(evidence_artifact(1)));
+    let (_, run) = body(app.continue_run(&token, &id, "budget-turn-01", go(1)).await).await;
+    assert_eq!(run["completion_status"], "budget_exhausted", "{run}");
+    assert_eq!(run["lifecycle_status"], "failed");
+    assert_eq!(run["budget"]["steps_remaining"], 0);
+    assert_eq!(*kinds(&app.events(&token, &id).await).last().unwrap(), "budget_exhausted");
+}
+
+#[tokio::test]
+async fn an_expired_run_ends_as_budget_exhausted_without_a_turn() {
+    let app = TestApp::spawn().await;
+    let token = app.token().await;
+    let id = start(&app, &token, json!({"objective": "x", "budget": {"expires_in_seconds": 60}})).await;
+    app.state.services.clock.advance(61);
+    let (status, run) = body(app.continue_run(&token, &id, "expired-turn-1", go(1)).await).await;
+    assert_eq!(status, 200);
+    assert_eq!(run["completion_status"], "budget_exhausted");
+    assert_eq!(run["version"], 2);
+    assert!(app.executor.seen.lock().unwrap().is_empty(), "no turn ran");
+}
+
+#[tokio::test]
+async fn required_evidence_is_a_hard_gate_that_strips_the_terminal_product() {
+    let app = TestApp::spawn().await;
+    let token = app.token().await;
+    let id = start(&app, &token, research_run()).await;
+    // Evidence and a valid signature, but the turn does not name the required family.
+    let mut artifact = evidence_artifact(2);
+    artifact.satisfied_evidence_families.clear();
+    artifact.resolved_requirements = vec!["required_evidence:research_library_evidence".into()];
+    let refs = artifact.evidence.iter().map(|e| e.reference.clone()).collect();
+    app.script(Step::Signed { artifact, text: "answer".into(), refs });
+    let (_, run) = body(app.continue_run(&token, &id, "gate-turn-0001", go(1)).await).await;
+    assert_eq!(run["completion_status"], "blocked", "{run}");
+    assert_eq!(run["terminal_authority_status"], "blocked");
+    assert_eq!(run["latest_result"]["terminal_product"], Value::Null);
+    assert_eq!(run["unresolved_requirements"][0]["id"], "required_evidence:research_library_evidence");
+    // Earlier turns' evidence cannot clear it either: the next turn names the family but brings no refs.
+    let mut empty = evidence_artifact(0);
+    empty.satisfied_evidence_families = vec!["research_library_evidence".into()];
+    app.script(Step::Artifact(empty));
+    let (_, run) = body(app.continue_run(&token, &id, "gate-turn-0002", go(2)).await).await;
+    assert_eq!(run["terminal_authority_status"], "blocked");
+    app.script(completing_step(1));
+    let (_, run) = body(app.continue_run(&token, &id, "gate-turn-0003", go(3)).await).await;
+    assert_eq!(run["completion_status"], "completed");
+}
+
+#[tokio::test]
+async fn a_forged_or_stale_terminal_candidate_is_rejected() {
+    let app = TestApp::spawn().await;
+    let token = app.token().await;
+    let id = start(&app, &token, research_run()).await;
+    let mut artifact = evidence_artifact(1);
+    let forger = helix_core::domain::authority::TerminalSigner::from_seed(SIGNER_ISSUER, "k1", [1; 32]);
+    artifact.terminal_candidate = Some(forger.sign(&id, 1, "guessed-claim", "forged", vec!["evidence:test:0".into()]));
+    app.script(Step::Artifact(artifact));
+    let (_, run) = body(app.continue_run(&token, &id, "forged-turn-01", go(1)).await).await;
+    assert_eq!(run["terminal_authority_status"], "rejected");
+    assert_eq!(run["completion_status"], "blocked");
+    assert_eq!(run["latest_result"]["terminal_product"], Value::Null);
+    // Signed for this turn, but citing a ref the turn did not supply.
+    app.script(Step::Signed { artifact: evidence_artifact(1), text: "t".into(), refs: vec!["evidence:elsewhere".into()] });
+    let (_, run) = body(app.continue_run(&token, &id, "forged-turn-02", go(2)).await).await;
+    assert_eq!(run["terminal_authority_status"], "rejected");
+}
+
+#[tokio::test]
+async fn contradictions_are_conflict_detected_unless_allowed() {
+    let app = TestApp::spawn().await;
+    let token = app.token().await;
+    let id = start(&app, &token, research_run()).await;
+    let mut artifact = evidence_artifact(1);
+    artifact.contradictions = vec![helix_core::domain::run::Contradiction {
+        id: "c1".into(),
+        claim: "two measurements disagree".into(),
+        evidence_refs: vec!["evidence:test:0".into()],
+    }];
+    let refs = vec!["evidence:test:0".to_string()];
+    app.script(Step::Signed { artifact: artifact.clone(), text: "t".into(), refs: refs.clone() });
+    let (_, run) = body(app.continue_run(&token, &id, "conflict-turn-1", go(1)).await).await;
+    assert_eq!(run["completion_status"], "conflict_detected");
+    assert_eq!(run["contradictions"][0]["id"], "c1");
+    let allowing = start(&app, &token, json!({"objective": "x", "database_scope": ["research_library"], "completion_contract": {"allow_conflicts": true}})).await;
+    app.script(Step::Signed { artifact, text: "t".into(), refs });
+    let (_, run) = body(app.continue_run(&token, &allowing, "conflict-turn-2", go(1)).await).await;
+    assert_eq!(run["completion_status"], "completed");
+}
+
+#[tokio::test]
+async fn too_little_evidence_needs_more_evidence_and_a_failed_solver_fails_the_run() {
+    let app = TestApp::spawn().await;
+    let token = app.token().await;
+    let id = start(&app, &token, json!({"objective": "x", "database_scope": ["research_library"], "completion_contract": {"min_evidence_refs": 3}})).await;
+    app.script(completing_step(1));
+    let (_, run) = body(app.continue_run(&token, &id, "evidence-turn-1", go(1)).await).await;
+    assert_eq!(run["completion_status"], "needs_more_evidence");
+    assert_eq!(run["recommended_next_action"], "continue");
+    let mut failed = evidence_artifact(0);
+    failed.solver_status = helix_core::domain::turn::SolverStatus::Failed;
+    app.script(Step::Artifact(failed));
+    let (_, run) = body(app.continue_run(&token, &id, "evidence-turn-2", go(2)).await).await;
+    assert_eq!(run["completion_status"], "failed");
+    assert_eq!(run["lifecycle_status"], "failed");
+    assert_eq!(*kinds(&app.events(&token, &id).await).last().unwrap(), "run_failed");
+}
+
+#[tokio::test]
+async fn without_required_authority_evidence_alone_completes() {
+    let app = TestApp::spawn().await;
+    let token = app.token().await;
+    let id = start(&app, &token, json!({"objective": "x", "completion_contract": {"require_terminal_authority": false}})).await;
+    let mut a = evidence_artifact(1);
+    a.satisfied_evidence_families.clear();
+    app.script(Step::Artifact(a));
+    let (_, run) = body(app.continue_run(&token, &id, "no-authority-01", go(1)).await).await;
+    assert_eq!(run["completion_status"], "completed", "{run}");
+    assert_eq!(run["terminal_authority_status"], "not_required");
+}
+
+#[tokio::test]
+async fn a_timed_out_turn_is_a_typed_step_failure_not_a_hung_request() {
+    let app = TestApp::spawn_with(Backend::Embedded, &[("HELIX_AGENT_TURN_TIMEOUT_MS", "1000"), ("HELIX_DEADLINE_MARGIN_MS", "200")]).await;
+    let token = app.token().await;
+    let id = start(&app, &token, research_run()).await;
+    app.script(Step::Delay(Duration::from_secs(30), Box::new(completing_step(1))));
+    let started = std::time::Instant::now();
+    let (status, run) = body(app.continue_run(&token, &id, "timeout-turn-01", go(1)).await).await;
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert_eq!(status, 200);
+    assert_eq!(run["completion_status"], "blocked");
+    assert_eq!(run["latest_result"]["failure_code"], "turn_timeout");
+    assert_eq!(run["budget"]["steps_used"], 1);
+    assert_eq!(run["recommended_next_action"], "continue");
+    app.script(Step::Fail(TurnFailure::ExecutorUnavailable));
+    let (_, run) = body(app.continue_run(&token, &id, "timeout-turn-02", go(2)).await).await;
+    assert_eq!(run["latest_result"]["failure_code"], "executor_unavailable");
+    assert_eq!(run["unresolved_requirements"].as_array().unwrap().iter().filter(|r| r["kind"] == "turn_failure").count(), 1);
+}
+
+#[tokio::test]
+async fn sixteen_concurrent_continuations_accept_exactly_one() {
+    let app = Arc::new(TestApp::spawn().await);
+    let token = app.token().await;
+    let id = start(&app, &token, research_run()).await;
+    app.script(Step::Delay(Duration::from_millis(300), Box::new(question_step("q1"))));
+    let calls = (0..16).map(|i| {
+        let (app, token, id) = (app.clone(), token.clone(), id.clone());
+        tokio::spawn(async move { body(app.continue_run(&token, &id, &format!("race-turn-{i:04}"), go(1)).await).await })
+    });
+    let results: Vec<(u16, Value)> = futures::future::join_all(calls).await.into_iter().map(Result::unwrap).collect();
+    let accepted = results.iter().filter(|(s, _)| *s == 200).count();
+    assert_eq!(accepted, 1, "{results:?}");
+    for (status, b) in results.iter().filter(|(s, _)| *s != 200) {
+        assert_eq!(*status, 409);
+        assert!(["run_busy", "version_conflict"].contains(&b["error"]["code"].as_str().unwrap()), "{b}");
+    }
+    assert_eq!(app.executor.seen.lock().unwrap().len(), 1);
+    let events = app.events(&token, &id).await;
+    assert_contiguous(&events);
+    let run: Value = app.get(&format!("/api/v1/agent-runs/{id}"), &token).send().await.unwrap().json().await.unwrap();
+    assert_eq!(run["version"], 2);
+    assert_eq!(run["budget"]["steps_used"], 1);
+}
+
+#[tokio::test]
+async fn the_same_key_during_a_running_turn_is_idempotency_in_progress() {
+    let app = Arc::new(TestApp::spawn().await);
+    let token = app.token().await;
+    let id = start(&app, &token, research_run()).await;
+    app.script(Step::Delay(Duration::from_millis(600), Box::new(question_step("q1"))));
+    let slow = {
+        let (app, token, id) = (app.clone(), token.clone(), id.clone());
+        tokio::spawn(async move { body(app.continue_run(&token, &id, "same-key-turn-1", go(1)).await).await })
+    };
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    let (status, err) = body(app.continue_run(&token, &id, "same-key-turn-1", go(1)).await).await;
+    assert_eq!((status, err["error"]["code"].as_str()), (409, Some("idempotency_in_progress")));
+    assert_eq!(err["error"]["retryable"], true);
+    assert_eq!(slow.await.unwrap().0, 200);
+}
+
+#[tokio::test]
+async fn cancel_during_a_slow_turn_wins_and_the_stale_result_is_discarded() {
+    let app = Arc::new(TestApp::spawn().await);
+    let token = app.token().await;
+    let id = start(&app, &token, research_run()).await;
+    app.script(Step::Delay(Duration::from_secs(20), Box::new(completing_step(1))));
+    let turn = {
+        let (app, token, id) = (app.clone(), token.clone(), id.clone());
+        tokio::spawn(async move { body(app.continue_run(&token, &id, "slow-turn-0001", go(1)).await).await })
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let started = std::time::Instant::now();
+    let (status, cancelled) = body(app.cancel(&token, &id, "cancel-slow-001", json!({"expected_version": 1})).await).await;
+    assert_eq!(status, 200, "{cancelled}");
+    let (turn_status, turn_body) = turn.await.unwrap();
+    assert!(started.elapsed() < Duration::from_secs(5), "the process-local signal stopped the turn");
+    assert_eq!(turn_status, 409);
+    assert_eq!(turn_body["error"]["code"], "run_not_continuable");
+    let run: Value = app.get(&format!("/api/v1/agent-runs/{id}"), &token).send().await.unwrap().json().await.unwrap();
+    assert_eq!(run["completion_status"], "cancelled");
+    assert_eq!(run["version"], 2);
+    assert_eq!(run["budget"]["steps_used"], 0, "the discarded turn consumed nothing");
+    let events = app.events(&token, &id).await;
+    assert_contiguous(&events);
+    assert_eq!(kinds(&events), ["run_started", "run_cancelled"]);
+    let replay = app.continue_run(&token, &id, "slow-turn-0001", go(1)).await;
+    assert_eq!(replay.headers()["idempotency-replayed"], "true");
+    assert_eq!(replay.status(), 409, "the stored refusal replays");
+}
+
+/// A continuation makes four store calls: (1) the principal's link + binding read,
+/// (2) the run + receipt read, (3) the claim transaction, (4) the finalize transaction. A fault before or after each must never lose or
+/// duplicate a step; retries with the same key end in a replay or outcome_unknown.
+#[tokio::test]
+async fn a_fault_at_each_store_call_of_continue_never_duplicates_a_step() {
+    for call in 1..=4 {
+        for point in [FaultPoint::Before, FaultPoint::After] {
+            let app = TestApp::spawn().await;
+            let token = app.token().await;
+            let id = start(&app, &token, research_run()).await;
+            app.script(question_step("q1"));
+            app.script(question_step("q2"));
+            app.faults.arm(call, point);
+            let (status, _) = body(app.continue_run(&token, &id, "faulty-turn-001", go(1)).await).await;
+            assert_eq!(status, 503, "call {call} {point:?}: the fault surfaces as unavailable");
+            let (retry_status, retry) = body(app.continue_run(&token, &id, "faulty-turn-001", go(1)).await).await;
+            let claimed_but_unfinished = call == 4 && point == FaultPoint::Before || call == 3 && point == FaultPoint::After;
+            let finished = call == 4 && point == FaultPoint::After;
+            if finished {
+                assert_eq!(retry_status, 200, "call {call} {point:?}: replay {retry}");
+                assert_eq!(retry["version"], 2);
+            } else if claimed_but_unfinished {
+                assert_eq!(retry["error"]["code"], "idempotency_in_progress", "call {call} {point:?}");
+                app.state.services.clock.advance(200);
+                let (_, unknown) = body(app.continue_run(&token, &id, "faulty-turn-001", go(1)).await).await;
+                assert_eq!(unknown["error"]["code"], "outcome_unknown", "call {call} {point:?}");
+                assert_eq!(unknown["error"]["details"]["run_id"], id.as_str());
+                // A new continuation at the current version recovers the run.
+                let (status, run) = body(app.continue_run(&token, &id, "recover-turn-01", go(1)).await).await;
+                assert_eq!(status, 200, "call {call} {point:?}: {run}");
+                assert_eq!(run["version"], 2);
+                assert!(kinds(&app.events(&token, &id).await).contains(&"run_recovered".to_string()));
+            } else {
+                assert_eq!(retry_status, 200, "call {call} {point:?}: nothing was written, the retry runs: {retry}");
+            }
+            let run: Value = app.get(&format!("/api/v1/agent-runs/{id}"), &token).send().await.unwrap().json().await.unwrap();
+            assert_eq!(run["budget"]["steps_used"], 1, "call {call} {point:?}: exactly one step");
+            assert_eq!(run["version"], 2);
+            assert_contiguous(&app.events(&token, &id).await);
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_account_policy_is_rechecked_before_every_continuation() {
+    let app = TestApp::spawn().await;
+    let token = app.token().await;
+    let id = start(&app, &token, research_run()).await;
+    let provider = app.state.services.config.oauth.provider.clone();
+    app.state.services.set_denied_capabilities(&provider, "alice", &["research-library.read_document"]).await.unwrap();
+    let (status, err) = body(app.continue_run(&token, &id, "policy-turn-01", go(1)).await).await;
+    assert_eq!((status, err["error"]["code"].as_str()), (403, Some("data_scope_not_admitted")));
+}
