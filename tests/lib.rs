@@ -213,6 +213,8 @@ pub enum FaultPoint {
 /// Fails the `n`-th store call (1-based, counted from `arm`) once.
 #[derive(Default)]
 pub struct Faults {
+    /// Every store call made, by operation name, for round-trip accounting.
+    pub log: std::sync::Mutex<Vec<&'static str>>,
     calls: std::sync::atomic::AtomicUsize,
     plan: std::sync::Mutex<Option<(usize, FaultPoint)>>,
 }
@@ -248,8 +250,16 @@ pub struct FaultyStore {
     pub faults: Arc<Faults>,
 }
 
+impl Faults {
+    /// The store calls made since the last take.
+    pub fn take_log(&self) -> Vec<&'static str> {
+        std::mem::take(&mut *self.log.lock().unwrap())
+    }
+}
+
 macro_rules! faulty {
-    ($self:ident, $call:expr) => {{
+    ($self:ident, $name:literal, $call:expr) => {{
+        $self.faults.log.lock().unwrap().push($name);
         if $self.faults.tick(FaultPoint::Before) {
             return Err(injected());
         }
@@ -264,19 +274,19 @@ macro_rules! faulty {
 #[async_trait::async_trait]
 impl Store for FaultyStore {
     async fn get(&self, key: &helix_core::store::Key) -> Result<Option<helix_core::store::Item>, helix_core::store::StoreError> {
-        faulty!(self, self.inner.get(key))
+        faulty!(self, "get", self.inner.get(key))
     }
     async fn batch_get(&self, keys: &[helix_core::store::Key]) -> Result<Vec<Option<helix_core::store::Item>>, helix_core::store::StoreError> {
-        faulty!(self, self.inner.batch_get(keys))
+        faulty!(self, "batch_get", self.inner.batch_get(keys))
     }
     async fn put(&self, item: helix_core::store::Item, cond: Option<helix_core::store::Cond>) -> Result<(), helix_core::store::StoreError> {
-        faulty!(self, self.inner.put(item, cond))
+        faulty!(self, "put", self.inner.put(item, cond))
     }
     async fn transact(&self, ops: Vec<helix_core::store::WriteOp>) -> Result<(), helix_core::store::StoreError> {
-        faulty!(self, self.inner.transact(ops))
+        faulty!(self, "transact", self.inner.transact(ops))
     }
     async fn query(&self, pk: &str, prefix: &str, after: Option<&str>, limit: usize) -> Result<helix_core::store::Page, helix_core::store::StoreError> {
-        faulty!(self, self.inner.query(pk, prefix, after, limit))
+        faulty!(self, "query", self.inner.query(pk, prefix, after, limit))
     }
 }
 

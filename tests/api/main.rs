@@ -4,4 +4,5 @@ mod auth;
 mod lambda_events;
 mod lifecycle;
 mod pipeline;
+mod round_trips;
 mod runs;

@@ -1,0 +1,124 @@
+//! The `helix` binary as a user runs it: serve, dev-token, restart durability.
+
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+const BIN: &str = env!("CARGO_BIN_EXE_helix");
+
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+async fn serve(dir: &std::path::Path, port: u16) -> Server {
+    let child = Command::new(BIN)
+        .args(["serve", "--addr", &format!("127.0.0.1:{port}"), "--data-dir"])
+        .arg(dir)
+        .env_remove("HELIX_ENV")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let server = Server(child);
+    let url = format!("http://127.0.0.1:{port}/.well-known/oauth-protected-resource");
+    for _ in 0..100 {
+        if reqwest::get(&url).await.is_ok_and(|r| r.status() == 200) {
+            return server;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("helix serve did not become ready");
+}
+
+fn dev_token(dir: &std::path::Path, extra_env: &[(&str, &str)]) -> std::process::Output {
+    let mut cmd = Command::new(BIN);
+    cmd.args(["dev-token", "--subject", "cli-user", "--tenant", "cli-tenant", "--data-dir"]).arg(dir).env_remove("HELIX_ENV");
+    for (k, v) in extra_env {
+        cmd.env(k, v);
+    }
+    cmd.output().unwrap()
+}
+
+#[tokio::test]
+async fn runs_survive_a_restart_of_helix_serve_and_dev_tokens_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dev_token(dir.path(), &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let token = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+    assert_eq!(token.split('.').count(), 3, "stdout is only the JWT");
+
+    let port = free_port();
+    let run: Value = {
+        let _server = serve(dir.path(), port).await;
+        let res = reqwest::Client::new()
+            .post(format!("http://127.0.0.1:{port}/api/v1/agent-runs"))
+            .bearer_auth(&token)
+            .header("Idempotency-Key", "cli-durable-001")
+            .json(&json!({"objective": "What did Lamoreaux measure?", "database_scope": ["research_library"]}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 201);
+        res.json().await.unwrap()
+    };
+    let _server = serve(dir.path(), port).await;
+    let id = run["run_id"].as_str().unwrap();
+    let client = reqwest::Client::new();
+    let got: Value = client
+        .get(format!("http://127.0.0.1:{port}/api/v1/agent-runs/{id}"))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(got, run, "the run is still there after a restart");
+
+    // The local executor answers from the bundled corpus with verified authority.
+    let turn: Value = client
+        .post(format!("http://127.0.0.1:{port}/api/v1/agent-runs/{id}/continue"))
+        .bearer_auth(&token)
+        .header("Idempotency-Key", "cli-durable-turn-1")
+        .json(&json!({"expected_version": 1, "instruction": "Find the torsion pendulum result."}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(turn["completion_status"], "completed", "{turn}");
+    assert_eq!(turn["terminal_authority_status"], "authorized");
+}
+
+#[test]
+fn dev_token_is_refused_in_production() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dev_token(dir.path(), &[("HELIX_ENV", "production")]);
+    assert!(!out.status.success());
+    assert!(out.stdout.is_empty(), "no token is printed");
+}
+
+#[test]
+fn the_local_secret_is_kept_in_the_data_dir_with_owner_only_permissions() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = dev_token(dir.path(), &[]);
+    assert!(first.status.success());
+    let meta = std::fs::metadata(dir.path().join("local-hs256.secret")).unwrap();
+    #[cfg(unix)]
+    assert_eq!(std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o777, 0o600);
+    let secret = std::fs::read_to_string(dir.path().join("local-hs256.secret")).unwrap();
+    assert!(secret.trim().len() >= 32);
+    let again = dev_token(dir.path(), &[]);
+    assert!(again.status.success(), "the same data dir keeps working");
+}

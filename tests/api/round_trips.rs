@@ -1,0 +1,38 @@
+//! Store round trips per operation (one store call = one DynamoDB request on the
+//! DynamoDB backend). docs/round-trips.md is this table; this test keeps it honest.
+
+use helix_core::executor::scripted::Step;
+use helix_integration_tests::*;
+use serde_json::json;
+
+#[tokio::test]
+async fn each_operation_makes_the_documented_store_calls() {
+    let app = TestApp::spawn().await;
+    let token = app.token().await;
+    app.faults.take_log();
+
+    let run = app.started(&token, research_run()).await;
+    assert_eq!(app.faults.take_log(), ["batch_get", "transact"], "start: auth + one transaction");
+    let id = run["run_id"].as_str().unwrap();
+
+    app.start(&token, "replayed-start-1", research_run()).await;
+    app.faults.take_log();
+    app.start(&token, "replayed-start-1", research_run()).await;
+    assert_eq!(app.faults.take_log(), ["batch_get", "transact"], "start replay: the failed transaction returns the receipt");
+
+    app.get(&format!("/api/v1/agent-runs/{id}"), &token).send().await.unwrap();
+    assert_eq!(app.faults.take_log(), ["batch_get", "get"], "inspect");
+
+    app.get(&format!("/api/v1/agent-runs/{id}/events"), &token).send().await.unwrap();
+    assert_eq!(app.faults.take_log(), ["batch_get", "get", "query"], "events");
+
+    app.script(Step::Artifact(evidence_artifact(1)));
+    app.continue_run(&token, id, "counted-turn-01", json!({"expected_version": 1, "instruction": "go"})).await;
+    assert_eq!(app.faults.take_log(), ["batch_get", "batch_get", "transact", "transact"], "continue: auth, read, claim, finalize");
+
+    app.continue_run(&token, id, "counted-turn-01", json!({"expected_version": 1, "instruction": "go"})).await;
+    assert_eq!(app.faults.take_log(), ["batch_get", "batch_get"], "continue replay");
+
+    app.cancel(&token, id, "counted-cancel-1", json!({"expected_version": 2})).await;
+    assert_eq!(app.faults.take_log(), ["batch_get", "batch_get", "transact"], "cancel: auth, read, one transaction");
+}
