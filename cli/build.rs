@@ -6,7 +6,9 @@ fn main() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../corpus");
     println!("cargo:rerun-if-changed={}", dir.display());
     let mut names: Vec<_> = std::fs::read_dir(&dir)
-        .map(|rd| rd.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "md")).collect())
+        .map(|rd| {
+            rd.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "md")).collect()
+        })
         .unwrap_or_default();
     names.sort();
     let mut out = String::from("[");

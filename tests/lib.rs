@@ -10,7 +10,7 @@ use helix_core::executor::scripted::{ScriptedExecutor, Step};
 use helix_core::http::AppState;
 use helix_core::service::accounts::LinkIdentity;
 use helix_core::store::Store;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 pub const SECRET: &str = "test-secret-0123456789abcdef-0123456789";
 pub const SIGNER_ISSUER: &str = "helix-ask-test";
@@ -58,7 +58,9 @@ pub fn signer() -> TerminalSigner {
 
 async fn store_for(backend: Backend, dir: &std::path::Path) -> Arc<dyn Store> {
     match backend {
-        Backend::Embedded => Arc::new(helix_core::store::embedded::EmbeddedStore::open(&dir.join("helix.redb")).unwrap()),
+        Backend::Embedded => {
+            Arc::new(helix_core::store::embedded::EmbeddedStore::open(&dir.join("helix.redb")).unwrap())
+        }
         Backend::Dynamo => {
             let endpoint = std::env::var("HELIX_TEST_DYNAMODB_ENDPOINT")
                 .expect("HELIX_TEST_DYNAMODB_ENDPOINT: run the tests through scripts/test, which starts the emulator");
@@ -88,7 +90,8 @@ impl TestApp {
         config.trusted_terminal_keys.insert(SIGNER_ISSUER, "k1", signer.verifying_key());
         let executor = Arc::new(ScriptedExecutor::new(vec![], Some(signer)));
         let faults = Arc::new(Faults::default());
-        let store: Arc<dyn Store> = Arc::new(FaultyStore { inner: store_for(backend, dir.path()).await, faults: faults.clone() });
+        let store: Arc<dyn Store> =
+            Arc::new(FaultyStore { inner: store_for(backend, dir.path()).await, faults: faults.clone() });
         let state = helix_core::wiring::app_state(config, store, executor.clone());
         let app = compose(state.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -115,7 +118,12 @@ impl TestApp {
     }
 
     pub async fn token(&self) -> String {
-        self.token_for("alice", "tenant-a", &["helix.agent_runs.read", "helix.agent_runs.write", "helix.data.research_library.read"]).await
+        self.token_for(
+            "alice",
+            "tenant-a",
+            &["helix.agent_runs.read", "helix.agent_runs.write", "helix.data.research_library.read"],
+        )
+        .await
     }
 
     pub fn post(&self, path: &str, token: &str) -> reqwest::RequestBuilder {
@@ -273,19 +281,35 @@ macro_rules! faulty {
 
 #[async_trait::async_trait]
 impl Store for FaultyStore {
-    async fn get(&self, key: &helix_core::store::Key) -> Result<Option<helix_core::store::Item>, helix_core::store::StoreError> {
+    async fn get(
+        &self,
+        key: &helix_core::store::Key,
+    ) -> Result<Option<helix_core::store::Item>, helix_core::store::StoreError> {
         faulty!(self, "get", self.inner.get(key))
     }
-    async fn batch_get(&self, keys: &[helix_core::store::Key]) -> Result<Vec<Option<helix_core::store::Item>>, helix_core::store::StoreError> {
+    async fn batch_get(
+        &self,
+        keys: &[helix_core::store::Key],
+    ) -> Result<Vec<Option<helix_core::store::Item>>, helix_core::store::StoreError> {
         faulty!(self, "batch_get", self.inner.batch_get(keys))
     }
-    async fn put(&self, item: helix_core::store::Item, cond: Option<helix_core::store::Cond>) -> Result<(), helix_core::store::StoreError> {
+    async fn put(
+        &self,
+        item: helix_core::store::Item,
+        cond: Option<helix_core::store::Cond>,
+    ) -> Result<(), helix_core::store::StoreError> {
         faulty!(self, "put", self.inner.put(item, cond))
     }
     async fn transact(&self, ops: Vec<helix_core::store::WriteOp>) -> Result<(), helix_core::store::StoreError> {
         faulty!(self, "transact", self.inner.transact(ops))
     }
-    async fn query(&self, pk: &str, prefix: &str, after: Option<&str>, limit: usize) -> Result<helix_core::store::Page, helix_core::store::StoreError> {
+    async fn query(
+        &self,
+        pk: &str,
+        prefix: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<helix_core::store::Page, helix_core::store::StoreError> {
         faulty!(self, "query", self.inner.query(pk, prefix, after, limit))
     }
 }

@@ -5,18 +5,18 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use anyhow::{bail, Context};
+use anyhow::{Context, bail};
 use axum::extract::{ConnectInfo, Request};
 use helix_core::config::{Config, DefaultMode, ExecutorConfig, Mode, Secret};
 use helix_core::domain::authority::TerminalSigner;
 use helix_core::domain::random_hex;
-use helix_core::executor::local::LocalExecutor;
 use helix_core::executor::TurnExecutor;
+use helix_core::executor::local::LocalExecutor;
 use helix_core::http::{AppState, ClientIp};
 use helix_core::service::accounts::LinkIdentity;
 use helix_core::store::Store;
 
-use crate::{require_table, StoreArgs, StoreKind};
+use crate::{StoreArgs, StoreKind, require_table};
 
 pub const DEV_SUBJECT: &str = "dev-user";
 pub const DEV_TENANT: &str = "dev-tenant";
@@ -91,7 +91,8 @@ fn local_signer(data_dir: &Path) -> anyhow::Result<TerminalSigner> {
 }
 
 fn hex_seed(s: &str) -> Option<[u8; 32]> {
-    let bytes: Vec<u8> = (0..s.len()).step_by(2).map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok()).collect::<Option<_>>()?;
+    let bytes: Vec<u8> =
+        (0..s.len()).step_by(2).map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok()).collect::<Option<_>>()?;
     bytes.try_into().ok()
 }
 
@@ -102,7 +103,9 @@ fn executor(config: &mut Config, data_dir: &Path, corpus: Option<PathBuf>) -> an
     let signer = local_signer(data_dir)?;
     config.trusted_terminal_keys.insert(SIGNER_ISSUER, SIGNER_KEY_ID, signer.verifying_key());
     let exec = match corpus.or_else(|| corpus_dir.clone()) {
-        Some(dir) => LocalExecutor::from_dir(&dir, signer).with_context(|| format!("reading corpus {}", dir.display()))?,
+        Some(dir) => {
+            LocalExecutor::from_dir(&dir, signer).with_context(|| format!("reading corpus {}", dir.display()))?
+        }
         None => LocalExecutor::from_documents(
             SAMPLE_CORPUS.iter().map(|(n, t)| (n.to_string(), t.to_string())).collect(),
             signer,
@@ -141,7 +144,9 @@ pub async fn serve(addr: SocketAddr, args: &StoreArgs, corpus: Option<PathBuf>) 
     println!("Try:");
     println!("  curl -s -X POST {url}/api/v1/agent-runs -H \"Authorization: Bearer $HELIX_TOKEN\" \\");
     println!("    -H 'Idempotency-Key: first-run-0001' -H 'Content-Type: application/json' \\");
-    println!("    -d '{{\"objective\":\"What force did Lamoreaux measure between a sphere and a plate?\",\"database_scope\":[\"research_library\"]}}'");
+    println!(
+        "    -d '{{\"objective\":\"What force did Lamoreaux measure between a sphere and a plate?\",\"database_scope\":[\"research_library\"]}}'"
+    );
     println!("MCP endpoint: {url}/mcp   Metadata: {url}/.well-known/oauth-protected-resource/mcp");
     axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())
         .with_graceful_shutdown(async {
@@ -171,10 +176,24 @@ async fn mint(state: &AppState, subject: &str, tenant: &str, scopes: &[String], 
     if status == helix_core::service::accounts::BindingStatus::Revoked {
         eprintln!("warning: the agent binding for this principal is revoked; the token will be refused");
     }
-    Ok(helix_core::auth::jwt::mint_local_hs256(secret, &config.oauth.issuer, &config.oauth.audience, subject, tenant, scopes, ttl))
+    Ok(helix_core::auth::jwt::mint_local_hs256(
+        secret,
+        &config.oauth.issuer,
+        &config.oauth.audience,
+        subject,
+        tenant,
+        scopes,
+        ttl,
+    ))
 }
 
-pub async fn dev_token(args: &StoreArgs, subject: &str, tenant: &str, scopes: &[String], ttl: i64) -> anyhow::Result<String> {
+pub async fn dev_token(
+    args: &StoreArgs,
+    subject: &str,
+    tenant: &str,
+    scopes: &[String],
+    ttl: i64,
+) -> anyhow::Result<String> {
     let config = local_config(&args.data_dir, None)?;
     refuse_production(&config)?;
     if !(60..=7 * 24 * 3600).contains(&ttl) {
@@ -185,7 +204,13 @@ pub async fn dev_token(args: &StoreArgs, subject: &str, tenant: &str, scopes: &[
     mint(&state, subject, tenant, scopes, ttl).await
 }
 
-pub async fn link_account(args: &StoreArgs, issuer: &str, tenant: &str, provider: &str, subject: &str) -> anyhow::Result<()> {
+pub async fn link_account(
+    args: &StoreArgs,
+    issuer: &str,
+    tenant: &str,
+    provider: &str,
+    subject: &str,
+) -> anyhow::Result<()> {
     let config = local_config(&args.data_dir, None)?;
     let store = open_store(args).await?;
     let state = helix_core::wiring::app_state(config, store, Arc::new(helix_core::executor::Unconfigured));

@@ -6,7 +6,7 @@ mod local;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use anyhow::{bail, Context};
+use anyhow::{Context, bail};
 use clap::{Parser, Subcommand, ValueEnum};
 
 #[derive(Parser)]

@@ -3,7 +3,7 @@
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 const BIN: &str = env!("CARGO_BIN_EXE_helix");
 
@@ -42,7 +42,9 @@ async fn serve(dir: &std::path::Path, port: u16) -> Server {
 
 fn dev_token(dir: &std::path::Path, extra_env: &[(&str, &str)]) -> std::process::Output {
     let mut cmd = Command::new(BIN);
-    cmd.args(["dev-token", "--subject", "cli-user", "--tenant", "cli-tenant", "--data-dir"]).arg(dir).env_remove("HELIX_ENV");
+    cmd.args(["dev-token", "--subject", "cli-user", "--tenant", "cli-tenant", "--data-dir"])
+        .arg(dir)
+        .env_remove("HELIX_ENV");
     for (k, v) in extra_env {
         cmd.env(k, v);
     }

@@ -130,7 +130,10 @@ impl Config {
         Self::from_lookup(default_mode, &|name| std::env::var(name).ok())
     }
 
-    pub fn from_lookup(default_mode: DefaultMode, lookup: &dyn Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+    pub fn from_lookup(
+        default_mode: DefaultMode,
+        lookup: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Self, ConfigError> {
         let env = Env { lookup };
         let mode = match env.get("HELIX_ENV").as_deref() {
             None => match default_mode {
@@ -146,7 +149,9 @@ impl Config {
         let allow_hs256 = env.get("HELIX_AGENT_ALLOW_LOCAL_HS256").as_deref() == Some("1");
         let local_hs256_secret = if allow_hs256 {
             if prod {
-                return Err(ConfigError::UnsafeProduction("HELIX_AGENT_ALLOW_LOCAL_HS256 is a nonproduction test path".into()));
+                return Err(ConfigError::UnsafeProduction(
+                    "HELIX_AGENT_ALLOW_LOCAL_HS256 is a nonproduction test path".into(),
+                ));
             }
             let secret = env.required("HELIX_AGENT_LOCAL_JWT_SECRET")?;
             if secret.chars().count() < 32 {
@@ -161,7 +166,14 @@ impl Config {
             None => vec![Algorithm::RS256],
             Some(list) => list
                 .split(',')
-                .map(|a| parse_asymmetric(a.trim()).ok_or_else(|| malformed("HELIX_AGENT_OAUTH_ALGORITHMS", format!("{a:?} is not an admitted asymmetric algorithm"))))
+                .map(|a| {
+                    parse_asymmetric(a.trim()).ok_or_else(|| {
+                        malformed(
+                            "HELIX_AGENT_OAUTH_ALGORITHMS",
+                            format!("{a:?} is not an admitted asymmetric algorithm"),
+                        )
+                    })
+                })
                 .collect::<Result<Vec<_>, _>>()?,
         };
         let public_base_url = match env.get("CASIMIR_PUBLIC_BASE_URL") {
@@ -208,7 +220,9 @@ impl Config {
         let turn_ms = env.number("HELIX_AGENT_TURN_TIMEOUT_MS", 120_000)?.clamp(1_000, 900_000);
         let gateway_timeout = match env.get("HELIX_GATEWAY_TIMEOUT_MS") {
             None => None,
-            Some(v) => Some(Duration::from_millis(v.parse().map_err(|_| malformed("HELIX_GATEWAY_TIMEOUT_MS", "not a whole number"))?)),
+            Some(v) => Some(Duration::from_millis(
+                v.parse().map_err(|_| malformed("HELIX_GATEWAY_TIMEOUT_MS", "not a whole number"))?,
+            )),
         };
         let limits = |body: &'static str, ip: &'static str, principal: &'static str| -> Result<Limits, ConfigError> {
             Ok(Limits {
@@ -217,7 +231,8 @@ impl Config {
                 principal_per_minute: env.number(principal, 300)? as u32,
             })
         };
-        let agent_limits = limits("HELIX_AGENT_BODY_LIMIT", "HELIX_AGENT_IP_RATE_LIMIT", "HELIX_AGENT_PRINCIPAL_RATE_LIMIT")?;
+        let agent_limits =
+            limits("HELIX_AGENT_BODY_LIMIT", "HELIX_AGENT_IP_RATE_LIMIT", "HELIX_AGENT_PRINCIPAL_RATE_LIMIT")?;
         let mcp_limits = limits("HELIX_MCP_BODY_LIMIT", "HELIX_MCP_IP_RATE_LIMIT", "HELIX_MCP_PRINCIPAL_RATE_LIMIT")?;
 
         let executor = match env.get("HELIX_ASK_ENDPOINT") {
@@ -232,13 +247,23 @@ impl Config {
         };
         let trusted_terminal_keys = match env.get("HELIX_TERMINAL_AUTHORITY_PUBLIC_KEYS_JSON") {
             None => TrustedKeys::default(),
-            Some(json) => TrustedKeys::from_json(&json).map_err(|p| malformed("HELIX_TERMINAL_AUTHORITY_PUBLIC_KEYS_JSON", p))?,
+            Some(json) => {
+                TrustedKeys::from_json(&json).map_err(|p| malformed("HELIX_TERMINAL_AUTHORITY_PUBLIC_KEYS_JSON", p))?
+            }
         };
 
         Ok(Config {
             mode,
             public_base_url,
-            oauth: OAuthConfig { issuer, audience, jwks_url, provider, algorithms, local_hs256_secret, authorization_servers },
+            oauth: OAuthConfig {
+                issuer,
+                audience,
+                jwks_url,
+                provider,
+                algorithms,
+                local_hs256_secret,
+                authorization_servers,
+            },
             allowed_hosts,
             allowed_origins,
             database_scopes: env.list("HELIX_AGENT_DATABASE_SCOPES"),
@@ -305,7 +330,14 @@ mod tests {
 
     #[test]
     fn production_refuses_each_missing_oauth_variable() {
-        for skip in ["HELIX_AGENT_OAUTH_ISSUER", "HELIX_AGENT_OAUTH_AUDIENCE", "HELIX_AGENT_OAUTH_JWKS_URL", "HELIX_AGENT_OAUTH_PROVIDER", "CASIMIR_PUBLIC_BASE_URL", "HELIX_AGENT_ALLOWED_HOSTS"] {
+        for skip in [
+            "HELIX_AGENT_OAUTH_ISSUER",
+            "HELIX_AGENT_OAUTH_AUDIENCE",
+            "HELIX_AGENT_OAUTH_JWKS_URL",
+            "HELIX_AGENT_OAUTH_PROVIDER",
+            "CASIMIR_PUBLIC_BASE_URL",
+            "HELIX_AGENT_ALLOWED_HOSTS",
+        ] {
             let vars: Vec<_> = PROD.iter().copied().filter(|(k, _)| *k != skip).collect();
             assert_eq!(cfg(DefaultMode::Production, &vars).unwrap_err(), ConfigError::Missing(skip), "{skip}");
         }
@@ -328,8 +360,14 @@ mod tests {
     #[test]
     fn local_hs256_needs_a_32_character_secret() {
         let short = [("HELIX_AGENT_ALLOW_LOCAL_HS256", "1"), ("HELIX_AGENT_LOCAL_JWT_SECRET", "short")];
-        assert!(matches!(cfg(DefaultMode::Development, &short), Err(ConfigError::Malformed { name: "HELIX_AGENT_LOCAL_JWT_SECRET", .. })));
-        let ok = [("HELIX_AGENT_ALLOW_LOCAL_HS256", "1"), ("HELIX_AGENT_LOCAL_JWT_SECRET", "0123456789abcdef0123456789abcdef")];
+        assert!(matches!(
+            cfg(DefaultMode::Development, &short),
+            Err(ConfigError::Malformed { name: "HELIX_AGENT_LOCAL_JWT_SECRET", .. })
+        ));
+        let ok = [
+            ("HELIX_AGENT_ALLOW_LOCAL_HS256", "1"),
+            ("HELIX_AGENT_LOCAL_JWT_SECRET", "0123456789abcdef0123456789abcdef"),
+        ];
         let c = cfg(DefaultMode::Development, &ok).unwrap();
         assert!(c.oauth.local_hs256_secret.is_some());
         assert!(!format!("{:?}", c).contains("0123456789abcdef"), "secrets never appear in Debug");
@@ -337,7 +375,11 @@ mod tests {
 
     #[test]
     fn turn_timeout_is_clamped_and_lease_is_at_least_two_minutes() {
-        let ok = [("HELIX_AGENT_ALLOW_LOCAL_HS256", "1"), ("HELIX_AGENT_LOCAL_JWT_SECRET", "0123456789abcdef0123456789abcdef"), ("HELIX_AGENT_TURN_TIMEOUT_MS", "5")];
+        let ok = [
+            ("HELIX_AGENT_ALLOW_LOCAL_HS256", "1"),
+            ("HELIX_AGENT_LOCAL_JWT_SECRET", "0123456789abcdef0123456789abcdef"),
+            ("HELIX_AGENT_TURN_TIMEOUT_MS", "5"),
+        ];
         let c = cfg(DefaultMode::Development, &ok).unwrap();
         assert_eq!(c.turn_timeout, Duration::from_secs(1));
         assert_eq!(c.lease(), Duration::from_secs(120));

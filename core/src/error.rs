@@ -2,7 +2,7 @@
 //! HTTP status + stable `helix.agent_api.error.v1` code. REST and MCP both use it.
 
 use http::StatusCode;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 use crate::domain::run::Invalid;
 use crate::store::StoreError;
@@ -118,9 +118,11 @@ impl ApiError {
             }
             NotFound => StatusCode::NOT_FOUND,
             MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
-            VersionConflict { .. } | RunBusy | RunNotContinuable { .. } | IdempotencyInProgress | OutcomeUnknown { .. } => {
-                StatusCode::CONFLICT
-            }
+            VersionConflict { .. }
+            | RunBusy
+            | RunNotContinuable { .. }
+            | IdempotencyInProgress
+            | OutcomeUnknown { .. } => StatusCode::CONFLICT,
             PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             IdempotencyConflict => StatusCode::UNPROCESSABLE_ENTITY,
@@ -133,7 +135,10 @@ impl ApiError {
     pub fn retryable(&self) -> bool {
         matches!(
             self,
-            ApiError::RunBusy | ApiError::IdempotencyInProgress | ApiError::RateLimited { .. } | ApiError::Unavailable(_)
+            ApiError::RunBusy
+                | ApiError::IdempotencyInProgress
+                | ApiError::RateLimited { .. }
+                | ApiError::Unavailable(_)
         )
     }
 

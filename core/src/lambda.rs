@@ -3,10 +3,10 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use axum::extract::Request;
 use axum::Router;
-use lambda_http::request::RequestContext;
+use axum::extract::Request;
 pub use lambda_http::Error;
+use lambda_http::request::RequestContext;
 
 use crate::http::{ClientIp, Invocation};
 

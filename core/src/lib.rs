@@ -5,10 +5,10 @@ pub mod config;
 pub mod domain;
 pub mod error;
 pub mod executor;
-pub mod service;
-pub mod store;
 pub mod http;
-pub mod mcp;
 #[cfg(feature = "lambda")]
 pub mod lambda;
+pub mod mcp;
+pub mod service;
+pub mod store;
 pub mod wiring;

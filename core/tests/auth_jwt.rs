@@ -74,14 +74,9 @@ impl JwksServer {
             hits: Arc::new(AtomicUsize::new(0)),
             fail: Arc::default(),
         };
-        let app = axum::Router::new()
-            .route("/.well-known/jwks.json", get(jwks))
-            .with_state(state.clone());
+        let app = axum::Router::new().route("/.well-known/jwks.json", get(jwks)).with_state(state.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!(
-            "http://{}/.well-known/jwks.json",
-            listener.local_addr().unwrap()
-        );
+        let url = format!("http://{}/.well-known/jwks.json", listener.local_addr().unwrap());
         let task = tokio::spawn(async move {
             axum::serve(listener, app).await.unwrap();
         });
@@ -129,11 +124,7 @@ fn verifier(server: &JwksServer) -> TokenVerifier {
 }
 
 fn verifier_with(server: &JwksServer, policy: JwksPolicy) -> TokenVerifier {
-    TokenVerifier::with_policy(
-        &oauth(Some(&server.url), None),
-        reqwest::Client::new(),
-        policy,
-    )
+    TokenVerifier::with_policy(&oauth(Some(&server.url), None), reqwest::Client::new(), policy)
 }
 
 fn now() -> i64 {
@@ -183,11 +174,7 @@ fn raw_token(header: Value, claims: &Value, signature: &[u8]) -> String {
     )
 }
 
-const NO_HEADERS: TenantHeaders<'static> = TenantHeaders {
-    tenant_id: None,
-    customer_id: None,
-    org_id: None,
-};
+const NO_HEADERS: TenantHeaders<'static> = TenantHeaders { tenant_id: None, customer_id: None, org_id: None };
 
 async fn reason(v: &TokenVerifier, token: &str) -> &'static str {
     match v.verify(token, NO_HEADERS).await {
@@ -227,13 +214,7 @@ async fn a_valid_es256_token_is_accepted_with_an_audience_array_and_scp_scopes()
         "nbf": now() - 5,
         "exp": now() + 60,
     });
-    let t = v
-        .verify(
-            &sign(Algorithm::ES256, "ec-1", &ec(EC_P256), &claims),
-            NO_HEADERS,
-        )
-        .await
-        .unwrap();
+    let t = v.verify(&sign(Algorithm::ES256, "ec-1", &ec(EC_P256), &claims), NO_HEADERS).await.unwrap();
     assert_eq!(t.tenant, "org-9");
     assert_eq!(t.subject, "user-2");
     assert_eq!(t.scopes, vec!["helix.rooms.read", "helix.rooms.manage"]);
@@ -246,12 +227,7 @@ async fn a_tampered_payload_or_a_foreign_signing_key_fails_as_signature() {
     let good = rs256(&claims());
     let parts: Vec<&str> = good.split('.').collect();
     let forged_claims = with(claims(), "tenantId", json!("someone-else"));
-    let tampered = format!(
-        "{}.{}.{}",
-        parts[0],
-        URL_SAFE_NO_PAD.encode(forged_claims.to_string()),
-        parts[2]
-    );
+    let tampered = format!("{}.{}.{}", parts[0], URL_SAFE_NO_PAD.encode(forged_claims.to_string()), parts[2]);
     assert_eq!(reason(&v, &tampered).await, "signature");
     // Signed by a key the server never published, under a published kid.
     let foreign = sign(Algorithm::RS256, "rsa-a", &rsa(RSA_B), &claims());
@@ -262,21 +238,11 @@ async fn a_tampered_payload_or_a_foreign_signing_key_fails_as_signature() {
 async fn a_token_from_another_issuer_fails_as_issuer() {
     let server = JwksServer::standard().await;
     let v = verifier(&server);
-    for iss in [
-        json!("https://evil.test.invalid/"),
-        json!("https://issuer.test.invalid"),
-        json!([ISSUER]),
-        Value::Null,
-    ] {
-        assert_eq!(
-            reason(&v, &rs256(&with(claims(), "iss", iss))).await,
-            "issuer"
-        );
+    for iss in [json!("https://evil.test.invalid/"), json!("https://issuer.test.invalid"), json!([ISSUER]), Value::Null]
+    {
+        assert_eq!(reason(&v, &rs256(&with(claims(), "iss", iss))).await, "issuer");
     }
-    assert_eq!(
-        reason(&v, &rs256(&without(claims(), "iss"))).await,
-        "issuer"
-    );
+    assert_eq!(reason(&v, &rs256(&without(claims(), "iss"))).await, "issuer");
 }
 
 #[tokio::test]
@@ -289,15 +255,9 @@ async fn a_token_for_another_audience_fails_as_audience() {
         json!([]),
         json!(7),
     ] {
-        assert_eq!(
-            reason(&v, &rs256(&with(claims(), "aud", aud))).await,
-            "audience"
-        );
+        assert_eq!(reason(&v, &rs256(&with(claims(), "aud", aud))).await, "audience");
     }
-    assert_eq!(
-        reason(&v, &rs256(&without(claims(), "aud"))).await,
-        "audience"
-    );
+    assert_eq!(reason(&v, &rs256(&without(claims(), "aud"))).await, "audience");
 }
 
 #[tokio::test]
@@ -308,10 +268,7 @@ async fn an_expired_token_fails_as_expired_but_small_clock_skew_is_tolerated() {
     assert_eq!(reason(&v, &rs256(&expired)).await, "expired");
     let skewed = with(claims(), "exp", json!(now() - 5));
     assert!(v.verify(&rs256(&skewed), NO_HEADERS).await.is_ok());
-    assert_eq!(
-        reason(&v, &rs256(&without(claims(), "exp"))).await,
-        "malformed"
-    );
+    assert_eq!(reason(&v, &rs256(&without(claims(), "exp"))).await, "malformed");
     let text = with(claims(), "exp", json!("tomorrow"));
     assert_eq!(reason(&v, &rs256(&text)).await, "malformed");
 }
@@ -330,15 +287,9 @@ async fn a_token_whose_nbf_is_in_the_future_fails_as_not_yet_valid() {
 async fn a_token_without_a_usable_subject_fails_as_subject() {
     let server = JwksServer::standard().await;
     let v = verifier(&server);
-    assert_eq!(
-        reason(&v, &rs256(&without(claims(), "sub"))).await,
-        "subject"
-    );
+    assert_eq!(reason(&v, &rs256(&without(claims(), "sub"))).await, "subject");
     for sub in [json!(""), json!(42), json!("x".repeat(257)), json!("a\nb")] {
-        assert_eq!(
-            reason(&v, &rs256(&with(claims(), "sub", sub))).await,
-            "subject"
-        );
+        assert_eq!(reason(&v, &rs256(&with(claims(), "sub", sub))).await, "subject");
     }
     let longest = with(claims(), "sub", json!("x".repeat(256)));
     assert!(v.verify(&rs256(&longest), NO_HEADERS).await.is_ok());
@@ -355,21 +306,8 @@ async fn a_token_without_a_single_signed_tenant_fails_as_tenant_claim() {
     let empty = with(none.clone(), "tenant_id", json!(""));
     assert_eq!(reason(&v, &rs256(&empty)).await, "tenant_claim");
     let agreeing = with(claims(), "orgId", json!(TENANT));
-    assert_eq!(
-        v.verify(&rs256(&agreeing), NO_HEADERS)
-            .await
-            .unwrap()
-            .tenant,
-        TENANT
-    );
-    for name in [
-        "tenantId",
-        "tenant_id",
-        "customerId",
-        "customer_id",
-        "orgId",
-        "org_id",
-    ] {
+    assert_eq!(v.verify(&rs256(&agreeing), NO_HEADERS).await.unwrap().tenant, TENANT);
+    for name in ["tenantId", "tenant_id", "customerId", "customer_id", "orgId", "org_id"] {
         let one = with(none.clone(), name, json!("t-from-claim"));
         let t = v.verify(&rs256(&one), NO_HEADERS).await.unwrap();
         assert_eq!(t.tenant, "t-from-claim", "{name}");
@@ -388,12 +326,8 @@ async fn an_hs256_token_fails_as_algorithm_when_the_local_path_is_not_configured
     server.publish(serde_json::from_value(oct).unwrap());
     let mut header = Header::new(Algorithm::HS256);
     header.kid = Some("rsa-a".into());
-    let keyed = jsonwebtoken::encode(
-        &header,
-        &claims(),
-        &EncodingKey::from_secret(LOCAL_SECRET.as_bytes()).unwrap(),
-    )
-    .unwrap();
+    let keyed =
+        jsonwebtoken::encode(&header, &claims(), &EncodingKey::from_secret(LOCAL_SECRET.as_bytes()).unwrap()).unwrap();
     assert_eq!(reason(&v, &keyed).await, "algorithm");
     assert_eq!(server.hits(), 0, "rejected before any key lookup");
 }
@@ -406,11 +340,8 @@ async fn an_unsigned_alg_none_token_fails_as_algorithm() {
         let token = raw_token(json!({"alg": alg, "kid": "rsa-a"}), &claims(), b"sig");
         assert_eq!(reason(&v, &token).await, "algorithm", "{alg}");
     }
-    let unsigned = format!(
-        "{}.{}.",
-        URL_SAFE_NO_PAD.encode(r#"{"alg":"none"}"#),
-        URL_SAFE_NO_PAD.encode(claims().to_string())
-    );
+    let unsigned =
+        format!("{}.{}.", URL_SAFE_NO_PAD.encode(r#"{"alg":"none"}"#), URL_SAFE_NO_PAD.encode(claims().to_string()));
     assert_eq!(reason(&v, &unsigned).await, "malformed");
 }
 
@@ -429,18 +360,14 @@ async fn an_asymmetric_algorithm_outside_the_admitted_list_or_the_key_fails_as_a
 #[tokio::test]
 async fn an_unknown_kid_refetches_the_key_set_once_then_fails_as_unknown_key() {
     let server = JwksServer::standard().await;
-    let policy = JwksPolicy {
-        min_refresh_interval: Duration::ZERO,
-        ..JwksPolicy::default()
-    };
+    let policy = JwksPolicy { min_refresh_interval: Duration::ZERO, ..JwksPolicy::default() };
     let v = verifier_with(&server, policy);
     v.verify(&rs256(&claims()), NO_HEADERS).await.unwrap();
     assert_eq!(server.hits(), 1);
     let unknown = sign(Algorithm::RS256, "rsa-unknown", &rsa(RSA_A), &claims());
     assert_eq!(reason(&v, &unknown).await, "unknown_key");
     assert_eq!(server.hits(), 2, "exactly one refetch per unknown kid");
-    let no_kid =
-        jsonwebtoken::encode(&Header::new(Algorithm::RS256), &claims(), &rsa(RSA_A)).unwrap();
+    let no_kid = jsonwebtoken::encode(&Header::new(Algorithm::RS256), &claims(), &rsa(RSA_A)).unwrap();
     assert_eq!(reason(&v, &no_kid).await, "unknown_key");
     assert_eq!(server.hits(), 2, "a token without kid never refetches");
 }
@@ -451,12 +378,7 @@ async fn unknown_kids_within_the_refresh_interval_do_not_refetch_the_key_set() {
     let v = verifier(&server);
     v.verify(&rs256(&claims()), NO_HEADERS).await.unwrap();
     for i in 0..20 {
-        let spam = sign(
-            Algorithm::RS256,
-            &format!("spam-{i}"),
-            &rsa(RSA_A),
-            &claims(),
-        );
+        let spam = sign(Algorithm::RS256, &format!("spam-{i}"), &rsa(RSA_A), &claims());
         assert_eq!(reason(&v, &spam).await, "unknown_key");
     }
     assert_eq!(server.hits(), 1);
@@ -466,10 +388,7 @@ async fn unknown_kids_within_the_refresh_interval_do_not_refetch_the_key_set() {
 #[tokio::test]
 async fn a_key_rotated_into_the_key_set_is_picked_up_by_the_refresh() {
     let server = JwksServer::standard().await;
-    let policy = JwksPolicy {
-        min_refresh_interval: Duration::ZERO,
-        ..JwksPolicy::default()
-    };
+    let policy = JwksPolicy { min_refresh_interval: Duration::ZERO, ..JwksPolicy::default() };
     let v = verifier_with(&server, policy);
     v.verify(&rs256(&claims()), NO_HEADERS).await.unwrap();
     let rotated = sign(Algorithm::RS256, "rsa-b", &rsa(RSA_B), &claims());
@@ -487,10 +406,7 @@ async fn a_key_rotated_into_the_key_set_is_picked_up_by_the_refresh() {
 #[tokio::test]
 async fn the_key_set_is_refetched_when_its_ttl_has_passed() {
     let server = JwksServer::standard().await;
-    let policy = JwksPolicy {
-        ttl: Duration::ZERO,
-        ..JwksPolicy::default()
-    };
+    let policy = JwksPolicy { ttl: Duration::ZERO, ..JwksPolicy::default() };
     let v = verifier_with(&server, policy);
     v.verify(&rs256(&claims()), NO_HEADERS).await.unwrap();
     v.verify(&rs256(&claims()), NO_HEADERS).await.unwrap();
@@ -519,52 +435,21 @@ async fn a_matching_tenant_header_is_accepted_and_a_mismatched_one_is_tenant_mis
     let server = JwksServer::standard().await;
     let v = verifier(&server);
     let token = rs256(&claims());
-    let all = TenantHeaders {
-        tenant_id: Some(TENANT),
-        customer_id: Some(TENANT),
-        org_id: Some(TENANT),
-    };
+    let all = TenantHeaders { tenant_id: Some(TENANT), customer_id: Some(TENANT), org_id: Some(TENANT) };
     assert_eq!(v.verify(&token, all).await.unwrap().tenant, TENANT);
     let mismatches = [
-        TenantHeaders {
-            tenant_id: Some("tenant-other"),
-            ..NO_HEADERS
-        },
-        TenantHeaders {
-            customer_id: Some("tenant-other"),
-            ..NO_HEADERS
-        },
-        TenantHeaders {
-            tenant_id: Some(TENANT),
-            org_id: Some("tenant-other"),
-            ..NO_HEADERS
-        },
-        TenantHeaders {
-            org_id: Some(""),
-            ..NO_HEADERS
-        },
+        TenantHeaders { tenant_id: Some("tenant-other"), ..NO_HEADERS },
+        TenantHeaders { customer_id: Some("tenant-other"), ..NO_HEADERS },
+        TenantHeaders { tenant_id: Some(TENANT), org_id: Some("tenant-other"), ..NO_HEADERS },
+        TenantHeaders { org_id: Some(""), ..NO_HEADERS },
     ];
     for headers in mismatches {
-        assert!(
-            matches!(
-                v.verify(&token, headers).await,
-                Err(ApiError::TenantMismatch)
-            ),
-            "{headers:?}"
-        );
+        assert!(matches!(v.verify(&token, headers).await, Err(ApiError::TenantMismatch)), "{headers:?}");
     }
     // A header never stands in for a missing signed tenant.
     let untenanted = rs256(&without(claims(), "tenantId"));
-    let headers = TenantHeaders {
-        tenant_id: Some(TENANT),
-        ..NO_HEADERS
-    };
-    assert!(matches!(
-        v.verify(&untenanted, headers).await,
-        Err(ApiError::InvalidToken {
-            reason: "tenant_claim"
-        })
-    ));
+    let headers = TenantHeaders { tenant_id: Some(TENANT), ..NO_HEADERS };
+    assert!(matches!(v.verify(&untenanted, headers).await, Err(ApiError::InvalidToken { reason: "tenant_claim" })));
 }
 
 #[tokio::test]
@@ -577,18 +462,12 @@ async fn a_jwks_server_that_is_down_makes_verification_unavailable() {
     let err = v.verify(&rs256(&claims()), NO_HEADERS).await.unwrap_err();
     assert!(matches!(err, ApiError::Unavailable(_)), "{err:?}");
     assert!(err.retryable());
-    assert!(
-        std::error::Error::source(&err).is_some(),
-        "the fetch failure is kept as the source"
-    );
+    assert!(std::error::Error::source(&err).is_some(), "the fetch failure is kept as the source");
 
     // A server answering 500 is unavailable too, and recovers once it serves keys again.
     let server = JwksServer::standard().await;
     server.state.fail.store(true, Ordering::SeqCst);
-    let policy = JwksPolicy {
-        failure_backoff: Duration::ZERO,
-        ..JwksPolicy::default()
-    };
+    let policy = JwksPolicy { failure_backoff: Duration::ZERO, ..JwksPolicy::default() };
     let v = verifier_with(&server, policy);
     let err = v.verify(&rs256(&claims()), NO_HEADERS).await.unwrap_err();
     assert!(matches!(err, ApiError::Unavailable(_)), "{err:?}");
@@ -619,23 +498,9 @@ async fn a_failed_fetch_is_not_retried_by_every_request_during_the_backoff() {
 async fn a_locally_minted_hs256_token_round_trips_through_the_verifier() {
     let secret = Secret::new(LOCAL_SECRET);
     let v = TokenVerifier::new(&oauth(None, Some(LOCAL_SECRET)), reqwest::Client::new());
-    let scopes = vec![
-        "helix.rooms.read".to_owned(),
-        "helix.rooms.manage".to_owned(),
-    ];
-    let token = mint_local_hs256(
-        &secret,
-        ISSUER,
-        AUDIENCE,
-        "dev-user",
-        "dev-tenant",
-        &scopes,
-        600,
-    );
-    let headers = TenantHeaders {
-        tenant_id: Some("dev-tenant"),
-        ..NO_HEADERS
-    };
+    let scopes = vec!["helix.rooms.read".to_owned(), "helix.rooms.manage".to_owned()];
+    let token = mint_local_hs256(&secret, ISSUER, AUDIENCE, "dev-user", "dev-tenant", &scopes, 600);
+    let headers = TenantHeaders { tenant_id: Some("dev-tenant"), ..NO_HEADERS };
     let t = v.verify(&token, headers).await.unwrap();
     assert_eq!(t.issuer, ISSUER);
     assert_eq!(t.subject, "dev-user");
@@ -643,25 +508,9 @@ async fn a_locally_minted_hs256_token_round_trips_through_the_verifier() {
     assert_eq!(t.scopes, scopes);
     assert!((t.expires_at - now() - 600).abs() <= 5);
     // The local path still enforces every claim rule.
-    let expired = mint_local_hs256(
-        &secret,
-        ISSUER,
-        AUDIENCE,
-        "dev-user",
-        "dev-tenant",
-        &scopes,
-        -120,
-    );
+    let expired = mint_local_hs256(&secret, ISSUER, AUDIENCE, "dev-user", "dev-tenant", &scopes, -120);
     assert_eq!(reason(&v, &expired).await, "expired");
-    let elsewhere = mint_local_hs256(
-        &secret,
-        "https://other/",
-        AUDIENCE,
-        "dev-user",
-        "t",
-        &[],
-        60,
-    );
+    let elsewhere = mint_local_hs256(&secret, "https://other/", AUDIENCE, "dev-user", "t", &[], 60);
     assert_eq!(reason(&v, &elsewhere).await, "issuer");
     // Without a JWKS, an RS256 token has no key to verify against.
     assert_eq!(reason(&v, &rs256(&claims())).await, "unknown_key");
@@ -704,11 +553,7 @@ async fn errors_and_debug_output_never_contain_the_token_or_the_identity() {
     let token = rs256(&with(claims(), "iss", json!("https://evil.test.invalid/")));
     let err = v.verify(&token, NO_HEADERS).await.unwrap_err();
     let signature = token.rsplit('.').next().unwrap();
-    for text in [
-        format!("{err:?}"),
-        err.to_string(),
-        err.body("req-1").to_string(),
-    ] {
+    for text in [format!("{err:?}"), err.to_string(), err.body("req-1").to_string()] {
         assert!(!text.contains(signature), "{text}");
         assert!(!text.contains("evil"), "{text}");
     }
@@ -716,10 +561,7 @@ async fn errors_and_debug_output_never_contain_the_token_or_the_identity() {
 
     let ok = v.verify(&rs256(&claims()), NO_HEADERS).await.unwrap();
     let debug = format!("{ok:?}");
-    assert!(
-        !debug.contains("auth0|user-1") && !debug.contains(TENANT),
-        "{debug}"
-    );
+    assert!(!debug.contains("auth0|user-1") && !debug.contains(TENANT), "{debug}");
 
     let local = TokenVerifier::new(&oauth(None, Some(LOCAL_SECRET)), reqwest::Client::new());
     assert!(!format!("{local:?}").contains(LOCAL_SECRET));
@@ -728,14 +570,8 @@ async fn errors_and_debug_output_never_contain_the_token_or_the_identity() {
 #[test]
 fn bearer_from_header_takes_a_case_insensitive_scheme_and_a_single_token() {
     let token = rs256(&claims());
-    assert_eq!(
-        bearer_from_header(&format!("Bearer {token}")),
-        Some(token.as_str())
-    );
-    assert_eq!(
-        bearer_from_header(&format!("bEaReR {token}")),
-        Some(token.as_str())
-    );
+    assert_eq!(bearer_from_header(&format!("Bearer {token}")), Some(token.as_str()));
+    assert_eq!(bearer_from_header(&format!("bEaReR {token}")), Some(token.as_str()));
     assert_eq!(bearer_from_header(&format!("Bearer {token} {token}")), None);
     assert_eq!(bearer_from_header(&format!("Basic {token}")), None);
     assert_eq!(bearer_from_header("Bearer"), None);

@@ -30,11 +30,7 @@ fn signer() -> TerminalSigner {
 /// The server side: trusts exactly the local signer's public key.
 fn trusted(ex: &LocalExecutor) -> TrustedKeys {
     let mut keys = TrustedKeys::default();
-    keys.insert(
-        &ex.signer().issuer,
-        &ex.signer().key_id,
-        ex.signer().verifying_key(),
-    );
+    keys.insert(&ex.signer().issuer, &ex.signer().key_id, ex.signer().verifying_key());
     keys
 }
 
@@ -46,11 +42,8 @@ fn new_run(objective: &str) -> Run {
     }))
     .unwrap();
     let spec = start.validate().unwrap();
-    let ownership = Ownership {
-        owner_ref: "owner:t".into(),
-        tenant_ref: "tenant:t".into(),
-        account_ref: "account:t".into(),
-    };
+    let ownership =
+        Ownership { owner_ref: "owner:t".into(), tenant_ref: "tenant:t".into(), account_ref: "account:t".into() };
     Run::new(
         &RunId::parse("run_localflow01").unwrap(),
         "owner-hash".into(),
@@ -104,50 +97,22 @@ async fn turn(
 #[tokio::test]
 async fn a_corpus_question_completes_with_verified_terminal_authority() {
     let ex = LocalExecutor::from_dir(corpus_dir(), signer()).unwrap();
-    let mut run = new_run(
-        "How does the proximity force approximation give the Casimir force between a sphere and a plate?",
-    );
-    turn(
-        &ex,
-        &mut run,
-        Some("Cite the library."),
-        vec![],
-        &[CAPABILITY],
-    )
-    .await;
+    let mut run =
+        new_run("How does the proximity force approximation give the Casimir force between a sphere and a plate?");
+    turn(&ex, &mut run, Some("Cite the library."), vec![], &[CAPABILITY]).await;
 
-    assert_eq!(
-        run.completion_status,
-        Completion::Completed,
-        "{:?}",
-        run.unresolved_requirements
-    );
+    assert_eq!(run.completion_status, Completion::Completed, "{:?}", run.unresolved_requirements);
     assert_eq!(run.terminal_authority_status, Authority::Authorized);
     assert!(run.unresolved_requirements.is_empty());
     let result = run.latest_result.as_ref().unwrap();
     assert_eq!(result.solver_status, "succeeded");
-    let product = result
-        .terminal_product
-        .as_ref()
-        .expect("an authorized terminal product");
+    let product = result.terminal_product.as_ref().expect("an authorized terminal product");
     assert!(!product.supporting_evidence_refs.is_empty());
-    assert!(
-        product
-            .supporting_evidence_refs
-            .iter()
-            .all(|r| run.evidence.evidence_refs.contains(r))
-    );
-    assert!(
-        product
-            .supporting_evidence_refs
-            .iter()
-            .all(|r| product.text.contains(r.as_str()))
-    );
+    assert!(product.supporting_evidence_refs.iter().all(|r| run.evidence.evidence_refs.contains(r)));
+    assert!(product.supporting_evidence_refs.iter().all(|r| product.text.contains(r.as_str())));
     let first = &run.evidence_items[0];
     assert!(
-        first
-            .source
-            .starts_with("research-library://sphere-plate-proximity-force-approximation.md#p"),
+        first.source.starts_with("research-library://sphere-plate-proximity-force-approximation.md#p"),
         "{first:?}"
     );
     assert_eq!(first.family, EVIDENCE_FAMILY);
@@ -164,26 +129,12 @@ async fn a_question_then_its_answer_narrows_and_completes() {
     assert_eq!(run.pending_questions[0].question_id, "q_step1_focus");
     assert!(run.evidence_items.is_empty());
 
-    let answer = Answer {
-        question_id: "q_step1_focus".into(),
-        value: json!("stiction in MEMS devices"),
-    };
+    let answer = Answer { question_id: "q_step1_focus".into(), value: json!("stiction in MEMS devices") };
     turn(&ex, &mut run, None, vec![answer], &[CAPABILITY]).await;
     assert!(run.pending_questions.is_empty());
-    assert_eq!(
-        run.completion_status,
-        Completion::Completed,
-        "{:?}",
-        run.latest_result
-    );
+    assert_eq!(run.completion_status, Completion::Completed, "{:?}", run.latest_result);
     assert_eq!(run.terminal_authority_status, Authority::Authorized);
-    assert!(
-        run.evidence_items[0]
-            .source
-            .contains("mems-and-stiction.md"),
-        "{:?}",
-        run.evidence_items
-    );
+    assert!(run.evidence_items[0].source.contains("mems-and-stiction.md"), "{:?}", run.evidence_items);
 }
 
 #[tokio::test]
@@ -192,46 +143,20 @@ async fn without_the_capability_the_gate_stays_closed() {
     let mut run = new_run("What is the Lifshitz theory?");
     turn(&ex, &mut run, None, vec![], &["internet-search.search_web"]).await;
     assert_ne!(run.completion_status, Completion::Completed);
-    let ids: Vec<&str> = run
-        .unresolved_requirements
-        .iter()
-        .map(|r| r.id.as_str())
-        .collect();
-    assert!(
-        ids.contains(&"capability:research-library.read_document"),
-        "{ids:?}"
-    );
-    assert!(
-        ids.contains(&"required_evidence:research_library_evidence"),
-        "{ids:?}"
-    );
+    let ids: Vec<&str> = run.unresolved_requirements.iter().map(|r| r.id.as_str()).collect();
+    assert!(ids.contains(&"capability:research-library.read_document"), "{ids:?}");
+    assert!(ids.contains(&"required_evidence:research_library_evidence"), "{ids:?}");
     assert_eq!(run.latest_result.as_ref().unwrap().solver_status, "partial");
 
     // Admitted on the next turn: the capability requirement is resolved and the run completes.
-    turn(
-        &ex,
-        &mut run,
-        Some("Now with the library."),
-        vec![],
-        &[CAPABILITY],
-    )
-    .await;
-    assert_eq!(
-        run.completion_status,
-        Completion::Completed,
-        "{:?}",
-        run.unresolved_requirements
-    );
+    turn(&ex, &mut run, Some("Now with the library."), vec![], &[CAPABILITY]).await;
+    assert_eq!(run.completion_status, Completion::Completed, "{:?}", run.unresolved_requirements);
 }
 
 #[tokio::test]
 async fn a_candidate_signed_by_another_local_key_is_rejected() {
     let ex = LocalExecutor::from_dir(corpus_dir(), signer()).unwrap();
-    let impostor = LocalExecutor::from_dir(
-        corpus_dir(),
-        TerminalSigner::from_seed(ISSUER, KEY_ID, [12; 32]),
-    )
-    .unwrap();
+    let impostor = LocalExecutor::from_dir(corpus_dir(), TerminalSigner::from_seed(ISSUER, KEY_ID, [12; 32])).unwrap();
     let request = TurnRequest {
         schema: TURN_REQUEST_SCHEMA.into(),
         run_id: "run_localflow02".into(),
@@ -246,22 +171,12 @@ async fn a_candidate_signed_by_another_local_key_is_rejected() {
         prior_evidence_refs: vec![],
         deadline: Utc::now() + Duration::seconds(20),
     };
-    let a = impostor
-        .execute(request.clone(), CancellationToken::new())
-        .await
-        .unwrap();
+    let a = impostor.execute(request.clone(), CancellationToken::new()).await.unwrap();
     assert_eq!(a.solver_status, SolverStatus::Succeeded);
     let c = a.terminal_candidate.unwrap();
     let refs: Vec<String> = a.evidence.iter().map(|e| e.reference.clone()).collect();
-    assert!(
-        trusted(&ex)
-            .verify(&c, &request.run_id, 1, "claim-1", &refs)
-            .is_err()
-    );
-    assert_eq!(
-        trusted(&impostor).verify(&c, &request.run_id, 1, "claim-1", &refs),
-        Ok(())
-    );
+    assert!(trusted(&ex).verify(&c, &request.run_id, 1, "claim-1", &refs).is_err());
+    assert_eq!(trusted(&impostor).verify(&c, &request.run_id, 1, "claim-1", &refs), Ok(()));
 }
 
 #[tokio::test]
@@ -270,18 +185,10 @@ async fn embedded_documents_give_the_same_evidence_as_the_directory() {
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|x| x == "md"))
-        .map(|p| {
-            (
-                p.file_name().unwrap().to_string_lossy().into_owned(),
-                std::fs::read_to_string(&p).unwrap(),
-            )
-        })
+        .map(|p| (p.file_name().unwrap().to_string_lossy().into_owned(), std::fs::read_to_string(&p).unwrap()))
         .collect();
     docs.sort();
-    assert!(
-        (8..=12).contains(&docs.len()),
-        "the sample corpus has 8-12 documents"
-    );
+    assert!((8..=12).contains(&docs.len()), "the sample corpus has 8-12 documents");
     for (name, text) in &docs {
         assert!(text.starts_with("# "), "{name} starts with a title");
         let words = text.split_whitespace().count();
@@ -304,44 +211,19 @@ async fn embedded_documents_give_the_same_evidence_as_the_directory() {
         prior_evidence_refs: vec![],
         deadline: Utc::now() + Duration::seconds(20),
     };
-    let a = embedded
-        .execute(request.clone(), CancellationToken::new())
-        .await
-        .unwrap();
-    let b = dir
-        .execute(request, CancellationToken::new())
-        .await
-        .unwrap();
+    let a = embedded.execute(request.clone(), CancellationToken::new()).await.unwrap();
+    let b = dir.execute(request, CancellationToken::new()).await.unwrap();
     assert_eq!(a.evidence, b.evidence);
-    assert!(
-        a.evidence[0]
-            .source
-            .contains("mohideen-roy-afm-measurements.md")
-    );
+    assert!(a.evidence[0].source.contains("mohideen-roy-afm-measurements.md"));
 }
 
 #[test]
 fn a_missing_or_empty_corpus_directory_is_a_typed_error() {
-    assert!(matches!(
-        LocalExecutor::from_dir("/definitely/not/here", signer()),
-        Err(CorpusError::Io { .. })
-    ));
+    assert!(matches!(LocalExecutor::from_dir("/definitely/not/here", signer()), Err(CorpusError::Io { .. })));
     let empty = tempfile::tempdir().unwrap();
-    assert!(matches!(
-        LocalExecutor::from_dir(empty.path(), signer()),
-        Err(CorpusError::Empty)
-    ));
-    std::fs::write(
-        empty.path().join("notes.md"),
-        "# Notes\n\nThe Casimir effect is an attraction.\n",
-    )
-    .unwrap();
-    assert_eq!(
-        LocalExecutor::from_dir(empty.path(), signer())
-            .unwrap()
-            .passage_count(),
-        1
-    );
+    assert!(matches!(LocalExecutor::from_dir(empty.path(), signer()), Err(CorpusError::Empty)));
+    std::fs::write(empty.path().join("notes.md"), "# Notes\n\nThe Casimir effect is an attraction.\n").unwrap();
+    assert_eq!(LocalExecutor::from_dir(empty.path(), signer()).unwrap().passage_count(), 1);
 }
 
 #[tokio::test]
@@ -363,8 +245,5 @@ async fn a_cancelled_turn_is_a_timeout_failure() {
         prior_evidence_refs: vec![],
         deadline: Utc::now() + Duration::seconds(20),
     };
-    assert_eq!(
-        ex.execute(request, cancel).await,
-        Err(TurnFailure::TurnTimeout)
-    );
+    assert_eq!(ex.execute(request, cancel).await, Err(TurnFailure::TurnTimeout));
 }

@@ -7,9 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextRef;
-use aws_sdk_dynamodb::config::{
-    BehaviorVersion, ConfigBag, Credentials, Intercept, Region, RuntimeComponents,
-};
+use aws_sdk_dynamodb::config::{BehaviorVersion, ConfigBag, Credentials, Intercept, Region, RuntimeComponents};
 use aws_sdk_dynamodb::error::BoxError;
 use helix_core::store::dynamo::DynamoStore;
 use helix_core::store::{
@@ -39,11 +37,7 @@ impl Intercept for RoundTrips {
         _: &RuntimeComponents,
         _: &mut ConfigBag,
     ) -> Result<(), BoxError> {
-        let target = context
-            .request()
-            .headers()
-            .get("x-amz-target")
-            .unwrap_or("?");
+        let target = context.request().headers().get("x-amz-target").unwrap_or("?");
         let op = target.rsplit('.').next().unwrap_or(target).to_owned();
         self.0.lock().unwrap().push(op);
         Ok(())
@@ -82,21 +76,13 @@ fn client_counting(round_trips: Option<RoundTrips>) -> Option<Client> {
 /// A store on a fresh, uniquely named table; None when skipping deliberately.
 async fn fresh_store() -> Option<(Client, DynamoStore)> {
     let client = client()?;
-    let store = DynamoStore::new(
-        client.clone(),
-        format!("helix-test-{}", uuid::Uuid::new_v4()),
-    );
+    let store = DynamoStore::new(client.clone(), format!("helix-test-{}", uuid::Uuid::new_v4()));
     store.create_table().await.expect("create table");
     Some((client, store))
 }
 
 async fn drop_table(client: &Client, store: &DynamoStore) {
-    client
-        .delete_table()
-        .table_name(store.table())
-        .send()
-        .await
-        .expect("delete test table");
+    client.delete_table().table_name(store.table()).send().await.expect("delete test table");
 }
 
 #[tokio::test]
@@ -113,32 +99,14 @@ async fn create_table_is_idempotent() {
     let Some((client, store)) = fresh_store().await else {
         return;
     };
-    store
-        .put(Item::new("T#idem", "A").with_n("rev", 1), None)
-        .await
-        .unwrap();
-    store
-        .create_table()
-        .await
-        .expect("second create_table on an existing table");
-    DynamoStore::new(client.clone(), store.table())
-        .create_table()
-        .await
-        .expect("from another handle");
-    let ttl = client
-        .describe_time_to_live()
-        .table_name(store.table())
-        .send()
-        .await
-        .unwrap();
+    store.put(Item::new("T#idem", "A").with_n("rev", 1), None).await.unwrap();
+    store.create_table().await.expect("second create_table on an existing table");
+    DynamoStore::new(client.clone(), store.table()).create_table().await.expect("from another handle");
+    let ttl = client.describe_time_to_live().table_name(store.table()).send().await.unwrap();
     let desc = ttl.time_to_live_description().expect("ttl description");
     assert_eq!(desc.attribute_name(), Some(EXPIRES_AT));
     let item = store.get(&Key::new("T#idem", "A")).await.unwrap();
-    assert_eq!(
-        item.and_then(|i| i.n("rev")),
-        Some(1),
-        "existing items survive"
-    );
+    assert_eq!(item.and_then(|i| i.n("rev")), Some(1), "existing items survive");
     drop_table(&client, &store).await;
 }
 
@@ -150,159 +118,74 @@ async fn dynamo_specific_edges() {
         return;
     };
     for sk in ["A", "EVT#1", "EVT#3", "EVT#5", "Z"] {
-        store
-            .put(Item::new("T#edge", sk).with_s("sk_copy", sk), None)
-            .await
-            .unwrap();
+        store.put(Item::new("T#edge", sk).with_s("sk_copy", sk), None).await.unwrap();
     }
-    let sks = |page: &helix_core::store::Page| {
-        page.items.iter().map(|i| i.sk.clone()).collect::<Vec<_>>()
-    };
+    let sks = |page: &helix_core::store::Page| page.items.iter().map(|i| i.sk.clone()).collect::<Vec<_>>();
     // A cursor that is not an item, inside the prefix range.
-    let page = store
-        .query("T#edge", "EVT#", Some("EVT#2"), 10)
-        .await
-        .unwrap();
+    let page = store.query("T#edge", "EVT#", Some("EVT#2"), 10).await.unwrap();
     assert_eq!(sks(&page), ["EVT#3", "EVT#5"]);
     // Cursors below and above the prefix range (DynamoDB would refuse them as ExclusiveStartKey).
     let page = store.query("T#edge", "EVT#", Some("B"), 1).await.unwrap();
-    assert_eq!(
-        (sks(&page), page.has_more),
-        (vec!["EVT#1".to_owned()], true)
-    );
+    assert_eq!((sks(&page), page.has_more), (vec!["EVT#1".to_owned()], true));
     let page = store.query("T#edge", "EVT#", Some("F"), 10).await.unwrap();
     assert!(page.items.is_empty() && !page.has_more);
     let page = store.query("T#edge", "", Some("EVT#5"), 10).await.unwrap();
     assert_eq!(sks(&page), ["Z"]);
     let page = store.query("T#edge", "", None, 0).await.unwrap();
-    assert!(
-        page.items.is_empty() && page.has_more,
-        "limit 0 still tells whether there is more"
-    );
+    assert!(page.items.is_empty() && page.has_more, "limit 0 still tells whether there is more");
 
     // Many expired items before and between live ones: paging continues past them.
     let past = now_epoch() - 60;
     for i in 0..12 {
-        store
-            .put(
-                Item::new("T#exp", format!("E#{i:02}")).with_n(EXPIRES_AT, past),
-                None,
-            )
-            .await
-            .unwrap();
+        store.put(Item::new("T#exp", format!("E#{i:02}")).with_n(EXPIRES_AT, past), None).await.unwrap();
     }
     store.put(Item::new("T#exp", "E#05x"), None).await.unwrap();
     store.put(Item::new("T#exp", "E#99"), None).await.unwrap();
     let page = store.query("T#exp", "E#", None, 1).await.unwrap();
-    assert_eq!(
-        (sks(&page), page.has_more),
-        (vec!["E#05x".to_owned()], true)
-    );
+    assert_eq!((sks(&page), page.has_more), (vec!["E#05x".to_owned()], true));
     let page = store.query("T#exp", "E#", Some("E#05x"), 1).await.unwrap();
-    assert_eq!(
-        (sks(&page), page.has_more),
-        (vec!["E#99".to_owned()], false)
-    );
+    assert_eq!((sks(&page), page.has_more), (vec!["E#99".to_owned()], false));
 
     // batch_get: duplicates, more than 100 keys, empty keys, expired items.
-    let mut keys: Vec<Key> = (0..120)
-        .map(|i| Key::new("T#bg", format!("K{i:03}")))
-        .collect();
-    store
-        .put(Item::new("T#bg", "K007").with_n("rev", 7), None)
-        .await
-        .unwrap();
-    store
-        .put(Item::new("T#bg", "K110").with_n("rev", 110), None)
-        .await
-        .unwrap();
-    keys.extend([
-        Key::new("T#bg", "K007"),
-        Key::new("", "x"),
-        Key::new("T#exp", "E#00"),
-    ]);
+    let mut keys: Vec<Key> = (0..120).map(|i| Key::new("T#bg", format!("K{i:03}"))).collect();
+    store.put(Item::new("T#bg", "K007").with_n("rev", 7), None).await.unwrap();
+    store.put(Item::new("T#bg", "K110").with_n("rev", 110), None).await.unwrap();
+    keys.extend([Key::new("T#bg", "K007"), Key::new("", "x"), Key::new("T#exp", "E#00")]);
     let got = store.batch_get(&keys).await.unwrap();
     assert_eq!(got.len(), keys.len());
-    let revs: Vec<(usize, i64)> = got
-        .iter()
-        .enumerate()
-        .filter_map(|(i, g)| g.as_ref().map(|g| (i, g.n("rev").unwrap())))
-        .collect();
+    let revs: Vec<(usize, i64)> =
+        got.iter().enumerate().filter_map(|(i, g)| g.as_ref().map(|g| (i, g.n("rev").unwrap()))).collect();
     assert_eq!(revs, [(7, 7), (110, 110), (120, 7)]);
     assert!(store.batch_get(&[]).await.unwrap().is_empty());
 
     // Shapes DynamoDB cannot store are refused before any round trip.
-    let bad = store
-        .put(Item::new("T#bad", "A").with_s("pk", "other"), None)
-        .await;
+    let bad = store.put(Item::new("T#bad", "A").with_s("pk", "other"), None).await;
     assert!(matches!(bad, Err(StoreError::Invalid(_))), "{bad:?}");
-    let bad = store
-        .transact(vec![WriteOp::Put {
-            item: Item::new("T#bad", "A").with_n("sk", 1),
-            cond: None,
-        }])
-        .await;
+    let bad = store.transact(vec![WriteOp::Put { item: Item::new("T#bad", "A").with_n("sk", 1), cond: None }]).await;
     assert!(matches!(bad, Err(StoreError::Invalid(_))), "{bad:?}");
     assert_eq!(store.get(&Key::new("", "")).await.unwrap(), None);
 
     // An expired item is `current: None` in a failed condition, in put and in transact.
-    store
-        .put(
-            Item::new("T#gone", "A")
-                .with_n("rev", 1)
-                .with_n(EXPIRES_AT, past),
-            None,
-        )
-        .await
-        .unwrap();
-    let failed = store
-        .put(Item::new("T#gone", "A"), Some(Cond::eq_n("rev", 1)))
-        .await;
-    assert!(
-        matches!(failed, Err(StoreError::ConditionFailed { current: None })),
-        "{failed:?}"
-    );
+    store.put(Item::new("T#gone", "A").with_n("rev", 1).with_n(EXPIRES_AT, past), None).await.unwrap();
+    let failed = store.put(Item::new("T#gone", "A"), Some(Cond::eq_n("rev", 1))).await;
+    assert!(matches!(failed, Err(StoreError::ConditionFailed { current: None })), "{failed:?}");
     let failed = store
         .transact(vec![
-            WriteOp::Check {
-                key: Key::new("T#gone", "A"),
-                cond: Cond::Exists,
-            },
-            WriteOp::Delete {
-                key: Key::new("T#edge", "A"),
-                cond: None,
-            },
+            WriteOp::Check { key: Key::new("T#gone", "A"), cond: Cond::Exists },
+            WriteOp::Delete { key: Key::new("T#edge", "A"), cond: None },
         ])
         .await;
     match failed {
-        Err(StoreError::TransactionCanceled { reasons }) => assert_eq!(
-            reasons,
-            [
-                CancelReason::ConditionFailed { current: None },
-                CancelReason::None
-            ]
-        ),
+        Err(StoreError::TransactionCanceled { reasons }) => {
+            assert_eq!(reasons, [CancelReason::ConditionFailed { current: None }, CancelReason::None])
+        }
         other => panic!("expected cancellation, got {other:?}"),
     }
     // Lt on a string attribute is false (not a server error), and Missing holds on expired items.
-    store
-        .put(Item::new("T#lt", "A").with_s("lease", "soon"), None)
-        .await
-        .unwrap();
-    let lt = store
-        .put(Item::new("T#lt", "A"), Some(Cond::Lt("lease".into(), 5)))
-        .await;
-    assert!(
-        matches!(lt, Err(StoreError::ConditionFailed { current: Some(_) })),
-        "{lt:?}"
-    );
-    store
-        .put(
-            Item::new("T#gone", "A").with_s("claim", "x"),
-            Some(Cond::Missing("rev".into())),
-        )
-        .await
-        .unwrap();
+    store.put(Item::new("T#lt", "A").with_s("lease", "soon"), None).await.unwrap();
+    let lt = store.put(Item::new("T#lt", "A"), Some(Cond::Lt("lease".into(), 5))).await;
+    assert!(matches!(lt, Err(StoreError::ConditionFailed { current: Some(_) })), "{lt:?}");
+    store.put(Item::new("T#gone", "A").with_s("claim", "x"), Some(Cond::Missing("rev".into()))).await.unwrap();
     drop_table(&client, &store).await;
 }
 
@@ -315,10 +198,7 @@ async fn sdk_failures_keep_their_source() {
     match store.get(&Key::new("T#x", "A")).await {
         Err(err @ StoreError::Internal(_)) => {
             let source = std::error::Error::source(&err).expect("the SDK error is the source");
-            assert!(
-                format!("{source:?}").contains("ResourceNotFound"),
-                "{source:?}"
-            );
+            assert!(format!("{source:?}").contains("ResourceNotFound"), "{source:?}");
         }
         other => panic!("a missing table is an internal failure, got {other:?}"),
     }
@@ -331,68 +211,32 @@ async fn round_trips_per_operation() {
     let Some(client) = client_counting(Some(calls.clone())) else {
         return;
     };
-    let store = DynamoStore::new(
-        client.clone(),
-        format!("helix-test-{}", uuid::Uuid::new_v4()),
-    );
+    let store = DynamoStore::new(client.clone(), format!("helix-test-{}", uuid::Uuid::new_v4()));
     store.create_table().await.expect("create table");
     calls.take();
     let one = |op: &str| vec![op.to_owned()];
 
-    store
-        .put(
-            Item::new("T#rt", "A").with_n("rev", 1),
-            Some(Cond::NotExists),
-        )
-        .await
-        .unwrap();
+    store.put(Item::new("T#rt", "A").with_n("rev", 1), Some(Cond::NotExists)).await.unwrap();
     assert_eq!(calls.take(), one("PutItem"));
-    let failed = store
-        .put(Item::new("T#rt", "A"), Some(Cond::NotExists))
-        .await;
-    assert!(matches!(
-        failed,
-        Err(StoreError::ConditionFailed { current: Some(_) })
-    ));
-    assert_eq!(
-        calls.take(),
-        one("PutItem"),
-        "the stored item comes with the failure"
-    );
+    let failed = store.put(Item::new("T#rt", "A"), Some(Cond::NotExists)).await;
+    assert!(matches!(failed, Err(StoreError::ConditionFailed { current: Some(_) })));
+    assert_eq!(calls.take(), one("PutItem"), "the stored item comes with the failure");
     store.get(&Key::new("T#rt", "A")).await.unwrap();
     assert_eq!(calls.take(), one("GetItem"));
-    let keys: Vec<Key> = (0..100)
-        .map(|i| Key::new("T#rt", format!("K{i}")))
-        .collect();
+    let keys: Vec<Key> = (0..100).map(|i| Key::new("T#rt", format!("K{i}"))).collect();
     store.batch_get(&keys).await.unwrap();
     assert_eq!(calls.take(), one("BatchGetItem"));
     let ops = |rev: i64| {
         vec![
-            WriteOp::Put {
-                item: Item::new("T#rt", "A").with_n("rev", rev + 1),
-                cond: Some(Cond::eq_n("rev", rev)),
-            },
-            WriteOp::Put {
-                item: Item::new("T#rt", format!("EVT#{rev}")),
-                cond: Some(Cond::NotExists),
-            },
+            WriteOp::Put { item: Item::new("T#rt", "A").with_n("rev", rev + 1), cond: Some(Cond::eq_n("rev", rev)) },
+            WriteOp::Put { item: Item::new("T#rt", format!("EVT#{rev}")), cond: Some(Cond::NotExists) },
         ]
     };
     store.transact(ops(1)).await.unwrap();
     assert_eq!(calls.take(), one("TransactWriteItems"));
-    assert!(matches!(
-        store.transact(ops(1)).await,
-        Err(StoreError::TransactionCanceled { .. })
-    ));
-    assert_eq!(
-        calls.take(),
-        one("TransactWriteItems"),
-        "reasons come with the cancellation"
-    );
-    assert!(matches!(
-        store.transact(vec![]).await,
-        Err(StoreError::Invalid(_))
-    ));
+    assert!(matches!(store.transact(ops(1)).await, Err(StoreError::TransactionCanceled { .. })));
+    assert_eq!(calls.take(), one("TransactWriteItems"), "reasons come with the cancellation");
+    assert!(matches!(store.transact(vec![]).await, Err(StoreError::Invalid(_))));
     assert!(calls.take().is_empty(), "shape errors need no round trip");
     let page = store.query("T#rt", "EVT#", None, 1).await.unwrap();
     assert!(page.items.len() == 1 && !page.has_more);

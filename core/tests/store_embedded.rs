@@ -1,6 +1,6 @@
 //! The conformance suite on the embedded backend, plus durability across reopen.
 
-use helix_core::store::{conformance, embedded::EmbeddedStore, Item, Key, Store};
+use helix_core::store::{Item, Key, Store, conformance, embedded::EmbeddedStore};
 
 #[tokio::test]
 async fn embedded_store_passes_the_conformance_suite() {

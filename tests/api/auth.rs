@@ -1,8 +1,8 @@
 //! Bearer verification, principal resolution and scope checks, over HTTP.
 
 use helix_integration_tests::*;
-use jsonwebtoken::{encode, EncodingKey, Header};
-use serde_json::{json, Value};
+use jsonwebtoken::{EncodingKey, Header, encode};
+use serde_json::{Value, json};
 
 fn now() -> i64 {
     chrono::Utc::now().timestamp()
@@ -49,7 +49,12 @@ async fn invalid_expired_and_wrong_audience_tokens_are_401_invalid_token() {
     audience["aud"] = json!("https://someone-else.example");
     let mut issuer = claims(&app);
     issuer["iss"] = json!("https://evil.example");
-    let wrong_secret = encode(&Header::default(), &claims(&app), &EncodingKey::from_secret(b"another-secret-another-secret-000").unwrap()).unwrap();
+    let wrong_secret = encode(
+        &Header::default(),
+        &claims(&app),
+        &EncodingKey::from_secret(b"another-secret-another-secret-000").unwrap(),
+    )
+    .unwrap();
     for (name, token) in [
         ("garbage", "not-a-jwt".to_string()),
         ("expired", hs256(expired)),
@@ -97,7 +102,12 @@ async fn a_revoked_binding_is_refused() {
     let app = TestApp::spawn().await;
     let token = app.token().await;
     let o = &app.state.services.config.oauth;
-    let id = helix_core::service::accounts::LinkIdentity { issuer: &o.issuer, tenant: "tenant-a", provider: &o.provider, subject: "alice" };
+    let id = helix_core::service::accounts::LinkIdentity {
+        issuer: &o.issuer,
+        tenant: "tenant-a",
+        provider: &o.provider,
+        subject: "alice",
+    };
     app.state.services.revoke_binding(&id).await.unwrap();
     let res = app.start(&token, "after-revoke-01", research_run()).await;
     let (status, _, body) = error_of(res).await;

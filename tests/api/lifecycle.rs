@@ -8,7 +8,7 @@ use helix_core::domain::run::Question;
 use helix_core::domain::turn::TurnFailure;
 use helix_core::executor::scripted::Step;
 use helix_integration_tests::*;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 fn go(version: u64) -> Value {
     json!({ "expected_version": version, "instruction": "Find the measured force." })
@@ -55,7 +55,8 @@ pub async fn completes_with_authorized_terminal_product(backend: Backend) {
         kinds(&events),
         ["run_started", "continuation_received", "evidence_reentered", "terminal_authority_evaluated", "run_completed"]
     );
-    let bundle: Value = app.get(&format!("/api/v1/agent-runs/{id}/evidence"), &token).send().await.unwrap().json().await.unwrap();
+    let bundle: Value =
+        app.get(&format!("/api/v1/agent-runs/{id}/evidence"), &token).send().await.unwrap().json().await.unwrap();
     assert_eq!(bundle["schema"], "helix.agent_run.evidence_bundle.v1");
     assert_eq!(bundle["evidence_refs"].as_array().unwrap().len(), 2);
     assert_eq!(bundle["terminal_authority_status"], "authorized");
@@ -101,7 +102,10 @@ async fn a_pending_question_needs_input_and_its_answer_continues() {
     assert_eq!(seen.last().unwrap().answers[0].question_id, "q_geometry", "the answer reaches the executor");
     drop(seen);
     let kinds = kinds(&app.events(&token, &id).await);
-    assert!(kinds.contains(&"input_requested".to_string()) && kinds.contains(&"issue_resolved".to_string()), "{kinds:?}");
+    assert!(
+        kinds.contains(&"input_requested".to_string()) && kinds.contains(&"issue_resolved".to_string()),
+        "{kinds:?}"
+    );
 }
 
 #[tokio::test]
@@ -115,7 +119,9 @@ async fn a_stale_version_is_version_conflict_with_the_current_version() {
     assert_eq!(status, 409);
     assert_eq!(err["error"]["code"], "version_conflict");
     assert_eq!(err["error"]["details"]["current_version"], 2);
-    let (status, _) = body(app.continue_run(&token, &id, "stale-0000003", json!({"expected_version": 0, "instruction": "x"})).await).await;
+    let (status, _) =
+        body(app.continue_run(&token, &id, "stale-0000003", json!({"expected_version": 0, "instruction": "x"})).await)
+            .await;
     assert_eq!(status, 400);
     let (status, _) = body(app.continue_run(&token, &id, "stale-0000004", json!({"expected_version": 2})).await).await;
     assert_eq!(status, 400, "needs an instruction or an answer");
@@ -170,7 +176,12 @@ async fn cancel_is_irreversible_versioned_and_replayable() {
 async fn the_last_step_without_completion_exhausts_the_budget() {
     let app = TestApp::spawn().await;
     let token = app.token().await;
-    let id = start(&app, &token, json!({"objective": "x", "database_scope": ["research_library"], "budget": {"max_steps": 1}})).await;
+    let id = start(
+        &app,
+        &token,
+        json!({"objective": "x", "database_scope": ["research_library"], "budget": {"max_steps": 1}}),
+    )
+    .await;
     app.script(Step::Artifact(evidence_artifact(1)));
     let (_, run) = body(app.continue_run(&token, &id, "budget-turn-01", go(1)).await).await;
     assert_eq!(run["completion_status"], "budget_exhausted", "{run}");
@@ -233,7 +244,11 @@ async fn a_forged_or_stale_terminal_candidate_is_rejected() {
     assert_eq!(run["completion_status"], "blocked");
     assert_eq!(run["latest_result"]["terminal_product"], Value::Null);
     // Signed for this turn, but citing a ref the turn did not supply.
-    app.script(Step::Signed { artifact: evidence_artifact(1), text: "t".into(), refs: vec!["evidence:elsewhere".into()] });
+    app.script(Step::Signed {
+        artifact: evidence_artifact(1),
+        text: "t".into(),
+        refs: vec!["evidence:elsewhere".into()],
+    });
     let (_, run) = body(app.continue_run(&token, &id, "forged-turn-02", go(2)).await).await;
     assert_eq!(run["terminal_authority_status"], "rejected");
 }
@@ -282,7 +297,9 @@ async fn too_little_evidence_needs_more_evidence_and_a_failed_solver_fails_the_r
 async fn without_required_authority_evidence_alone_completes() {
     let app = TestApp::spawn().await;
     let token = app.token().await;
-    let id = start(&app, &token, json!({"objective": "x", "completion_contract": {"require_terminal_authority": false}})).await;
+    let id =
+        start(&app, &token, json!({"objective": "x", "completion_contract": {"require_terminal_authority": false}}))
+            .await;
     let mut a = evidence_artifact(1);
     a.satisfied_evidence_families.clear();
     app.script(Step::Artifact(a));
@@ -293,7 +310,11 @@ async fn without_required_authority_evidence_alone_completes() {
 
 #[tokio::test]
 async fn a_timed_out_turn_is_a_typed_step_failure_not_a_hung_request() {
-    let app = TestApp::spawn_with(Backend::Embedded, &[("HELIX_AGENT_TURN_TIMEOUT_MS", "1000"), ("HELIX_DEADLINE_MARGIN_MS", "200")]).await;
+    let app = TestApp::spawn_with(
+        Backend::Embedded,
+        &[("HELIX_AGENT_TURN_TIMEOUT_MS", "1000"), ("HELIX_DEADLINE_MARGIN_MS", "200")],
+    )
+    .await;
     let token = app.token().await;
     let id = start(&app, &token, research_run()).await;
     app.script(Step::Delay(Duration::from_secs(30), Box::new(completing_step(1))));
@@ -308,7 +329,10 @@ async fn a_timed_out_turn_is_a_typed_step_failure_not_a_hung_request() {
     app.script(Step::Fail(TurnFailure::ExecutorUnavailable));
     let (_, run) = body(app.continue_run(&token, &id, "timeout-turn-02", go(2)).await).await;
     assert_eq!(run["latest_result"]["failure_code"], "executor_unavailable");
-    assert_eq!(run["unresolved_requirements"].as_array().unwrap().iter().filter(|r| r["kind"] == "turn_failure").count(), 1);
+    assert_eq!(
+        run["unresolved_requirements"].as_array().unwrap().iter().filter(|r| r["kind"] == "turn_failure").count(),
+        1
+    );
 }
 
 #[tokio::test]
@@ -319,7 +343,9 @@ async fn sixteen_concurrent_continuations_accept_exactly_one() {
     app.script(Step::Delay(Duration::from_millis(300), Box::new(question_step("q1"))));
     let calls = (0..16).map(|i| {
         let (app, token, id) = (app.clone(), token.clone(), id.clone());
-        tokio::spawn(async move { body(app.continue_run(&token, &id, &format!("race-turn-{i:04}"), go(1)).await).await })
+        tokio::spawn(
+            async move { body(app.continue_run(&token, &id, &format!("race-turn-{i:04}"), go(1)).await).await },
+        )
     });
     let results: Vec<(u16, Value)> = futures::future::join_all(calls).await.into_iter().map(Result::unwrap).collect();
     let accepted = results.iter().filter(|(s, _)| *s == 200).count();
@@ -365,7 +391,8 @@ async fn cancel_during_a_slow_turn_wins_and_the_stale_result_is_discarded() {
     };
     tokio::time::sleep(Duration::from_millis(200)).await;
     let started = std::time::Instant::now();
-    let (status, cancelled) = body(app.cancel(&token, &id, "cancel-slow-001", json!({"expected_version": 1})).await).await;
+    let (status, cancelled) =
+        body(app.cancel(&token, &id, "cancel-slow-001", json!({"expected_version": 1})).await).await;
     assert_eq!(status, 200, "{cancelled}");
     let (turn_status, turn_body) = turn.await.unwrap();
     assert!(started.elapsed() < Duration::from_secs(5), "the process-local signal stopped the turn");
@@ -399,7 +426,8 @@ async fn a_fault_at_each_store_call_of_continue_never_duplicates_a_step() {
             let (status, _) = body(app.continue_run(&token, &id, "faulty-turn-001", go(1)).await).await;
             assert_eq!(status, 503, "call {call} {point:?}: the fault surfaces as unavailable");
             let (retry_status, retry) = body(app.continue_run(&token, &id, "faulty-turn-001", go(1)).await).await;
-            let claimed_but_unfinished = call == 4 && point == FaultPoint::Before || call == 3 && point == FaultPoint::After;
+            let claimed_but_unfinished =
+                call == 4 && point == FaultPoint::Before || call == 3 && point == FaultPoint::After;
             let finished = call == 4 && point == FaultPoint::After;
             if finished {
                 assert_eq!(retry_status, 200, "call {call} {point:?}: replay {retry}");
@@ -418,7 +446,8 @@ async fn a_fault_at_each_store_call_of_continue_never_duplicates_a_step() {
             } else {
                 assert_eq!(retry_status, 200, "call {call} {point:?}: nothing was written, the retry runs: {retry}");
             }
-            let run: Value = app.get(&format!("/api/v1/agent-runs/{id}"), &token).send().await.unwrap().json().await.unwrap();
+            let run: Value =
+                app.get(&format!("/api/v1/agent-runs/{id}"), &token).send().await.unwrap().json().await.unwrap();
             assert_eq!(run["budget"]["steps_used"], 1, "call {call} {point:?}: exactly one step");
             assert_eq!(run["version"], 2);
             assert_contiguous(&app.events(&token, &id).await);

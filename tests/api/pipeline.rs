@@ -7,12 +7,18 @@ use serde_json::Value;
 async fn safe_request_ids_are_kept_and_credential_shaped_ones_replaced() {
     let app = TestApp::spawn().await;
     let token = app.token().await;
-    let res = app.get("/api/v1/agent-runs/run_missing0001", &token).header("X-Request-Id", "client-trace-42").send().await.unwrap();
+    let res = app
+        .get("/api/v1/agent-runs/run_missing0001", &token)
+        .header("X-Request-Id", "client-trace-42")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(res.headers()["x-request-id"], "client-trace-42");
     let body: Value = res.json().await.unwrap();
     assert_eq!(body["request_id"], "client-trace-42");
     let jwt_like = token.clone();
-    let res = app.get("/api/v1/agent-runs/run_missing0001", &token).header("X-Request-Id", &jwt_like).send().await.unwrap();
+    let res =
+        app.get("/api/v1/agent-runs/run_missing0001", &token).header("X-Request-Id", &jwt_like).send().await.unwrap();
     let id = res.headers()["x-request-id"].to_str().unwrap().to_owned();
     assert!(id.starts_with("req_"));
     let text = res.text().await.unwrap();
@@ -25,7 +31,13 @@ async fn safe_request_ids_are_kept_and_credential_shaped_ones_replaced() {
 #[tokio::test]
 async fn a_disallowed_host_is_refused_before_auth() {
     let app = TestApp::spawn().await;
-    let res = app.http.get(format!("{}/api/v1/agent-runs/run_missing0001", app.base)).header("Host", "evil.example").send().await.unwrap();
+    let res = app
+        .http
+        .get(format!("{}/api/v1/agent-runs/run_missing0001", app.base))
+        .header("Host", "evil.example")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(res.status(), 400);
     assert_eq!(res.headers()["cache-control"], "no-store");
     assert_eq!(res.json::<Value>().await.unwrap()["error"]["code"], "host_not_allowed");
@@ -35,10 +47,20 @@ async fn a_disallowed_host_is_refused_before_auth() {
 async fn a_disallowed_origin_is_refused_and_an_allowed_one_admitted() {
     let app = TestApp::spawn_with(Backend::Embedded, &[("HELIX_AGENT_ALLOWED_ORIGINS", "https://app.example")]).await;
     let token = app.token().await;
-    let res = app.get("/api/v1/agent-runs/run_missing0001", &token).header("Origin", "https://evil.example").send().await.unwrap();
+    let res = app
+        .get("/api/v1/agent-runs/run_missing0001", &token)
+        .header("Origin", "https://evil.example")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(res.status(), 403);
     assert_eq!(res.json::<Value>().await.unwrap()["error"]["code"], "origin_not_allowed");
-    let res = app.get("/api/v1/agent-runs/run_missing0001", &token).header("Origin", "https://app.example").send().await.unwrap();
+    let res = app
+        .get("/api/v1/agent-runs/run_missing0001", &token)
+        .header("Origin", "https://app.example")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(res.status(), 404, "admitted, then the run is simply missing");
 }
 
@@ -56,7 +78,13 @@ async fn a_body_over_the_limit_is_413() {
 async fn a_non_json_body_is_415_and_malformed_json_400() {
     let app = TestApp::spawn().await;
     let token = app.token().await;
-    let res = app.post("/api/v1/agent-runs", &token).header("Idempotency-Key", "media-type-001").body("objective=x").send().await.unwrap();
+    let res = app
+        .post("/api/v1/agent-runs", &token)
+        .header("Idempotency-Key", "media-type-001")
+        .body("objective=x")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(res.status(), 415);
     let res = app
         .post("/api/v1/agent-runs", &token)
@@ -80,7 +108,13 @@ async fn unknown_paths_are_404_and_wrong_methods_405_with_allow() {
     let res = app.http.delete(format!("{}/api/v1/agent-runs", app.base)).bearer_auth(&token).send().await.unwrap();
     assert_eq!(res.status(), 405);
     assert_eq!(res.headers()["allow"], "POST");
-    let res = app.http.post(format!("{}/api/v1/agent-runs/run_abcdefgh12", app.base)).bearer_auth(&token).send().await.unwrap();
+    let res = app
+        .http
+        .post(format!("{}/api/v1/agent-runs/run_abcdefgh12", app.base))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(res.status(), 405);
     assert_eq!(res.headers()["allow"], "GET");
 }
@@ -89,7 +123,8 @@ async fn unknown_paths_are_404_and_wrong_methods_405_with_allow() {
 async fn discovery_serves_rfc9728_metadata_at_every_well_known_path() {
     let app = TestApp::spawn().await;
     for path in ["", "/mcp", "/api/v1/agent-runs", "/api/v1/rooms"] {
-        let res = app.http.get(format!("{}/.well-known/oauth-protected-resource{path}", app.base)).send().await.unwrap();
+        let res =
+            app.http.get(format!("{}/.well-known/oauth-protected-resource{path}", app.base)).send().await.unwrap();
         assert_eq!(res.status(), 200, "{path}");
         assert_eq!(res.headers()["cache-control"], "no-store");
         let meta: Value = res.json().await.unwrap();
@@ -100,7 +135,15 @@ async fn discovery_serves_rfc9728_metadata_at_every_well_known_path() {
         assert!(scopes.iter().any(|s| s == "helix.agent_runs.write"));
         assert!(scopes.iter().any(|s| s == "helix.data.research_library.read"));
     }
-    let device: Value = app.http.get(format!("{}/.well-known/oauth-protected-resource/mcp/device-check", app.base)).send().await.unwrap().json().await.unwrap();
+    let device: Value = app
+        .http
+        .get(format!("{}/.well-known/oauth-protected-resource/mcp/device-check", app.base))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     assert_eq!(device["scopes_supported"], serde_json::json!(["helix.rooms.read"]));
     assert_eq!(device["resource"], "http://127.0.0.1:9000/mcp");
 }

@@ -18,7 +18,11 @@ async fn each_operation_makes_the_documented_store_calls() {
     app.start(&token, "replayed-start-1", research_run()).await;
     app.faults.take_log();
     app.start(&token, "replayed-start-1", research_run()).await;
-    assert_eq!(app.faults.take_log(), ["batch_get", "transact"], "start replay: the failed transaction returns the receipt");
+    assert_eq!(
+        app.faults.take_log(),
+        ["batch_get", "transact"],
+        "start replay: the failed transaction returns the receipt"
+    );
 
     app.get(&format!("/api/v1/agent-runs/{id}"), &token).send().await.unwrap();
     assert_eq!(app.faults.take_log(), ["batch_get", "get"], "inspect");
@@ -28,7 +32,11 @@ async fn each_operation_makes_the_documented_store_calls() {
 
     app.script(Step::Artifact(evidence_artifact(1)));
     app.continue_run(&token, id, "counted-turn-01", json!({"expected_version": 1, "instruction": "go"})).await;
-    assert_eq!(app.faults.take_log(), ["batch_get", "batch_get", "transact", "transact"], "continue: auth, read, claim, finalize");
+    assert_eq!(
+        app.faults.take_log(),
+        ["batch_get", "batch_get", "transact", "transact"],
+        "continue: auth, read, claim, finalize"
+    );
 
     app.continue_run(&token, id, "counted-turn-01", json!({"expected_version": 1, "instruction": "go"})).await;
     assert_eq!(app.faults.take_log(), ["batch_get", "batch_get"], "continue replay");

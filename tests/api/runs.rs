@@ -1,7 +1,7 @@
 //! Start, inspect and events as the contract says.
 
 use helix_integration_tests::*;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 #[tokio::test]
 async fn start_returns_201_with_location_etag_and_the_initial_state() {
@@ -54,13 +54,21 @@ async fn events_start_with_run_started_at_seq_1_and_page() {
     let token = app.token().await;
     let run = app.started(&token, research_run()).await;
     let id = run["run_id"].as_str().unwrap();
-    let page: Value = app.get(&format!("/api/v1/agent-runs/{id}/events"), &token).send().await.unwrap().json().await.unwrap();
+    let page: Value =
+        app.get(&format!("/api/v1/agent-runs/{id}/events"), &token).send().await.unwrap().json().await.unwrap();
     assert_eq!(page["events"][0]["seq"], 1);
     assert_eq!(page["events"][0]["kind"], "run_started");
     assert_eq!(page["events"][0]["schema"], "helix.agent_run.event.v1");
     assert_eq!(page["next_after_seq"], 1);
     assert_eq!(page["has_more"], false);
-    let empty: Value = app.get(&format!("/api/v1/agent-runs/{id}/events?after_seq=1&limit=5"), &token).send().await.unwrap().json().await.unwrap();
+    let empty: Value = app
+        .get(&format!("/api/v1/agent-runs/{id}/events?after_seq=1&limit=5"), &token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     assert_eq!(empty["events"], json!([]));
     assert_eq!(empty["next_after_seq"], 1);
     for bad in ["limit=0", "limit=201", "after_seq=x", "cursor=2"] {
@@ -115,7 +123,11 @@ async fn a_run_of_another_owner_is_not_found() {
     let run = app.started(&alice, research_run()).await;
     let id = run["run_id"].as_str().unwrap();
     let other_tenant = app.token_for("alice", "tenant-b", &["helix.agent_runs.read", "helix.agent_runs.write"]).await;
-    for path in [format!("/api/v1/agent-runs/{id}"), format!("/api/v1/agent-runs/{id}/events"), format!("/api/v1/agent-runs/{id}/evidence")] {
+    for path in [
+        format!("/api/v1/agent-runs/{id}"),
+        format!("/api/v1/agent-runs/{id}/events"),
+        format!("/api/v1/agent-runs/{id}/evidence"),
+    ] {
         let res = app.get(&path, &other_tenant).send().await.unwrap();
         assert_eq!(res.status(), 404, "{path}");
         let body: Value = res.json().await.unwrap();
@@ -165,7 +177,9 @@ async fn data_scopes_must_be_enabled_known_and_entitled() {
     let app = TestApp::spawn().await;
     let token = app.token().await;
     for (scope, why) in [("theory_registry", "not enabled"), ("public_web", "not entitled"), ("made_up", "unknown")] {
-        let res = app.start(&token, &format!("scope-check-{scope}"), json!({"objective": "x", "database_scope": [scope]})).await;
+        let res = app
+            .start(&token, &format!("scope-check-{scope}"), json!({"objective": "x", "database_scope": [scope]}))
+            .await;
         assert_eq!(res.status(), 403, "{why}");
         assert_eq!(res.json::<Value>().await.unwrap()["error"]["code"], "data_scope_not_admitted");
     }

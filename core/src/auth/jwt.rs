@@ -17,9 +17,7 @@ use std::time::Duration;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, Jwk, PublicKeyUse};
-use jsonwebtoken::{
-    Algorithm, AlgorithmFamily, DecodingKey, EncodingKey, Header, Validation, errors::ErrorKind,
-};
+use jsonwebtoken::{Algorithm, AlgorithmFamily, DecodingKey, EncodingKey, Header, Validation, errors::ErrorKind};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use tokio::time::Instant;
@@ -37,14 +35,7 @@ pub const MAX_IDENTIFIER_CHARS: usize = 256;
 pub const MAX_JWKS_BYTES: usize = 256 * 1024;
 
 /// Tenant claim names, in precedence order. All present ones must agree.
-pub const TENANT_CLAIMS: [&str; 6] = [
-    "tenantId",
-    "tenant_id",
-    "customerId",
-    "customer_id",
-    "orgId",
-    "org_id",
-];
+pub const TENANT_CLAIMS: [&str; 6] = ["tenantId", "tenant_id", "customerId", "customer_id", "orgId", "org_id"];
 
 /// A verified access token. Holds no token material; `Debug` leaves out the
 /// subject and tenant so a logged value cannot identify the caller.
@@ -155,14 +146,11 @@ struct CacheState {
 
 impl CacheState {
     fn fresh(&self, now: Instant, ttl: Duration) -> bool {
-        self.fetched_at
-            .is_some_and(|t| now.saturating_duration_since(t) < ttl)
+        self.fetched_at.is_some_and(|t| now.saturating_duration_since(t) < ttl)
     }
 
     fn recent_failure(&self, now: Instant, backoff: Duration) -> Option<&Arc<JwksError>> {
-        let recent = self
-            .attempted_at
-            .is_some_and(|t| now.saturating_duration_since(t) < backoff);
+        let recent = self.attempted_at.is_some_and(|t| now.saturating_duration_since(t) < backoff);
         self.failure.as_ref().filter(|_| recent)
     }
 }
@@ -185,9 +173,8 @@ impl JwksCache {
                 if let Some(k) = s.keys.get(kid) {
                     return Ok(k.clone());
                 }
-                let throttled = s.attempted_at.is_some_and(|t| {
-                    now.saturating_duration_since(t) < self.policy.min_refresh_interval
-                });
+                let throttled =
+                    s.attempted_at.is_some_and(|t| now.saturating_duration_since(t) < self.policy.min_refresh_interval);
                 if throttled {
                     return Err(invalid("unknown_key"));
                 }
@@ -244,10 +231,7 @@ impl JwksCache {
         if !response.status().is_success() {
             return Err(JwksError::Status(response.status().as_u16()));
         }
-        if response
-            .content_length()
-            .is_some_and(|n| n > MAX_JWKS_BYTES as u64)
-        {
+        if response.content_length().is_some_and(|n| n > MAX_JWKS_BYTES as u64) {
             return Err(JwksError::TooLarge);
         }
         let mut body = Vec::new();
@@ -289,10 +273,7 @@ fn parse_jwks(body: &[u8]) -> Result<HashMap<String, Arc<KeyEntry>>, JwksError> 
 }
 
 fn key_entry(jwk: &Jwk) -> Option<KeyEntry> {
-    if matches!(
-        jwk.common.public_key_use,
-        Some(PublicKeyUse::Encryption | PublicKeyUse::Other(_))
-    ) {
+    if matches!(jwk.common.public_key_use, Some(PublicKeyUse::Encryption | PublicKeyUse::Other(_))) {
         return None;
     }
     let by_type: Vec<Algorithm> = match &jwk.algorithm {
@@ -358,12 +339,7 @@ impl TokenVerifier {
             issuer: oauth.issuer.clone(),
             audience: oauth.audience.clone(),
             // Symmetric algorithms never verify against the key set, whatever the list says.
-            algorithms: oauth
-                .algorithms
-                .iter()
-                .copied()
-                .filter(|a| a.family() != AlgorithmFamily::Hmac)
-                .collect(),
+            algorithms: oauth.algorithms.iter().copied().filter(|a| a.family() != AlgorithmFamily::Hmac).collect(),
             local_hs256: oauth
                 .local_hs256_secret
                 .as_ref()
@@ -380,11 +356,7 @@ impl TokenVerifier {
 
     /// Verifies `bearer` (the token alone, see [`bearer_from_header`]) and checks
     /// the request's tenant headers against its signed tenant.
-    pub async fn verify(
-        &self,
-        bearer: &str,
-        tenant_headers: TenantHeaders<'_>,
-    ) -> Result<VerifiedToken, ApiError> {
+    pub async fn verify(&self, bearer: &str, tenant_headers: TenantHeaders<'_>) -> Result<VerifiedToken, ApiError> {
         let header = parse_header(bearer)?;
         let (alg, key) = self.select_key(&header).await?;
 
@@ -394,30 +366,24 @@ impl TokenVerifier {
         validation.validate_exp = false;
         validation.validate_nbf = false;
         validation.validate_aud = false;
-        let data = jsonwebtoken::decode::<Map<String, Value>>(bearer, key.as_ref(), &validation)
-            .map_err(|e| {
-                invalid(match e.kind() {
-                    ErrorKind::InvalidSignature
-                    | ErrorKind::InvalidEcdsaKey
-                    | ErrorKind::InvalidEddsaKey
-                    | ErrorKind::InvalidRsaKey(_)
-                    | ErrorKind::InvalidKeyFormat => "signature",
-                    ErrorKind::InvalidAlgorithm
-                    | ErrorKind::MissingAlgorithm
-                    | ErrorKind::UnsupportedAlgorithm
-                    | ErrorKind::InvalidAlgorithmName => "algorithm",
-                    _ => "malformed",
-                })
-            })?;
+        let data = jsonwebtoken::decode::<Map<String, Value>>(bearer, key.as_ref(), &validation).map_err(|e| {
+            invalid(match e.kind() {
+                ErrorKind::InvalidSignature
+                | ErrorKind::InvalidEcdsaKey
+                | ErrorKind::InvalidEddsaKey
+                | ErrorKind::InvalidRsaKey(_)
+                | ErrorKind::InvalidKeyFormat => "signature",
+                ErrorKind::InvalidAlgorithm
+                | ErrorKind::MissingAlgorithm
+                | ErrorKind::UnsupportedAlgorithm
+                | ErrorKind::InvalidAlgorithmName => "algorithm",
+                _ => "malformed",
+            })
+        })?;
 
         let token = self.check_claims(&data.claims, chrono::Utc::now().timestamp())?;
-        for supplied in [
-            tenant_headers.tenant_id,
-            tenant_headers.customer_id,
-            tenant_headers.org_id,
-        ]
-        .into_iter()
-        .flatten()
+        for supplied in
+            [tenant_headers.tenant_id, tenant_headers.customer_id, tenant_headers.org_id].into_iter().flatten()
         {
             if supplied != token.tenant {
                 return Err(ApiError::TenantMismatch);
@@ -447,20 +413,14 @@ impl TokenVerifier {
         Ok((alg, KeyRef::Jwks(entry)))
     }
 
-    fn check_claims(
-        &self,
-        claims: &Map<String, Value>,
-        now: i64,
-    ) -> Result<VerifiedToken, ApiError> {
+    fn check_claims(&self, claims: &Map<String, Value>, now: i64) -> Result<VerifiedToken, ApiError> {
         match claims.get("iss") {
             Some(Value::String(iss)) if *iss == self.issuer => {}
             _ => return Err(invalid("issuer")),
         }
         let audience_ok = match claims.get("aud") {
             Some(Value::String(aud)) => *aud == self.audience,
-            Some(Value::Array(auds)) => auds
-                .iter()
-                .any(|a| a.as_str() == Some(self.audience.as_str())),
+            Some(Value::Array(auds)) => auds.iter().any(|a| a.as_str() == Some(self.audience.as_str())),
             _ => false,
         };
         if !audience_ok {
@@ -481,13 +441,7 @@ impl TokenVerifier {
         };
         let tenant = signed_tenant(claims)?;
         let scopes = scopes(claims)?;
-        Ok(VerifiedToken {
-            issuer: self.issuer.clone(),
-            subject,
-            tenant,
-            scopes,
-            expires_at,
-        })
+        Ok(VerifiedToken { issuer: self.issuer.clone(), subject, tenant, scopes, expires_at })
     }
 }
 
@@ -512,19 +466,14 @@ fn parse_header(bearer: &str) -> Result<RawHeader, ApiError> {
     }
     let segments: Vec<&str> = bearer.split('.').collect();
     let well_formed = segments.len() == 3
-        && segments.iter().all(|s| {
-            !s.is_empty()
-                && s.bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-        });
+        && segments
+            .iter()
+            .all(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'));
     if !well_formed {
         return Err(invalid("malformed"));
     }
-    let bytes = URL_SAFE_NO_PAD
-        .decode(segments[0])
-        .map_err(|_| invalid("malformed"))?;
-    let header: Map<String, Value> =
-        serde_json::from_slice(&bytes).map_err(|_| invalid("malformed"))?;
+    let bytes = URL_SAFE_NO_PAD.decode(segments[0]).map_err(|_| invalid("malformed"))?;
+    let header: Map<String, Value> = serde_json::from_slice(&bytes).map_err(|_| invalid("malformed"))?;
     let alg = match header.get("alg") {
         Some(Value::String(alg)) => alg.clone(),
         _ => return Err(invalid("malformed")),
@@ -543,11 +492,7 @@ fn numeric_date(v: Option<&Value>) -> Result<Option<i64>, ApiError> {
         None => Ok(None),
         Some(Value::Number(n)) => n
             .as_i64()
-            .or_else(|| {
-                n.as_f64()
-                    .filter(|f| f.is_finite())
-                    .map(|f| f.floor() as i64)
-            })
+            .or_else(|| n.as_f64().filter(|f| f.is_finite()).map(|f| f.floor() as i64))
             .map(Some)
             .ok_or(invalid("malformed")),
         Some(_) => Err(invalid("malformed")),
@@ -589,9 +534,7 @@ fn scopes(claims: &Map<String, Value>) -> Result<Vec<String>, ApiError> {
         }
     };
     match (claims.get("scope"), claims.get("scp")) {
-        (Some(Value::String(s)), _) | (None, Some(Value::String(s))) => {
-            s.split_ascii_whitespace().for_each(&mut push)
-        }
+        (Some(Value::String(s)), _) | (None, Some(Value::String(s))) => s.split_ascii_whitespace().for_each(&mut push),
         (None, Some(Value::Array(items))) => {
             for item in items {
                 let s = item.as_str().ok_or(invalid("malformed"))?;
@@ -648,9 +591,7 @@ pub fn bearer_from_header(value: &str) -> Option<&str> {
     let token = rest.trim_start_matches(' ');
     let body = token.trim_end_matches('=');
     let valid = !body.is_empty()
-        && body.bytes().all(|b| {
-            b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~' | b'+' | b'/')
-        });
+        && body.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~' | b'+' | b'/'));
     valid.then_some(token)
 }
 
@@ -671,10 +612,7 @@ mod tests {
 
     #[test]
     fn bearer_scheme_is_case_insensitive_and_takes_exactly_one_token() {
-        assert_eq!(
-            bearer_from_header("Bearer abc.def.ghi"),
-            Some("abc.def.ghi")
-        );
+        assert_eq!(bearer_from_header("Bearer abc.def.ghi"), Some("abc.def.ghi"));
         assert_eq!(bearer_from_header("bearer abc"), Some("abc"));
         assert_eq!(bearer_from_header("BEARER   abc=="), Some("abc=="));
         assert_eq!(bearer_from_header("Bearer"), None);
@@ -692,16 +630,8 @@ mod tests {
         assert_eq!(t, "t1");
         let e = signed_tenant(&map(json!({"tenantId": "t1", "customer_id": "t2"}))).unwrap_err();
         assert_eq!(reason(e), "tenant_claim");
-        for bad in [
-            json!({}),
-            json!({"tenant_id": ""}),
-            json!({"orgId": 7}),
-            json!({"tenantId": "x".repeat(257)}),
-        ] {
-            assert_eq!(
-                reason(signed_tenant(&map(bad)).unwrap_err()),
-                "tenant_claim"
-            );
+        for bad in [json!({}), json!({"tenant_id": ""}), json!({"orgId": 7}), json!({"tenantId": "x".repeat(257)})] {
+            assert_eq!(reason(signed_tenant(&map(bad)).unwrap_err()), "tenant_claim");
         }
     }
 
@@ -709,20 +639,11 @@ mod tests {
     fn scopes_come_from_scope_or_scp_without_duplicates() {
         let s = scopes(&map(json!({"scope": "a b  a", "scp": ["ignored"]}))).unwrap();
         assert_eq!(s, vec!["a", "b"]);
-        assert_eq!(
-            scopes(&map(json!({"scp": ["x", "y"]}))).unwrap(),
-            vec!["x", "y"]
-        );
+        assert_eq!(scopes(&map(json!({"scp": ["x", "y"]}))).unwrap(), vec!["x", "y"]);
         assert_eq!(scopes(&map(json!({"scp": "x y"}))).unwrap(), vec!["x", "y"]);
         assert!(scopes(&map(json!({}))).unwrap().is_empty());
-        assert_eq!(
-            reason(scopes(&map(json!({"scope": ["a"]}))).unwrap_err()),
-            "malformed"
-        );
-        assert_eq!(
-            reason(scopes(&map(json!({"scp": [1]}))).unwrap_err()),
-            "malformed"
-        );
+        assert_eq!(reason(scopes(&map(json!({"scope": ["a"]}))).unwrap_err()), "malformed");
+        assert_eq!(reason(scopes(&map(json!({"scp": [1]}))).unwrap_err()), "malformed");
     }
 
     #[test]
@@ -730,10 +651,7 @@ mod tests {
         assert_eq!(numeric_date(Some(&json!(10))).unwrap(), Some(10));
         assert_eq!(numeric_date(Some(&json!(10.7))).unwrap(), Some(10));
         assert_eq!(numeric_date(None).unwrap(), None);
-        assert_eq!(
-            reason(numeric_date(Some(&json!("10"))).unwrap_err()),
-            "malformed"
-        );
+        assert_eq!(reason(numeric_date(Some(&json!("10"))).unwrap_err()), "malformed");
     }
 
     #[test]
@@ -744,10 +662,7 @@ mod tests {
         assert_eq!(reason(parse_header("a+.b.c").unwrap_err()), "malformed");
         let h = URL_SAFE_NO_PAD.encode(br#"{"alg":"RS256","kid":"k1"}"#);
         let parsed = parse_header(&format!("{h}.e30.c2ln")).unwrap();
-        assert_eq!(
-            (parsed.alg.as_str(), parsed.kid.as_deref()),
-            ("RS256", Some("k1"))
-        );
+        assert_eq!((parsed.alg.as_str(), parsed.kid.as_deref()), ("RS256", Some("k1")));
         let long = format!("{h}.{}.c2ln", "A".repeat(MAX_BEARER_BYTES));
         assert_eq!(reason(parse_header(&long).unwrap_err()), "malformed");
     }
@@ -771,10 +686,7 @@ mod tests {
         assert_eq!(kids, vec!["ec", "rs"]);
         assert_eq!(keys["rs"].algorithms, vec![Algorithm::RS256]);
         assert_eq!(keys["ec"].algorithms, vec![Algorithm::ES256]);
-        assert!(matches!(
-            parse_jwks(br#"{"keys":[]}"#),
-            Err(JwksError::NoUsableKeys)
-        ));
+        assert!(matches!(parse_jwks(br#"{"keys":[]}"#), Err(JwksError::NoUsableKeys)));
         assert!(matches!(parse_jwks(b"[]"), Err(JwksError::Document(_))));
     }
 }

@@ -106,11 +106,8 @@ impl TrustedKeys {
         if sha256_hex(&c.text) != c.text_sha256 {
             return Err(Rejection::TextHash);
         }
-        let sig = B64
-            .decode(&c.signature)
-            .ok()
-            .and_then(|b| Signature::from_slice(&b).ok())
-            .ok_or(Rejection::Signature)?;
+        let sig =
+            B64.decode(&c.signature).ok().and_then(|b| Signature::from_slice(&b).ok()).ok_or(Rejection::Signature)?;
         let payload = signing_payload(run_id, step, claim_token, &c.text_sha256, &c.supporting_refs);
         key.verify(payload.as_bytes(), &sig).map_err(|_| Rejection::Signature)?;
         if c.supporting_refs.is_empty() {
@@ -196,7 +193,8 @@ mod tests {
         let stranger = TerminalSigner::from_seed("helix-ask", "k1", [9; 32]);
         let forged = stranger.sign("run_abcdefgh", 1, "t", "answer", refs.clone());
         assert_eq!(keys.verify(&forged, "run_abcdefgh", 1, "t", &refs), Err(Rejection::Signature));
-        let other_id = TerminalSigner::from_seed("helix-ask", "k2", [7; 32]).sign("run_abcdefgh", 1, "t", "a", refs.clone());
+        let other_id =
+            TerminalSigner::from_seed("helix-ask", "k2", [7; 32]).sign("run_abcdefgh", 1, "t", "a", refs.clone());
         assert_eq!(keys.verify(&other_id, "run_abcdefgh", 1, "t", &refs), Err(Rejection::UntrustedKey));
     }
 

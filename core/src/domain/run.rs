@@ -572,18 +572,33 @@ mod tests {
     #[test]
     fn start_refuses_out_of_range_budgets() {
         for (steps, secs) in [(0, 3600), (65, 3600), (8, 59), (8, 604_801)] {
-            let r = start(serde_json::json!({"objective": "x", "budget": {"max_steps": steps, "expires_in_seconds": secs}}));
+            let r = start(
+                serde_json::json!({"objective": "x", "budget": {"max_steps": steps, "expires_in_seconds": secs}}),
+            );
             assert!(r.is_err(), "{steps} steps, {secs} s");
         }
-        assert!(start(serde_json::json!({"objective": "x", "budget": {"max_steps": 64, "expires_in_seconds": 604800}})).is_ok());
-        assert!(start(serde_json::json!({"objective": "x", "budget": {"max_steps": 1, "expires_in_seconds": 60}})).is_ok());
+        assert!(
+            start(serde_json::json!({"objective": "x", "budget": {"max_steps": 64, "expires_in_seconds": 604800}}))
+                .is_ok()
+        );
+        assert!(
+            start(serde_json::json!({"objective": "x", "budget": {"max_steps": 1, "expires_in_seconds": 60}})).is_ok()
+        );
     }
 
     #[test]
     fn unknown_fields_are_rejected_at_every_level() {
         assert!(serde_json::from_value::<StartRequest>(serde_json::json!({"objective": "x", "owner": "me"})).is_err());
-        assert!(serde_json::from_value::<StartRequest>(serde_json::json!({"objective": "x", "budget": {"max_step": 3}})).is_err());
-        assert!(serde_json::from_value::<ContinueRequest>(serde_json::json!({"expected_version": 1, "instruction": "go", "x": 1})).is_err());
+        assert!(
+            serde_json::from_value::<StartRequest>(serde_json::json!({"objective": "x", "budget": {"max_step": 3}}))
+                .is_err()
+        );
+        assert!(
+            serde_json::from_value::<ContinueRequest>(
+                serde_json::json!({"expected_version": 1, "instruction": "go", "x": 1})
+            )
+            .is_err()
+        );
     }
 
     #[test]

@@ -8,8 +8,8 @@ use serde::{Deserialize, Serialize};
 use super::authority::{TerminalCandidate, TrustedKeys};
 use super::event::{EventKind, EventLog};
 use super::run::{
-    required_evidence, Answer, Authority, Completion, Contradiction, EvidenceItem, LatestResult, Lifecycle,
-    Question, Requirement, Run, TerminalProduct,
+    Answer, Authority, Completion, Contradiction, EvidenceItem, LatestResult, Lifecycle, Question, Requirement, Run,
+    TerminalProduct, required_evidence,
 };
 use serde_json::json;
 
@@ -223,7 +223,11 @@ fn apply_artifact(run: &mut Run, ctx: &TurnContext<'_>, a: TurnArtifact, keys: &
         .collect();
     push_unique(
         &mut unresolved,
-        a.unresolved_requirements.iter().filter(|r| !r.id.starts_with("required_evidence:")).take(MAX_ITEMS_PER_TURN).cloned(),
+        a.unresolved_requirements
+            .iter()
+            .filter(|r| !r.id.starts_with("required_evidence:"))
+            .take(MAX_ITEMS_PER_TURN)
+            .cloned(),
     );
     let gate_open = ctx
         .required_families
@@ -237,7 +241,11 @@ fn apply_artifact(run: &mut Run, ctx: &TurnContext<'_>, a: TurnArtifact, keys: &
 
     let new_questions: Vec<Question> = a.pending_questions.iter().take(8).cloned().collect();
     if !new_questions.is_empty() {
-        log.push(EventKind::InputRequested, v, json!({ "question_ids": new_questions.iter().map(|q| &q.question_id).collect::<Vec<_>>() }));
+        log.push(
+            EventKind::InputRequested,
+            v,
+            json!({ "question_ids": new_questions.iter().map(|q| &q.question_id).collect::<Vec<_>>() }),
+        );
     }
     push_unique(&mut run.pending_questions, new_questions);
 
@@ -248,7 +256,9 @@ fn apply_artifact(run: &mut Run, ctx: &TurnContext<'_>, a: TurnArtifact, keys: &
         _ if gate_blocked => (Authority::Blocked, Some("required_evidence_unsatisfied".to_owned())),
         None if !contract.require_terminal_authority => (Authority::NotRequired, None),
         None => (Authority::Missing, None),
-        Some(c) if c.text.chars().count() > MAX_TERMINAL_TEXT_CHARS => (Authority::Rejected, Some("text_too_long".into())),
+        Some(c) if c.text.chars().count() > MAX_TERMINAL_TEXT_CHARS => {
+            (Authority::Rejected, Some("text_too_long".into()))
+        }
         Some(c) => match keys.verify(c, &run.run_id, ctx.step, ctx.claim_token, &current_refs) {
             Ok(()) => {
                 product = Some(TerminalProduct {
@@ -317,7 +327,10 @@ fn apply_artifact(run: &mut Run, ctx: &TurnContext<'_>, a: TurnArtifact, keys: &
     // The terminal product and output fields are stripped unless authority is verified.
     run.latest_result = Some(LatestResult {
         step: ctx.step,
-        solver_status: serde_json::to_value(a.solver_status).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default(),
+        solver_status: serde_json::to_value(a.solver_status)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default(),
         summary: clip(&a.summary, MAX_SUMMARY_CHARS),
         terminal_product: product,
         failure_code: None,

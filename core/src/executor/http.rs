@@ -80,11 +80,7 @@ impl HttpExecutor {
             Ok(executor) => executor,
             Err(error) => {
                 tracing::error!(%error, "Helix Ask executor unusable; every turn will fail as executor_unavailable");
-                Self {
-                    client: None,
-                    endpoint,
-                    max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
-                }
+                Self { client: None, endpoint, max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES }
             }
         }
     }
@@ -100,11 +96,7 @@ impl HttpExecutor {
             .redirect(reqwest::redirect::Policy::none())
             .user_agent(concat!("helix-agent-api/", env!("CARGO_PKG_VERSION")))
             .build()?;
-        Ok(Self {
-            client: Some(client),
-            endpoint,
-            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
-        })
+        Ok(Self { client: Some(client), endpoint, max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES })
     }
 
     /// Overrides the response body limit (default [`DEFAULT_MAX_RESPONSE_BYTES`]).
@@ -155,11 +147,7 @@ impl HttpExecutor {
         }
         // Read incrementally and stop at the limit, whatever Content-Length claimed.
         let mut buf = Vec::with_capacity(response.content_length().map_or(8192, |n| n as usize));
-        while let Some(chunk) = response
-            .chunk()
-            .await
-            .map_err(|e| fail(transport_failure(&e)))?
-        {
+        while let Some(chunk) = response.chunk().await.map_err(|e| fail(transport_failure(&e)))? {
             if buf.len() + chunk.len() > max {
                 return Err(fail(TurnFailure::ExecutorInvalidResponse));
             }
@@ -175,35 +163,18 @@ impl HttpExecutor {
 }
 
 fn transport_failure(e: &reqwest::Error) -> TurnFailure {
-    if e.is_timeout() {
-        TurnFailure::TurnTimeout
-    } else {
-        TurnFailure::ExecutorUnavailable
-    }
+    if e.is_timeout() { TurnFailure::TurnTimeout } else { TurnFailure::ExecutorUnavailable }
 }
 
 #[async_trait]
 impl TurnExecutor for HttpExecutor {
-    async fn execute(
-        &self,
-        mut request: TurnRequest,
-        cancel: CancellationToken,
-    ) -> Result<TurnArtifact, TurnFailure> {
+    async fn execute(&self, mut request: TurnRequest, cancel: CancellationToken) -> Result<TurnArtifact, TurnFailure> {
         let (run_id, step) = (request.run_id.clone(), request.step);
         if cancel.is_cancelled() {
             return Err(TurnFailure::TurnTimeout);
         }
-        let Some(remaining) = (request.deadline - Utc::now())
-            .to_std()
-            .ok()
-            .filter(|d| !d.is_zero())
-        else {
-            tracing::warn!(
-                run_id,
-                step,
-                failure = "turn_timeout",
-                "turn deadline passed before the request was sent"
-            );
+        let Some(remaining) = (request.deadline - Utc::now()).to_std().ok().filter(|d| !d.is_zero()) else {
+            tracing::warn!(run_id, step, failure = "turn_timeout", "turn deadline passed before the request was sent");
             return Err(TurnFailure::TurnTimeout);
         };
         let Some(client) = &self.client else {
@@ -250,19 +221,8 @@ mod tests {
     fn endpoints_must_be_http_urls() {
         assert!(HttpExecutor::try_new("https://ask.example.com/v1/turns").is_ok());
         assert!(HttpExecutor::try_new("http://127.0.0.1:9/turns").is_ok());
-        for bad in [
-            "",
-            "ask.example.com/turns",
-            "ftp://ask.example.com",
-            "file:///etc/passwd",
-        ] {
-            assert!(
-                matches!(
-                    HttpExecutor::try_new(bad),
-                    Err(HttpExecutorError::InvalidEndpoint)
-                ),
-                "{bad}"
-            );
+        for bad in ["", "ask.example.com/turns", "ftp://ask.example.com", "file:///etc/passwd"] {
+            assert!(matches!(HttpExecutor::try_new(bad), Err(HttpExecutorError::InvalidEndpoint)), "{bad}");
         }
         let unusable = HttpExecutor::new("not a url");
         assert!(unusable.client.is_none());
@@ -287,10 +247,7 @@ mod tests {
             deadline: Utc::now() + chrono::Duration::seconds(5),
         };
         let ex = HttpExecutor::new("::");
-        assert_eq!(
-            ex.execute(req, CancellationToken::new()).await,
-            Err(TurnFailure::ExecutorUnavailable)
-        );
+        assert_eq!(ex.execute(req, CancellationToken::new()).await, Err(TurnFailure::ExecutorUnavailable));
     }
 
     #[test]

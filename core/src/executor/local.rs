@@ -98,11 +98,7 @@ impl Passage {
     }
 
     fn source(&self) -> String {
-        format!(
-            "research-library://{}#p{}",
-            uri_escape(&self.document),
-            self.index
-        )
+        format!("research-library://{}#p{}", uri_escape(&self.document), self.index)
     }
 }
 
@@ -153,10 +149,7 @@ impl LocalExecutor {
                 continue;
             }
             if meta.len() > MAX_DOCUMENT_BYTES {
-                return Err(CorpusError::TooLarge {
-                    path,
-                    max: MAX_DOCUMENT_BYTES,
-                });
+                return Err(CorpusError::TooLarge { path, max: MAX_DOCUMENT_BYTES });
             }
             files.push((name, path));
             if files.len() > MAX_DOCUMENTS {
@@ -194,24 +187,13 @@ impl LocalExecutor {
             .iter_mut()
             .enumerate()
             .map(|(i, p)| {
-                let entry = format!(
-                    "{}\n{}",
-                    format!("{}\n", p.title).repeat(TITLE_WEIGHT),
-                    p.text
-                );
+                let entry = format!("{}\n{}", format!("{}\n", p.title).repeat(TITLE_WEIGHT), p.text);
                 p.terms = tokenizer.tokenize(&entry).into_iter().collect();
                 Document::new(i as u32, entry)
             })
             .collect();
         let engine = SearchEngineBuilder::<u32>::with_documents(Language::English, entries).build();
-        Self {
-            engine,
-            tokenizer,
-            passages,
-            documents: with_text,
-            signer,
-            min_score: DEFAULT_MIN_SCORE,
-        }
+        Self { engine, tokenizer, passages, documents: with_text, signer, min_score: DEFAULT_MIN_SCORE }
     }
 
     /// Overrides the minimum BM25 score of a relevant passage.
@@ -244,11 +226,7 @@ impl LocalExecutor {
         let needed = MIN_MATCHED_TERMS.min(terms.len());
         let mut results = self.engine.search(query, TOP_K * 8);
         // The engine orders equal scores arbitrarily (hash-set order): make ties stable.
-        results.sort_by(|a, b| {
-            b.score
-                .total_cmp(&a.score)
-                .then(a.document.id.cmp(&b.document.id))
-        });
+        results.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.document.id.cmp(&b.document.id)));
         let mut best = None;
         let mut hits: Vec<(usize, f32)> = Vec::new();
         for r in results {
@@ -258,9 +236,7 @@ impl LocalExecutor {
                 break;
             }
             if terms.iter().filter(|t| passage.terms.contains(*t)).count() < needed
-                || hits
-                    .iter()
-                    .any(|(j, _)| self.passages[*j].sha256 == passage.sha256)
+                || hits.iter().any(|(j, _)| self.passages[*j].sha256 == passage.sha256)
             {
                 continue;
             }
@@ -279,9 +255,7 @@ impl LocalExecutor {
                 unresolved_requirements: vec![Requirement {
                     id: format!("capability:{CAPABILITY}"),
                     kind: "capability".into(),
-                    detail: format!(
-                        "the turn was not admitted {CAPABILITY}, so the research library cannot be read"
-                    ),
+                    detail: format!("the turn was not admitted {CAPABILITY}, so the research library cannot be read"),
                 }],
                 ..artifact(
                     SolverStatus::Partial,
@@ -325,11 +299,7 @@ impl LocalExecutor {
                     format!(
                         "No passage among {} in the research library matched the {}; asked which topic to search next.",
                         self.passages.len(),
-                        if answers.is_empty() {
-                            "objective"
-                        } else {
-                            "objective or the answers given"
-                        }
+                        if answers.is_empty() { "objective" } else { "objective or the answers given" }
                     ),
                 )
             };
@@ -347,16 +317,8 @@ impl LocalExecutor {
             })
             .collect();
         let refs: Vec<String> = evidence.iter().map(|e| e.reference.clone()).collect();
-        let claims: Vec<String> = chosen
-            .iter()
-            .map(|p| clip_chars(first_sentence(&p.text), CLAIM_CHARS))
-            .collect();
-        let text = claims
-            .iter()
-            .zip(&refs)
-            .map(|(c, r)| format!("{c} [{r}]"))
-            .collect::<Vec<_>>()
-            .join(" ");
+        let claims: Vec<String> = chosen.iter().map(|p| clip_chars(first_sentence(&p.text), CLAIM_CHARS)).collect();
+        let text = claims.iter().zip(&refs).map(|(c, r)| format!("{c} [{r}]")).collect::<Vec<_>>().join(" ");
         let mut titles: Vec<&str> = Vec::new();
         for p in &chosen {
             if !titles.contains(&p.title.as_str()) {
@@ -374,13 +336,7 @@ impl LocalExecutor {
             satisfied_evidence_families: vec![EVIDENCE_FAMILY.into()],
             resolved_requirements: vec![format!("capability:{CAPABILITY}")],
             supported_claims: claims,
-            terminal_candidate: Some(self.signer.sign(
-                &req.run_id,
-                req.step,
-                &req.claim_token,
-                &text,
-                refs,
-            )),
+            terminal_candidate: Some(self.signer.sign(&req.run_id, req.step, &req.claim_token, &text, refs)),
             ..artifact(SolverStatus::Succeeded, summary)
         }
     }
@@ -390,11 +346,7 @@ impl LocalExecutor {
 impl TurnExecutor for LocalExecutor {
     /// Synchronous and fast (the index is in memory); cancellation and an already
     /// passed deadline are checked before any work and end the turn as `turn_timeout`.
-    async fn execute(
-        &self,
-        request: TurnRequest,
-        cancel: CancellationToken,
-    ) -> Result<TurnArtifact, TurnFailure> {
+    async fn execute(&self, request: TurnRequest, cancel: CancellationToken) -> Result<TurnArtifact, TurnFailure> {
         if cancel.is_cancelled() || chrono::Utc::now() >= request.deadline {
             return Err(TurnFailure::TurnTimeout);
         }
@@ -444,13 +396,7 @@ fn split_document(name: &str, text: &str, out: &mut Vec<Passage>) {
     let mut current: Vec<&str> = Vec::new();
     let flush = |current: &mut Vec<&str>, blocks: &mut Vec<String>| {
         if !current.is_empty() {
-            blocks.push(
-                current
-                    .join(" ")
-                    .split_whitespace()
-                    .collect::<Vec<_>>()
-                    .join(" "),
-            );
+            blocks.push(current.join(" ").split_whitespace().collect::<Vec<_>>().join(" "));
             current.clear();
         }
     };
@@ -468,9 +414,7 @@ fn split_document(name: &str, text: &str, out: &mut Vec<Passage>) {
         }
     }
     flush(&mut current, &mut blocks);
-    let title = title
-        .filter(|t| !t.is_empty())
-        .unwrap_or_else(|| name.to_owned());
+    let title = title.filter(|t| !t.is_empty()).unwrap_or_else(|| name.to_owned());
     let mut index = 0;
     for block in blocks {
         for chunk in chunk_passage(&block) {
@@ -497,16 +441,8 @@ fn chunk_passage(block: &str) -> Vec<String> {
     let mut chunks = Vec::new();
     let mut rest = block;
     while rest.chars().count() > MAX_PASSAGE_CHARS {
-        let limit = rest
-            .char_indices()
-            .nth(MAX_PASSAGE_CHARS)
-            .map(|(i, _)| i)
-            .unwrap_or(rest.len());
-        let cut = sentence_ends(rest)
-            .into_iter()
-            .take_while(|&e| e <= limit)
-            .last()
-            .unwrap_or(limit);
+        let limit = rest.char_indices().nth(MAX_PASSAGE_CHARS).map(|(i, _)| i).unwrap_or(rest.len());
+        let cut = sentence_ends(rest).into_iter().take_while(|&e| e <= limit).last().unwrap_or(limit);
         chunks.push(rest[..cut].trim().to_owned());
         rest = rest[cut..].trim_start();
     }
@@ -527,15 +463,12 @@ fn sentence_ends(text: &str) -> Vec<usize> {
         }
         let next = chars.get(k + 1).map(|x| x.1);
         let after = chars.get(k + 2).map(|x| x.1);
-        let starts_sentence =
-            after.is_some_and(|a| a.is_uppercase() || a.is_ascii_digit() || "\"'(“‘[".contains(a));
+        let starts_sentence = after.is_some_and(|a| a.is_uppercase() || a.is_ascii_digit() || "\"'(“‘[".contains(a));
         if next != Some(' ') || !starts_sentence {
             continue;
         }
-        let initial = c == '.'
-            && k >= 1
-            && chars[k - 1].1.is_uppercase()
-            && (k == 1 || !chars[k - 2].1.is_alphanumeric());
+        let initial =
+            c == '.' && k >= 1 && chars[k - 1].1.is_uppercase() && (k == 1 || !chars[k - 2].1.is_alphanumeric());
         if !initial {
             ends.push(pos + c.len_utf8());
         }
@@ -544,10 +477,7 @@ fn sentence_ends(text: &str) -> Vec<usize> {
 }
 
 fn first_sentence(text: &str) -> &str {
-    sentence_ends(text)
-        .first()
-        .map(|&e| &text[..e])
-        .unwrap_or(text)
+    sentence_ends(text).first().map(|&e| &text[..e]).unwrap_or(text)
 }
 
 fn clip_chars(s: &str, max: usize) -> String {
@@ -623,9 +553,7 @@ mod tests {
     }
 
     async fn run(ex: &LocalExecutor, req: TurnRequest) -> TurnArtifact {
-        ex.execute(req, CancellationToken::new())
-            .await
-            .expect("local turns produce an artifact")
+        ex.execute(req, CancellationToken::new()).await.expect("local turns produce an artifact")
     }
 
     #[test]
@@ -633,16 +561,8 @@ mod tests {
         let ex = executor();
         assert!(ex.document_count() >= 8, "{ex:?}");
         assert!(ex.passage_count() >= 40, "{ex:?}");
-        assert!(
-            ex.passages
-                .iter()
-                .all(|p| !p.text.starts_with('#') && p.index >= 1)
-        );
-        assert!(
-            ex.passages
-                .iter()
-                .any(|p| p.title == "Sphere-Plate Geometry and the Proximity Force Approximation")
-        );
+        assert!(ex.passages.iter().all(|p| !p.text.starts_with('#') && p.index >= 1));
+        assert!(ex.passages.iter().any(|p| p.title == "Sphere-Plate Geometry and the Proximity Force Approximation"));
     }
 
     #[tokio::test]
@@ -660,27 +580,16 @@ mod tests {
         assert_eq!(a.solver_status, SolverStatus::Succeeded, "{a:?}");
         assert!(!a.evidence.is_empty() && a.evidence.len() <= TOP_K);
         assert!(
-            a.evidence[0]
-                .source
-                .starts_with("research-library://sphere-plate-proximity-force-approximation.md#p"),
+            a.evidence[0].source.starts_with("research-library://sphere-plate-proximity-force-approximation.md#p"),
             "{:?}",
             a.evidence.iter().map(|e| &e.source).collect::<Vec<_>>()
         );
-        assert_eq!(
-            a.satisfied_evidence_families,
-            vec![EVIDENCE_FAMILY.to_string()]
-        );
+        assert_eq!(a.satisfied_evidence_families, vec![EVIDENCE_FAMILY.to_string()]);
         assert_eq!(a.supported_claims.len(), a.evidence.len());
         for e in &a.evidence {
             let p = ex.passages.iter().find(|p| p.source() == e.source).unwrap();
             assert_eq!(e.content_sha256, sha256_hex(&p.text));
-            assert_eq!(
-                e.reference,
-                format!(
-                    "evidence:research_library:sha256:{}",
-                    &e.content_sha256[..16]
-                )
-            );
+            assert_eq!(e.reference, format!("evidence:research_library:sha256:{}", &e.content_sha256[..16]));
             assert_eq!(e.family, EVIDENCE_FAMILY);
             assert!(e.excerpt.chars().count() <= EXCERPT_CHARS);
             assert!(p.text.starts_with(e.excerpt.trim_end_matches('…')));
@@ -691,36 +600,16 @@ mod tests {
     async fn other_topics_find_their_own_documents() {
         let ex = executor();
         for (objective, document) in [
-            (
-                "What did Lamoreaux measure with a torsion pendulum in 1997?",
-                "lamoreaux-1997-torsion-pendulum.md",
-            ),
-            (
-                "Atomic force microscope Casimir measurement by Mohideen and Roy",
-                "mohideen-roy-afm-measurements.md",
-            ),
-            (
-                "Can the Casimir force be repulsive?",
-                "repulsive-casimir-forces.md",
-            ),
-            (
-                "Does stiction in MEMS devices come from Casimir forces?",
-                "mems-and-stiction.md",
-            ),
-            (
-                "How do moving mirrors create photons from the vacuum?",
-                "dynamical-casimir-effect.md",
-            ),
-            (
-                "Drude versus plasma model thermal correction at room temperature",
-                "thermal-corrections.md",
-            ),
+            ("What did Lamoreaux measure with a torsion pendulum in 1997?", "lamoreaux-1997-torsion-pendulum.md"),
+            ("Atomic force microscope Casimir measurement by Mohideen and Roy", "mohideen-roy-afm-measurements.md"),
+            ("Can the Casimir force be repulsive?", "repulsive-casimir-forces.md"),
+            ("Does stiction in MEMS devices come from Casimir forces?", "mems-and-stiction.md"),
+            ("How do moving mirrors create photons from the vacuum?", "dynamical-casimir-effect.md"),
+            ("Drude versus plasma model thermal correction at room temperature", "thermal-corrections.md"),
         ] {
             let a = run(&ex, request(objective, None, vec![])).await;
             assert!(
-                a.evidence
-                    .first()
-                    .is_some_and(|e| e.source.contains(document)),
+                a.evidence.first().is_some_and(|e| e.source.contains(document)),
                 "{objective}: {:?}",
                 a.evidence.iter().map(|e| &e.source).collect::<Vec<_>>()
             );
@@ -739,47 +628,22 @@ mod tests {
         let c = a.terminal_candidate.clone().expect("a terminal candidate");
         let refs: Vec<String> = a.evidence.iter().map(|e| e.reference.clone()).collect();
         assert_eq!(c.supporting_refs, refs);
-        assert!(
-            refs.iter().all(|r| c.text.contains(&format!("[{r}]"))),
-            "{}",
-            c.text
-        );
+        assert!(refs.iter().all(|r| c.text.contains(&format!("[{r}]"))), "{}", c.text);
         let mut keys = TrustedKeys::default();
-        keys.insert(
-            &ex.signer().issuer,
-            &ex.signer().key_id,
-            ex.signer().verifying_key(),
-        );
-        assert_eq!(
-            keys.verify(&c, &req.run_id, req.step, &req.claim_token, &refs),
-            Ok(())
-        );
-        assert!(
-            keys.verify(&c, &req.run_id, req.step + 1, &req.claim_token, &refs)
-                .is_err()
-        );
-        assert!(
-            keys.verify(&c, &req.run_id, req.step, "another-claim", &refs)
-                .is_err()
-        );
+        keys.insert(&ex.signer().issuer, &ex.signer().key_id, ex.signer().verifying_key());
+        assert_eq!(keys.verify(&c, &req.run_id, req.step, &req.claim_token, &refs), Ok(()));
+        assert!(keys.verify(&c, &req.run_id, req.step + 1, &req.claim_token, &refs).is_err());
+        assert!(keys.verify(&c, &req.run_id, req.step, "another-claim", &refs).is_err());
     }
 
     #[tokio::test]
     async fn nothing_relevant_asks_which_topic_to_search() {
         let ex = executor();
-        let mut req = request(
-            "Recommend a sourdough bread recipe with a long fermentation",
-            None,
-            vec![],
-        );
+        let mut req = request("Recommend a sourdough bread recipe with a long fermentation", None, vec![]);
         req.step = 4;
         let a = run(&ex, req).await;
         assert_eq!(a.solver_status, SolverStatus::Partial);
-        assert!(
-            a.evidence.is_empty()
-                && a.satisfied_evidence_families.is_empty()
-                && a.terminal_candidate.is_none()
-        );
+        assert!(a.evidence.is_empty() && a.satisfied_evidence_families.is_empty() && a.terminal_candidate.is_none());
         assert_eq!(
             a.pending_questions,
             vec![Question {
@@ -793,60 +657,29 @@ mod tests {
     async fn an_answer_narrows_the_next_turn() {
         let ex = executor();
         // Off-corpus objective: the answer alone becomes the query.
-        let answer = |v: serde_json::Value| {
-            vec![Answer {
-                question_id: "q_step1_focus".into(),
-                value: v,
-            }]
-        };
+        let answer = |v: serde_json::Value| vec![Answer { question_id: "q_step1_focus".into(), value: v }];
         let a = run(
             &ex,
-            request(
-                "Recommend a sourdough bread recipe",
-                None,
-                answer(json!("dynamical Casimir effect photons")),
-            ),
+            request("Recommend a sourdough bread recipe", None, answer(json!("dynamical Casimir effect photons"))),
         )
         .await;
         assert_eq!(a.solver_status, SolverStatus::Succeeded, "{a:?}");
         assert!(a.pending_questions.is_empty());
-        assert!(
-            a.evidence[0].source.contains("dynamical-casimir-effect.md"),
-            "{:?}",
-            a.evidence
-        );
+        assert!(a.evidence[0].source.contains("dynamical-casimir-effect.md"), "{:?}", a.evidence);
 
         // On-corpus but broad objective: the answer reorders the ranking.
         let broad = "Casimir force measurements";
         let plain = run(&ex, request(broad, None, vec![])).await;
-        let narrowed = run(
-            &ex,
-            request(broad, None, answer(json!(["surface roughness"]))),
-        )
-        .await;
+        let narrowed = run(&ex, request(broad, None, answer(json!(["surface roughness"])))).await;
+        assert!(!plain.evidence[0].source.contains("roughness"), "{:?}", plain.evidence);
         assert!(
-            !plain.evidence[0].source.contains("roughness"),
-            "{:?}",
-            plain.evidence
-        );
-        assert!(
-            narrowed.evidence[0]
-                .source
-                .contains("finite-conductivity-and-roughness.md"),
+            narrowed.evidence[0].source.contains("finite-conductivity-and-roughness.md"),
             "{:?}",
             narrowed.evidence
         );
 
         // An answer that finds nothing either: asked again, differently.
-        let none = run(
-            &ex,
-            request(
-                "Recommend a bread recipe",
-                None,
-                answer(json!("sourdough starter")),
-            ),
-        )
-        .await;
+        let none = run(&ex, request("Recommend a bread recipe", None, answer(json!("sourdough starter")))).await;
         assert_eq!(none.solver_status, SolverStatus::Partial);
         assert_eq!(none.pending_questions.len(), 1);
         assert!(none.pending_questions[0].prompt.contains("topic you gave"));
@@ -859,16 +692,9 @@ mod tests {
         req.capabilities = vec!["internet-search.search_web".into()];
         let a = run(&ex, req).await;
         assert_eq!(a.solver_status, SolverStatus::Partial);
-        assert!(
-            a.evidence.is_empty()
-                && a.terminal_candidate.is_none()
-                && a.pending_questions.is_empty()
-        );
+        assert!(a.evidence.is_empty() && a.terminal_candidate.is_none() && a.pending_questions.is_empty());
         assert_eq!(a.unresolved_requirements.len(), 1);
-        assert_eq!(
-            a.unresolved_requirements[0].id,
-            "capability:research-library.read_document"
-        );
+        assert_eq!(a.unresolved_requirements[0].id, "capability:research-library.read_document");
     }
 
     #[tokio::test]
@@ -877,78 +703,45 @@ mod tests {
         let cancel = CancellationToken::new();
         cancel.cancel();
         let req = request("sphere plate", None, vec![]);
-        assert_eq!(
-            ex.execute(req.clone(), cancel).await,
-            Err(TurnFailure::TurnTimeout)
-        );
+        assert_eq!(ex.execute(req.clone(), cancel).await, Err(TurnFailure::TurnTimeout));
         let mut late = req;
         late.deadline = Utc::now() - Duration::seconds(1);
-        assert_eq!(
-            ex.execute(late, CancellationToken::new()).await,
-            Err(TurnFailure::TurnTimeout)
-        );
+        assert_eq!(ex.execute(late, CancellationToken::new()).await, Err(TurnFailure::TurnTimeout));
     }
 
     #[test]
     fn in_memory_documents_split_into_titled_passages() {
         let docs = vec![
-            ("notes one.md".to_string(), "# Notes\n\nFirst paragraph about\nwrapped lines.\n\n## Sub\n\nSecond one. Has two sentences.\n".to_string()),
+            (
+                "notes one.md".to_string(),
+                "# Notes\n\nFirst paragraph about\nwrapped lines.\n\n## Sub\n\nSecond one. Has two sentences.\n"
+                    .to_string(),
+            ),
             ("untitled.txt".to_string(), "Just text without a heading.".to_string()),
             ("blank.md".to_string(), "# Only a title\n\n".to_string()),
         ];
         let ex = LocalExecutor::from_documents(docs, signer());
         assert_eq!(ex.document_count(), 2);
-        let p: Vec<_> = ex
-            .passages
-            .iter()
-            .map(|p| (p.source(), p.title.as_str(), p.text.as_str()))
-            .collect();
+        let p: Vec<_> = ex.passages.iter().map(|p| (p.source(), p.title.as_str(), p.text.as_str())).collect();
         assert_eq!(
             p,
             vec![
-                (
-                    "research-library://notes%20one.md#p1".into(),
-                    "Notes",
-                    "First paragraph about wrapped lines."
-                ),
-                (
-                    "research-library://notes%20one.md#p2".into(),
-                    "Notes",
-                    "Second one. Has two sentences."
-                ),
-                (
-                    "research-library://untitled.txt#p1".into(),
-                    "untitled.txt",
-                    "Just text without a heading."
-                ),
+                ("research-library://notes%20one.md#p1".into(), "Notes", "First paragraph about wrapped lines."),
+                ("research-library://notes%20one.md#p2".into(), "Notes", "Second one. Has two sentences."),
+                ("research-library://untitled.txt#p1".into(), "untitled.txt", "Just text without a heading."),
             ]
         );
-        assert_eq!(
-            LocalExecutor::from_documents(vec![], signer()).passage_count(),
-            0
-        );
+        assert_eq!(LocalExecutor::from_documents(vec![], signer()).passage_count(), 0);
         let empty = tempfile::tempdir().unwrap();
         std::fs::write(empty.path().join("ignored.json"), "{}").unwrap();
-        assert!(matches!(
-            LocalExecutor::from_dir(empty.path(), signer()),
-            Err(CorpusError::Empty)
-        ));
-        assert!(matches!(
-            LocalExecutor::from_dir("/nonexistent/helix-corpus", signer()),
-            Err(CorpusError::Io { .. })
-        ));
+        assert!(matches!(LocalExecutor::from_dir(empty.path(), signer()), Err(CorpusError::Empty)));
+        assert!(matches!(LocalExecutor::from_dir("/nonexistent/helix-corpus", signer()), Err(CorpusError::Io { .. })));
     }
 
     #[test]
     fn sentences_and_chunks() {
-        assert_eq!(
-            first_sentence("Casimir predicted it in 1948. It is small."),
-            "Casimir predicted it in 1948."
-        );
-        assert_eq!(
-            first_sentence("Work by S. K. Lamoreaux. Next."),
-            "Work by S. K. Lamoreaux."
-        );
+        assert_eq!(first_sentence("Casimir predicted it in 1948. It is small."), "Casimir predicted it in 1948.");
+        assert_eq!(first_sentence("Work by S. K. Lamoreaux. Next."), "Work by S. K. Lamoreaux.");
         assert_eq!(
             first_sentence("The value ζ(3) ≈ 1.202 appears, e.g. here. Then"),
             "The value ζ(3) ≈ 1.202 appears, e.g. here."
@@ -956,19 +749,8 @@ mod tests {
         assert_eq!(first_sentence("no end"), "no end");
         let long = "A sentence that repeats. ".repeat(200);
         let chunks = chunk_passage(long.trim());
-        assert!(
-            chunks.len() > 1
-                && chunks
-                    .iter()
-                    .all(|c| c.chars().count() <= MAX_PASSAGE_CHARS && c.ends_with('.'))
-        );
+        assert!(chunks.len() > 1 && chunks.iter().all(|c| c.chars().count() <= MAX_PASSAGE_CHARS && c.ends_with('.')));
         let unbroken = "x".repeat(MAX_PASSAGE_CHARS * 2 + 5);
-        assert_eq!(
-            chunk_passage(&unbroken)
-                .iter()
-                .map(|c| c.len())
-                .sum::<usize>(),
-            unbroken.len()
-        );
+        assert_eq!(chunk_passage(&unbroken).iter().map(|c| c.len()).sum::<usize>(), unbroken.len());
     }
 }

@@ -2,9 +2,9 @@
 //! re-entry; an executor only turns one request into one artifact. Executors must not
 //! depend on `store`, `service` or `http`.
 
+pub mod http;
 #[cfg(feature = "local-executor")]
 pub mod local;
-pub mod http;
 pub mod scripted;
 
 use async_trait::async_trait;

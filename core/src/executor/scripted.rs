@@ -16,7 +16,11 @@ use crate::domain::turn::{TurnArtifact, TurnFailure};
 pub enum Step {
     Artifact(TurnArtifact),
     /// The artifact plus a terminal candidate signed for this exact turn.
-    Signed { artifact: TurnArtifact, text: String, refs: Vec<String> },
+    Signed {
+        artifact: TurnArtifact,
+        text: String,
+        refs: Vec<String>,
+    },
     Fail(TurnFailure),
     /// Waits (cancellable) before answering with the inner step.
     Delay(Duration, Box<Step>),

@@ -6,11 +6,11 @@ use axum::routing::{get, post};
 use axum::{Extension, Router};
 use http::{HeaderValue, StatusCode};
 
-use super::{pipeline, run_response, AppState, Authed, Group, IdemKey, Invocation, JsonBody};
+use super::{AppState, Authed, Group, IdemKey, Invocation, JsonBody, pipeline, run_response};
 use crate::domain::run::{CancelRequest, ContinueRequest, StartRequest};
 use crate::error::ApiError;
-use crate::service::runs::DEFAULT_EVENT_LIMIT;
 use crate::service::Mutation;
+use crate::service::runs::DEFAULT_EVENT_LIMIT;
 
 pub fn router(state: AppState) -> Router {
     Router::new()
@@ -57,11 +57,19 @@ async fn start(
     Ok(mutation_response(app.services.start_run(&p, &key, req).await?))
 }
 
-async fn inspect(State(app): State<AppState>, Authed(p): Authed, Path(run_id): Path<String>) -> Result<Response, ApiError> {
+async fn inspect(
+    State(app): State<AppState>,
+    Authed(p): Authed,
+    Path(run_id): Path<String>,
+) -> Result<Response, ApiError> {
     Ok(run_response(StatusCode::OK, app.services.inspect_run(&p, &run_id).await?))
 }
 
-async fn evidence(State(app): State<AppState>, Authed(p): Authed, Path(run_id): Path<String>) -> Result<Response, ApiError> {
+async fn evidence(
+    State(app): State<AppState>,
+    Authed(p): Authed,
+    Path(run_id): Path<String>,
+) -> Result<Response, ApiError> {
     Ok(axum::Json(app.services.run_evidence(&p, &run_id).await?).into_response())
 }
 

@@ -3,10 +3,10 @@
 use axum::extract::State;
 use axum::routing::get;
 use axum::{Json, Router};
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
-use super::{pipeline, AppState, Group};
-use crate::domain::scopes::{all_oauth_scopes, ROOMS_READ};
+use super::{AppState, Group, pipeline};
+use crate::domain::scopes::{ROOMS_READ, all_oauth_scopes};
 
 pub const WELL_KNOWN: &str = "/.well-known/oauth-protected-resource";
 

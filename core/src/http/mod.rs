@@ -18,7 +18,7 @@ use http::request::Parts;
 use http::{HeaderMap, HeaderValue, StatusCode};
 use serde::de::DeserializeOwned;
 
-use crate::auth::jwt::{bearer_from_header, TenantHeaders, TokenVerifier};
+use crate::auth::jwt::{TenantHeaders, TokenVerifier, bearer_from_header};
 use crate::auth::principal::Principal;
 use crate::config::{Limits, Mode};
 use crate::domain::ids::IdempotencyKey;
@@ -39,10 +39,7 @@ pub struct AppState {
 
 impl AppState {
     pub fn new(services: Services) -> Self {
-        let http = reqwest::Client::builder()
-            .timeout(std::time::Duration::from_secs(5))
-            .build()
-            .expect("HTTP client");
+        let http = reqwest::Client::builder().timeout(std::time::Duration::from_secs(5)).build().expect("HTTP client");
         let verifier = Arc::new(TokenVerifier::new(&services.config.oauth, http));
         Self { services, verifier, limiter: Arc::new(RateLimiter::default()) }
     }
@@ -159,7 +156,9 @@ fn admit(state: &AppState, group: Group, headers: &HeaderMap, ip: &str) -> Resul
     if let Some(origin) = headers.get(ORIGIN) {
         let origin = origin.to_str().map_err(|_| ApiError::OriginNotAllowed)?;
         let loopback_dev = config.mode == Mode::Development
-            && ["http://127.0.0.1", "http://localhost"].iter().any(|p| origin == *p || origin.starts_with(&format!("{p}:")));
+            && ["http://127.0.0.1", "http://localhost"]
+                .iter()
+                .any(|p| origin == *p || origin.starts_with(&format!("{p}:")));
         if !loopback_dev && !config.allowed_origins.iter().any(|o| o == origin) {
             return Err(ApiError::OriginNotAllowed);
         }
@@ -271,9 +270,8 @@ impl<T: DeserializeOwned> FromRequest<AppState> for JsonBody<T> {
         if !json_type {
             return Err(ApiError::UnsupportedMediaType);
         }
-        let bytes = axum::body::to_bytes(req.into_body(), limit)
-            .await
-            .map_err(|_| ApiError::PayloadTooLarge { limit })?;
+        let bytes =
+            axum::body::to_bytes(req.into_body(), limit).await.map_err(|_| ApiError::PayloadTooLarge { limit })?;
         parse_strict(&bytes).map(JsonBody)
     }
 }

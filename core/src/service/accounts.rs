@@ -2,13 +2,13 @@
 //! and principal resolution (one BatchGetItem: link + agent binding).
 
 use crate::auth::jwt::VerifiedToken;
-use crate::auth::principal::{binding_hash, Principal};
+use crate::auth::principal::{Principal, binding_hash};
 use crate::domain::random_hex;
 use crate::error::ApiError;
 use crate::store::{Cond, StoreError};
 
-use super::records::{binding_key, link_key};
 use super::Services;
+use super::records::{binding_key, link_key};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LinkIdentity<'a> {
@@ -36,7 +36,9 @@ impl Services {
             .with_s("created_at", self.clock.now().to_rfc3339());
         let account_id = match self.store.put(fresh.clone(), Some(Cond::NotExists)).await {
             Ok(()) => fresh.s("account_id").unwrap_or_default().to_owned(),
-            Err(StoreError::ConditionFailed { current: Some(cur) }) => cur.s("account_id").unwrap_or_default().to_owned(),
+            Err(StoreError::ConditionFailed { current: Some(cur) }) => {
+                cur.s("account_id").unwrap_or_default().to_owned()
+            }
             Err(e) => return Err(e.into()),
         };
         let bkey = binding_key(&binding_hash(id.issuer, id.tenant, id.provider, id.subject));
@@ -46,7 +48,9 @@ impl Services {
             .with_s("created_at", self.clock.now().to_rfc3339());
         let status = match self.store.put(binding, Some(Cond::NotExists)).await {
             Ok(()) => BindingStatus::Active,
-            Err(StoreError::ConditionFailed { current: Some(cur) }) if cur.s("status") == Some("active") => BindingStatus::Active,
+            Err(StoreError::ConditionFailed { current: Some(cur) }) if cur.s("status") == Some("active") => {
+                BindingStatus::Active
+            }
             Err(StoreError::ConditionFailed { .. }) => BindingStatus::Revoked,
             Err(e) => return Err(e.into()),
         };

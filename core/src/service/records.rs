@@ -4,7 +4,7 @@ use crate::domain::event::Event;
 use crate::domain::hash_parts;
 use crate::domain::run::Run;
 use crate::error::ApiError;
-use crate::store::{Cond, Item, Key, EXPIRES_AT};
+use crate::store::{Cond, EXPIRES_AT, Item, Key};
 
 pub const BODY: &str = "body";
 pub const REV: &str = "rev";
@@ -85,7 +85,9 @@ impl Receipt {
             item = item.with_s("run_id", id);
         }
         match &self.state {
-            ReceiptState::InProgress { claim_token } => item.with_s("state", "in_progress").with_s("claim_token", claim_token),
+            ReceiptState::InProgress { claim_token } => {
+                item.with_s("state", "in_progress").with_s("claim_token", claim_token)
+            }
             ReceiptState::Completed { status, body } => {
                 item.with_s("state", "completed").with_n("status", *status as i64).with_s(BODY, body)
             }
@@ -95,7 +97,9 @@ impl Receipt {
     pub fn from_item(item: &Item) -> Result<Self, ApiError> {
         let broken = || ApiError::internal(std::io::Error::other("malformed idempotency receipt"));
         let state = match item.s("state") {
-            Some("in_progress") => ReceiptState::InProgress { claim_token: item.s("claim_token").ok_or_else(broken)?.to_owned() },
+            Some("in_progress") => {
+                ReceiptState::InProgress { claim_token: item.s("claim_token").ok_or_else(broken)?.to_owned() }
+            }
             Some("completed") => ReceiptState::Completed {
                 status: item.n("status").ok_or_else(broken)? as u16,
                 body: item.s(BODY).ok_or_else(broken)?.to_owned(),

@@ -6,18 +6,18 @@
 use std::time::Duration as StdDuration;
 
 use chrono::{DateTime, Utc};
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::auth::principal::Principal;
 use crate::domain::event::{Event, EventKind, EventLog};
 use crate::domain::ids::{IdempotencyKey, RunId};
 use crate::domain::run::{CancelRequest, Claim, ContinueRequest, Run, StartRequest};
-use crate::domain::scopes::{self, admit, DataScope, RUNS_READ, RUNS_WRITE};
-use crate::domain::turn::{apply_turn, TurnContext, TurnFailure};
+use crate::domain::scopes::{self, DataScope, RUNS_READ, RUNS_WRITE, admit};
+use crate::domain::turn::{TurnContext, TurnFailure, apply_turn};
 use crate::domain::{hash_parts, random_hex};
 use crate::error::ApiError;
-use crate::executor::{TurnRequest, TURN_REQUEST_SCHEMA};
+use crate::executor::{TURN_REQUEST_SCHEMA, TurnRequest};
 use crate::store::{CancelReason, Cond, Item, Key, StoreError, WriteOp};
 
 use super::records::*;
@@ -42,7 +42,9 @@ fn scope_error(e: scopes::ScopeRefusal) -> ApiError {
     ApiError::DataScopeNotAdmitted(match e {
         scopes::ScopeRefusal::NotEnabled(s) => format!("{s} is not enabled by this deployment"),
         scopes::ScopeRefusal::NotInCatalog(s) => format!("{s} is not a known logical scope"),
-        scopes::ScopeRefusal::NotEntitled { scope, oauth_scope } => format!("{scope} needs the OAuth scope {oauth_scope}"),
+        scopes::ScopeRefusal::NotEntitled { scope, oauth_scope } => {
+            format!("{scope} needs the OAuth scope {oauth_scope}")
+        }
         scopes::ScopeRefusal::CapabilityUnavailable { scope, capability } => {
             format!("{scope} needs {capability}, which the account policy withholds")
         }
@@ -73,7 +75,9 @@ impl Services {
                 let body = serde_json::from_str(&body).map_err(ApiError::internal)?;
                 Ok(completed(status, &body, true))
             }
-            ReceiptState::InProgress { .. } if receipt.lease_until > self.clock.epoch() => Err(ApiError::IdempotencyInProgress),
+            ReceiptState::InProgress { .. } if receipt.lease_until > self.clock.epoch() => {
+                Err(ApiError::IdempotencyInProgress)
+            }
             ReceiptState::InProgress { .. } => Err(ApiError::OutcomeUnknown { run_id: receipt.run_id }),
         }
     }
@@ -86,7 +90,12 @@ impl Services {
 
     // ---------- start ----------
 
-    pub async fn start_run(&self, p: &Principal, key: &IdempotencyKey, req: StartRequest) -> Result<Mutation, ApiError> {
+    pub async fn start_run(
+        &self,
+        p: &Principal,
+        key: &IdempotencyKey,
+        req: StartRequest,
+    ) -> Result<Mutation, ApiError> {
         p.require(&[RUNS_WRITE])?;
         let body = serde_json::to_value(&req).map_err(ApiError::internal)?;
         let hash = request_hash(OP_START, "", &body);
@@ -97,7 +106,11 @@ impl Services {
         let id = RunId::generate();
         let mut run = Run::new(&id, p.owner_hash(), p.ownership(), spec, &families, now);
         let mut log = EventLog::after(id.as_str(), 0, now);
-        log.push(EventKind::RunStarted, 1, json!({ "database_scope": run.database_scope, "max_steps": run.budget.max_steps }));
+        log.push(
+            EventKind::RunStarted,
+            1,
+            json!({ "database_scope": run.database_scope, "max_steps": run.budget.max_steps }),
+        );
         run.last_seq = log.last_seq();
         let response = run.to_public();
         let rkey = receipt_key(&p.owner_hash(), OP_START, key.as_str());
@@ -116,7 +129,9 @@ impl Services {
         match self.store.transact(ops).await {
             Ok(()) => Ok(completed(201, &response, false)),
             Err(StoreError::TransactionCanceled { reasons }) => match reasons.first() {
-                Some(CancelReason::ConditionFailed { current: Some(existing) }) => self.answer_from_receipt(existing, &hash),
+                Some(CancelReason::ConditionFailed { current: Some(existing) }) => {
+                    self.answer_from_receipt(existing, &hash)
+                }
                 _ => Err(ApiError::internal(StoreError::TransactionCanceled { reasons })),
             },
             Err(e) => Err(e.into()),
@@ -135,7 +150,13 @@ impl Services {
         Ok(self.owned_run(p, run_id).await?.evidence_bundle())
     }
 
-    pub async fn list_events(&self, p: &Principal, run_id: &str, after_seq: u64, limit: u32) -> Result<Value, ApiError> {
+    pub async fn list_events(
+        &self,
+        p: &Principal,
+        run_id: &str,
+        after_seq: u64,
+        limit: u32,
+    ) -> Result<Value, ApiError> {
         p.require(&[RUNS_READ])?;
         if !(1..=200).contains(&limit) {
             return Err(ApiError::InvalidRequest("limit: must be 1-200".into()));
@@ -156,7 +177,13 @@ impl Services {
 
     // ---------- cancel ----------
 
-    pub async fn cancel_run(&self, p: &Principal, run_id: &str, key: &IdempotencyKey, req: CancelRequest) -> Result<Mutation, ApiError> {
+    pub async fn cancel_run(
+        &self,
+        p: &Principal,
+        run_id: &str,
+        key: &IdempotencyKey,
+        req: CancelRequest,
+    ) -> Result<Mutation, ApiError> {
         p.require(&[RUNS_WRITE])?;
         req.validate()?;
         let id = RunId::parse(run_id).ok_or(ApiError::NotFound)?;
@@ -176,7 +203,11 @@ impl Services {
             run.cancel(now);
             run.rev += 1;
             let mut log = EventLog::after(&run.run_id, run.last_seq, now);
-            log.push(EventKind::RunCancelled, run.version, json!({ "reason_included": req.reason.is_some(), "reason": req.reason }));
+            log.push(
+                EventKind::RunCancelled,
+                run.version,
+                json!({ "reason_included": req.reason.is_some(), "reason": req.reason }),
+            );
             run.last_seq = log.last_seq();
             let response = run.to_public();
             let receipt = Receipt {
@@ -335,7 +366,9 @@ impl Services {
         ops.extend(event_ops(&log.events)?);
         match self.store.transact(ops).await {
             Ok(()) => Ok(completed(200, &response, false)),
-            Err(StoreError::TransactionCanceled { .. }) => self.discard_stale_turn(p, &done.run_id, &rkey, &finished, mine).await,
+            Err(StoreError::TransactionCanceled { .. }) => {
+                self.discard_stale_turn(p, &done.run_id, &rkey, &finished, mine).await
+            }
             Err(e) => Err(e.into()),
         }
     }
@@ -374,7 +407,11 @@ impl Services {
         run.exhaust(now);
         run.rev += 1;
         let mut log = EventLog::after(&run.run_id, run.last_seq, now);
-        log.push(EventKind::BudgetExhausted, run.version, json!({ "reason": "expired", "steps_used": run.budget.steps_used }));
+        log.push(
+            EventKind::BudgetExhausted,
+            run.version,
+            json!({ "reason": "expired", "steps_used": run.budget.steps_used }),
+        );
         run.last_seq = log.last_seq();
         let response = run.to_public();
         let receipt = Receipt {
@@ -392,7 +429,9 @@ impl Services {
         match self.store.transact(ops).await {
             Ok(()) => Ok(completed(200, &response, false)),
             Err(StoreError::TransactionCanceled { reasons }) => match reasons.first() {
-                Some(CancelReason::ConditionFailed { current: Some(existing) }) => self.answer_from_receipt(existing, hash),
+                Some(CancelReason::ConditionFailed { current: Some(existing) }) => {
+                    self.answer_from_receipt(existing, hash)
+                }
                 _ => Err(ApiError::RunBusy),
             },
             Err(e) => Err(e.into()),
@@ -412,7 +451,12 @@ impl Services {
         (budget, now + chrono::Duration::from_std(budget).unwrap_or_default())
     }
 
-    async fn execute_turn(&self, run_id: &str, turn: TurnRequest, budget: StdDuration) -> Result<crate::domain::turn::TurnArtifact, TurnFailure> {
+    async fn execute_turn(
+        &self,
+        run_id: &str,
+        turn: TurnRequest,
+        budget: StdDuration,
+    ) -> Result<crate::domain::turn::TurnArtifact, TurnFailure> {
         let token = CancellationToken::new();
         self.running.lock().expect("running map").insert(run_id.to_owned(), token.clone());
         let result = tokio::select! {

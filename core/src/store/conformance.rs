@@ -1,7 +1,7 @@
 //! The store conformance suite: one set of behaviours every backend must show.
 //! Backends' tests call `run_all` with a fresh, empty store (own table or data dir).
 
-use super::{now_epoch, CancelReason, Cond, Item, Key, Store, StoreError, WriteOp, EXPIRES_AT};
+use super::{CancelReason, Cond, EXPIRES_AT, Item, Key, Store, StoreError, WriteOp, now_epoch};
 
 fn item(pk: &str, sk: &str, rev: i64) -> Item {
     Item::new(pk, sk).with_n("rev", rev).with_s("body", format!("{pk}/{sk}@{rev}"))
@@ -161,10 +161,7 @@ pub async fn expired_items_are_invisible_and_replaceable(store: &dyn Store) {
 pub async fn batch_get_keeps_key_order(store: &dyn Store) {
     store.put(item("T#bg", "A", 1), None).await.unwrap();
     store.put(item("T#bg", "C", 3), None).await.unwrap();
-    let got = store
-        .batch_get(&[Key::new("T#bg", "C"), Key::new("T#bg", "B"), Key::new("T#bg", "A")])
-        .await
-        .unwrap();
+    let got = store.batch_get(&[Key::new("T#bg", "C"), Key::new("T#bg", "B"), Key::new("T#bg", "A")]).await.unwrap();
     let revs: Vec<_> = got.iter().map(|i| i.as_ref().and_then(|i| i.n("rev"))).collect();
     assert_eq!(revs, vec![Some(3), None, Some(1)]);
 }

@@ -20,14 +20,13 @@ use aws_sdk_dynamodb::operation::describe_table::DescribeTableError;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{
-    AttributeDefinition, AttributeValue, BillingMode, CancellationReason, ConditionCheck, Delete,
-    KeySchemaElement, KeyType, KeysAndAttributes, Put, ReturnValuesOnConditionCheckFailure,
-    ScalarAttributeType, TableStatus, TimeToLiveSpecification, TimeToLiveStatus, TransactWriteItem,
+    AttributeDefinition, AttributeValue, BillingMode, CancellationReason, ConditionCheck, Delete, KeySchemaElement,
+    KeyType, KeysAndAttributes, Put, ReturnValuesOnConditionCheckFailure, ScalarAttributeType, TableStatus,
+    TimeToLiveSpecification, TimeToLiveStatus, TransactWriteItem,
 };
 
 use super::{
-    Attr, CancelReason, Cond, EXPIRES_AT, Item, Key, Page, Store, StoreError, WriteOp,
-    check_transaction, now_epoch,
+    Attr, CancelReason, Cond, EXPIRES_AT, Item, Key, Page, Store, StoreError, WriteOp, check_transaction, now_epoch,
 };
 
 const PK: &str = "pk";
@@ -85,22 +84,13 @@ where
     E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
 {
     let transient = match &err {
-        SdkError::TimeoutError(_) | SdkError::DispatchFailure(_) | SdkError::ResponseError(_) => {
-            true
-        }
+        SdkError::TimeoutError(_) | SdkError::DispatchFailure(_) | SdkError::ResponseError(_) => true,
         SdkError::ServiceError(ctx) => {
-            ctx.err()
-                .code()
-                .is_some_and(|c| TRANSIENT_CODES.contains(&c))
-                || ctx.raw().status().is_server_error()
+            ctx.err().code().is_some_and(|c| TRANSIENT_CODES.contains(&c)) || ctx.raw().status().is_server_error()
         }
         _ => false,
     };
-    if transient {
-        StoreError::Unavailable(Box::new(err))
-    } else {
-        StoreError::Internal(Box::new(err))
-    }
+    if transient { StoreError::Unavailable(Box::new(err)) } else { StoreError::Internal(Box::new(err)) }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -131,20 +121,12 @@ fn item_av(item: &Item) -> Result<AvMap, StoreError> {
         return Err(StoreError::Invalid("pk and sk must not be empty".into()));
     }
     if item.attrs.contains_key(PK) || item.attrs.contains_key(SK) {
-        return Err(StoreError::Invalid(
-            "an item attribute may not be named pk or sk".into(),
-        ));
+        return Err(StoreError::Invalid("an item attribute may not be named pk or sk".into()));
     }
-    if item
-        .attrs
-        .get(EXPIRES_AT)
-        .is_some_and(|a| a.as_i64().is_none())
-    {
+    if item.attrs.get(EXPIRES_AT).is_some_and(|a| a.as_i64().is_none()) {
         // A string here would be ignored by DynamoDB's TTL and makes the liveness test in
         // conditions ambiguous; the expressions below assume a number.
-        return Err(StoreError::Invalid(format!(
-            "{EXPIRES_AT} must be a number (epoch seconds)"
-        )));
+        return Err(StoreError::Invalid(format!("{EXPIRES_AT} must be a number (epoch seconds)")));
     }
     let mut map = key_av(&item.pk, &item.sk);
     map.extend(item.attrs.iter().map(|(k, v)| (k.clone(), attr_av(v))));
@@ -162,14 +144,11 @@ fn av_item(mut map: AvMap) -> Result<Item, StoreError> {
     for (name, value) in map {
         let attr = match value {
             AttributeValue::S(s) => Attr::S(s),
-            AttributeValue::N(n) => Attr::N(
-                n.parse()
-                    .map_err(|_| mapping(format!("{name} = {n} is not a 64-bit integer")))?,
-            ),
+            AttributeValue::N(n) => {
+                Attr::N(n.parse().map_err(|_| mapping(format!("{name} = {n} is not a 64-bit integer")))?)
+            }
             other => {
-                return Err(mapping(format!(
-                    "{name} has an unsupported type: {other:?}"
-                )));
+                return Err(mapping(format!("{name} has an unsupported type: {other:?}")));
             }
         };
         attrs.insert(name, attr);
@@ -180,9 +159,7 @@ fn av_item(mut map: AvMap) -> Result<Item, StoreError> {
 /// The live item in a map DynamoDB returned (ALL_OLD on a failed condition), if any.
 fn live_av(map: Option<&AvMap>, now: i64) -> Result<Option<Item>, StoreError> {
     match map {
-        Some(map) if !map.is_empty() => {
-            Ok(Some(av_item(map.clone())?).filter(|i| !i.is_expired(now)))
-        }
+        Some(map) if !map.is_empty() => Ok(Some(av_item(map.clone())?).filter(|i| !i.is_expired(now))),
         _ => Ok(None),
     }
 }
@@ -334,10 +311,7 @@ pub(crate) fn key_condition_expr(pk: &str, prefix: &str) -> Expr {
 
 impl DynamoStore {
     pub fn new(client: Client, table: impl Into<String>) -> Self {
-        Self {
-            client,
-            table: table.into(),
-        }
+        Self { client, table: table.into() }
     }
 
     /// Client from the default AWS configuration chain (honours `AWS_ENDPOINT_URL_DYNAMODB`).
@@ -361,11 +335,7 @@ impl DynamoStore {
                 .map_err(internal)
         };
         let key = |name: &str, ty: KeyType| {
-            KeySchemaElement::builder()
-                .attribute_name(name)
-                .key_type(ty)
-                .build()
-                .map_err(internal)
+            KeySchemaElement::builder().attribute_name(name).key_type(ty).build().map_err(internal)
         };
         let created = self
             .client
@@ -380,30 +350,16 @@ impl DynamoStore {
             .await;
         match created {
             Ok(_) => {}
-            Err(e)
-                if matches!(
-                    e.as_service_error(),
-                    Some(CreateTableError::ResourceInUseException(_))
-                ) => {}
+            Err(e) if matches!(e.as_service_error(), Some(CreateTableError::ResourceInUseException(_))) => {}
             Err(e) => return Err(sdk_error(e)),
         }
         self.wait_active().await?;
         if self.ttl_enabled().await? {
             return Ok(());
         }
-        let spec = TimeToLiveSpecification::builder()
-            .enabled(true)
-            .attribute_name(EXPIRES_AT)
-            .build()
-            .map_err(internal)?;
-        match self
-            .client
-            .update_time_to_live()
-            .table_name(&self.table)
-            .time_to_live_specification(spec)
-            .send()
-            .await
-        {
+        let spec =
+            TimeToLiveSpecification::builder().enabled(true).attribute_name(EXPIRES_AT).build().map_err(internal)?;
+        match self.client.update_time_to_live().table_name(&self.table).time_to_live_specification(spec).send().await {
             Ok(_) => Ok(()),
             // A concurrent create_table may have enabled it in between ("already enabled").
             Err(e) => match self.ttl_enabled().await {
@@ -416,34 +372,19 @@ impl DynamoStore {
     /// Polls DescribeTable until ACTIVE; checks the key schema of an existing table.
     async fn wait_active(&self) -> Result<(), StoreError> {
         for _ in 0..300 {
-            let described = self
-                .client
-                .describe_table()
-                .table_name(&self.table)
-                .send()
-                .await;
+            let described = self.client.describe_table().table_name(&self.table).send().await;
             let out = match described {
                 Ok(out) => out,
                 // Table metadata is eventually consistent right after CreateTable.
-                Err(e)
-                    if matches!(
-                        e.as_service_error(),
-                        Some(DescribeTableError::ResourceNotFoundException(_))
-                    ) =>
-                {
+                Err(e) if matches!(e.as_service_error(), Some(DescribeTableError::ResourceNotFoundException(_))) => {
                     tokio::time::sleep(Duration::from_secs(1)).await;
                     continue;
                 }
                 Err(e) => return Err(sdk_error(e)),
             };
-            let table = out
-                .table()
-                .ok_or_else(|| mapping("DescribeTable without a table"))?;
-            let schema: Vec<(&str, &KeyType)> = table
-                .key_schema()
-                .iter()
-                .map(|k| (k.attribute_name(), k.key_type()))
-                .collect();
+            let table = out.table().ok_or_else(|| mapping("DescribeTable without a table"))?;
+            let schema: Vec<(&str, &KeyType)> =
+                table.key_schema().iter().map(|k| (k.attribute_name(), k.key_type())).collect();
             let string_keys = table
                 .attribute_definitions()
                 .iter()
@@ -460,32 +401,20 @@ impl DynamoStore {
             }
             tokio::time::sleep(Duration::from_secs(1)).await;
         }
-        Err(StoreError::Unavailable(Box::new(DynamoError::NotActive(
-            self.table.clone(),
-        ))))
+        Err(StoreError::Unavailable(Box::new(DynamoError::NotActive(self.table.clone()))))
     }
 
     /// True when TTL is enabled (or being enabled) on `expires_at`; Invalid for another attribute.
     async fn ttl_enabled(&self) -> Result<bool, StoreError> {
-        let out = self
-            .client
-            .describe_time_to_live()
-            .table_name(&self.table)
-            .send()
-            .await
-            .map_err(sdk_error)?;
+        let out = self.client.describe_time_to_live().table_name(&self.table).send().await.map_err(sdk_error)?;
         let Some(desc) = out.time_to_live_description() else {
             return Ok(false);
         };
-        let on = matches!(
-            desc.time_to_live_status(),
-            Some(TimeToLiveStatus::Enabled | TimeToLiveStatus::Enabling)
-        );
+        let on = matches!(desc.time_to_live_status(), Some(TimeToLiveStatus::Enabled | TimeToLiveStatus::Enabling));
         match desc.attribute_name() {
-            Some(name) if on && name != EXPIRES_AT => Err(StoreError::Invalid(format!(
-                "table {} has TTL on {name}, not {EXPIRES_AT}",
-                self.table
-            ))),
+            Some(name) if on && name != EXPIRES_AT => {
+                Err(StoreError::Invalid(format!("table {} has TTL on {name}, not {EXPIRES_AT}", self.table)))
+            }
             _ => Ok(on),
         }
     }
@@ -543,46 +472,26 @@ impl DynamoStore {
     }
 
     /// One BatchGetItem chunk (at most 100 distinct keys), retrying UnprocessedKeys.
-    async fn batch_get_chunk(
-        &self,
-        chunk: &[&Key],
-        found: &mut HashMap<Key, Item>,
-    ) -> Result<(), StoreError> {
+    async fn batch_get_chunk(&self, chunk: &[&Key], found: &mut HashMap<Key, Item>) -> Result<(), StoreError> {
         let mut pending: Vec<AvMap> = chunk.iter().map(|k| key_av(&k.pk, &k.sk)).collect();
         let mut retries = 0;
         loop {
-            let request = KeysAndAttributes::builder()
-                .set_keys(Some(pending))
-                .consistent_read(true)
-                .build()
-                .map_err(internal)?;
-            let out = self
-                .client
-                .batch_get_item()
-                .request_items(&self.table, request)
-                .send()
-                .await
-                .map_err(sdk_error)?;
-            let items = out
-                .responses
-                .and_then(|mut r| r.remove(&self.table))
-                .unwrap_or_default();
+            let request =
+                KeysAndAttributes::builder().set_keys(Some(pending)).consistent_read(true).build().map_err(internal)?;
+            let out =
+                self.client.batch_get_item().request_items(&self.table, request).send().await.map_err(sdk_error)?;
+            let items = out.responses.and_then(|mut r| r.remove(&self.table)).unwrap_or_default();
             for raw in items {
                 let item = av_item(raw)?;
                 found.insert(item.key(), item);
             }
-            pending = out
-                .unprocessed_keys
-                .and_then(|mut u| u.remove(&self.table))
-                .map(|ka| ka.keys)
-                .unwrap_or_default();
+            pending =
+                out.unprocessed_keys.and_then(|mut u| u.remove(&self.table)).map(|ka| ka.keys).unwrap_or_default();
             if pending.is_empty() {
                 return Ok(());
             }
             if retries == BATCH_GET_RETRIES {
-                return Err(StoreError::Unavailable(Box::new(DynamoError::Unprocessed(
-                    pending.len(),
-                ))));
+                return Err(StoreError::Unavailable(Box::new(DynamoError::Unprocessed(pending.len()))));
             }
             // 20, 40, 80 … ms, capped at 500 ms: about 2 s in all before giving up.
             tokio::time::sleep(Duration::from_millis((20u64 << retries).min(500))).await;
@@ -594,9 +503,7 @@ impl DynamoStore {
 fn cancel_reason(reason: &CancellationReason, now: i64) -> Result<CancelReason, StoreError> {
     Ok(match reason.code() {
         Some("None") => CancelReason::None,
-        Some("ConditionalCheckFailed") => CancelReason::ConditionFailed {
-            current: live_av(reason.item(), now)?,
-        },
+        Some("ConditionalCheckFailed") => CancelReason::ConditionFailed { current: live_av(reason.item(), now)? },
         Some(other) => CancelReason::Other(other.to_owned()),
         None => CancelReason::Other(String::new()),
     })
@@ -624,10 +531,7 @@ impl Store for DynamoStore {
     async fn batch_get(&self, keys: &[Key]) -> Result<Vec<Option<Item>>, StoreError> {
         // BatchGetItem rejects duplicate keys and empty key attributes: ask for each
         // storable key once and map the answers back onto `keys`.
-        let mut distinct: Vec<&Key> = keys
-            .iter()
-            .filter(|k| key_is_storable(&k.pk, &k.sk))
-            .collect();
+        let mut distinct: Vec<&Key> = keys.iter().filter(|k| key_is_storable(&k.pk, &k.sk)).collect();
         distinct.sort();
         distinct.dedup();
         let mut found = HashMap::new();
@@ -635,10 +539,7 @@ impl Store for DynamoStore {
             self.batch_get_chunk(chunk, &mut found).await?;
         }
         let now = now_epoch();
-        Ok(keys
-            .iter()
-            .map(|k| found.get(k).filter(|i| !i.is_expired(now)).cloned())
-            .collect())
+        Ok(keys.iter().map(|k| found.get(k).filter(|i| !i.is_expired(now)).cloned()).collect())
     }
 
     async fn put(&self, item: Item, cond: Option<Cond>) -> Result<(), StoreError> {
@@ -660,9 +561,7 @@ impl Store for DynamoStore {
             Ok(_) => Ok(()),
             Err(err) => match err.as_service_error() {
                 Some(PutItemError::ConditionalCheckFailedException(e)) => {
-                    Err(StoreError::ConditionFailed {
-                        current: live_av(e.item(), now)?,
-                    })
+                    Err(StoreError::ConditionFailed { current: live_av(e.item(), now)? })
                 }
                 _ => Err(sdk_error(err)),
             },
@@ -672,48 +571,26 @@ impl Store for DynamoStore {
     async fn transact(&self, ops: Vec<WriteOp>) -> Result<(), StoreError> {
         check_transaction(&ops)?;
         let now = now_epoch();
-        let items = ops
-            .iter()
-            .map(|op| self.transact_item(op, now))
-            .collect::<Result<Vec<_>, _>>()?;
+        let items = ops.iter().map(|op| self.transact_item(op, now)).collect::<Result<Vec<_>, _>>()?;
         // The SDK fills ClientRequestToken, so its own retries cannot apply the writes twice.
-        let result = self
-            .client
-            .transact_write_items()
-            .set_transact_items(Some(items))
-            .send()
-            .await;
+        let result = self.client.transact_write_items().set_transact_items(Some(items)).send().await;
         let err = match result {
             Ok(_) => return Ok(()),
             Err(err) => err,
         };
-        if let Some(TransactWriteItemsError::TransactionCanceledException(e)) =
-            err.as_service_error()
-        {
+        if let Some(TransactWriteItemsError::TransactionCanceledException(e)) = err.as_service_error() {
             let got = e.cancellation_reasons();
             // One reason per action, in order; anything else stays the SDK error (Internal).
             if got.len() == ops.len() {
-                let reasons = got
-                    .iter()
-                    .map(|r| cancel_reason(r, now))
-                    .collect::<Result<Vec<_>, _>>()?;
+                let reasons = got.iter().map(|r| cancel_reason(r, now)).collect::<Result<Vec<_>, _>>()?;
                 return Err(StoreError::TransactionCanceled { reasons });
             }
         }
         Err(sdk_error(err))
     }
 
-    async fn query(
-        &self,
-        pk: &str,
-        sk_prefix: &str,
-        after_sk: Option<&str>,
-        limit: usize,
-    ) -> Result<Page, StoreError> {
-        let empty = Page {
-            items: Vec::new(),
-            has_more: false,
-        };
+    async fn query(&self, pk: &str, sk_prefix: &str, after_sk: Option<&str>, limit: usize) -> Result<Page, StoreError> {
+        let empty = Page { items: Vec::new(), has_more: false };
         if pk.is_empty() {
             return Ok(empty);
         }
@@ -755,9 +632,7 @@ impl Store for DynamoStore {
                 }
             }
             match out.last_evaluated_key {
-                Some(last) if !last.is_empty() && items.len() < want => {
-                    exclusive_start = Some(last)
-                }
+                Some(last) if !last.is_empty() && items.len() < want => exclusive_start = Some(last),
                 _ => break,
             }
         }
@@ -778,16 +653,10 @@ mod tests {
         AttributeValue::S(v.to_owned())
     }
     fn names(pairs: &[(&str, &str)]) -> HashMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
     }
     fn values(pairs: &[(&str, AttributeValue)]) -> AvMap {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.clone()))
-            .collect()
+        pairs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect()
     }
 
     const LIVE: &str = "(attribute_exists(#n0) AND (attribute_not_exists(#n1) OR #n1 > :now))";
@@ -812,10 +681,7 @@ mod tests {
     fn eq_requires_a_live_item_and_uses_placeholders() {
         let e = condition_expr(&Cond::eq_s("status", "open"), 5);
         assert_eq!(e.text, format!("({LIVE} AND #n2 = :v0)"));
-        assert_eq!(
-            e.names,
-            names(&[("#n0", "pk"), ("#n1", "expires_at"), ("#n2", "status")])
-        );
+        assert_eq!(e.names, names(&[("#n0", "pk"), ("#n1", "expires_at"), ("#n2", "status")]));
         assert_eq!(e.values, values(&[(":now", n(5)), (":v0", s("open"))]));
         let e = condition_expr(&Cond::eq_n("rev", 3), 5);
         assert_eq!(e.values[":v0"], n(3));
@@ -831,24 +697,15 @@ mod tests {
     #[test]
     fn lt_requires_a_live_number() {
         let e = condition_expr(&Cond::Lt("lease".into(), 200), 5);
-        assert_eq!(
-            e.text,
-            format!("({LIVE} AND attribute_type(#n2, :tN) AND #n2 < :v0)")
-        );
-        assert_eq!(
-            e.values,
-            values(&[(":now", n(5)), (":tN", s("N")), (":v0", n(200))])
-        );
+        assert_eq!(e.text, format!("({LIVE} AND attribute_type(#n2, :tN) AND #n2 < :v0)"));
+        assert_eq!(e.values, values(&[(":now", n(5)), (":tN", s("N")), (":v0", n(200))]));
     }
 
     #[test]
     fn and_or_nest_and_share_name_placeholders() {
         let cond = Cond::And(vec![
             Cond::Exists,
-            Cond::Or(vec![
-                Cond::Missing("claim".into()),
-                Cond::Lt("lease".into(), 9),
-            ]),
+            Cond::Or(vec![Cond::Missing("claim".into()), Cond::Lt("lease".into(), 9)]),
             Cond::eq_s("claim", "x"),
         ]);
         let e = condition_expr(&cond, 1);
@@ -859,24 +716,8 @@ mod tests {
                  attribute_type(#n3, :tN) AND #n3 < :v0)) AND ({LIVE} AND #n2 = :v1))"
             )
         );
-        assert_eq!(
-            e.names,
-            names(&[
-                ("#n0", "pk"),
-                ("#n1", "expires_at"),
-                ("#n2", "claim"),
-                ("#n3", "lease")
-            ])
-        );
-        assert_eq!(
-            e.values,
-            values(&[
-                (":now", n(1)),
-                (":tN", s("N")),
-                (":v0", n(9)),
-                (":v1", s("x"))
-            ])
-        );
+        assert_eq!(e.names, names(&[("#n0", "pk"), ("#n1", "expires_at"), ("#n2", "claim"), ("#n3", "lease")]));
+        assert_eq!(e.values, values(&[(":now", n(1)), (":tN", s("N")), (":v0", n(9)), (":v1", s("x"))]));
     }
 
     #[test]
@@ -894,10 +735,7 @@ mod tests {
 
     #[test]
     fn expressions_never_inline_names_or_values() {
-        let cond = Cond::Or(vec![
-            Cond::eq_s("status", "open"),
-            Cond::Missing("expires_at".into()),
-        ]);
+        let cond = Cond::Or(vec![Cond::eq_s("status", "open"), Cond::Missing("expires_at".into())]);
         let e = condition_expr(&cond, 42);
         for word in ["status", "open", "expires_at", "pk", "42"] {
             assert!(!e.text.contains(word), "{word} inlined in {}", e.text);
@@ -917,30 +755,15 @@ mod tests {
 
     #[test]
     fn items_map_both_ways_and_reject_key_named_attributes() {
-        let item = Item::new("P", "S")
-            .with_s("a", "x")
-            .with_n("b", -4)
-            .with_n(EXPIRES_AT, 9);
+        let item = Item::new("P", "S").with_s("a", "x").with_n("b", -4).with_n(EXPIRES_AT, 9);
         let av = item_av(&item).unwrap();
         assert_eq!(av["pk"], s("P"));
         assert_eq!(av["b"], n(-4));
         assert_eq!(av_item(av).unwrap(), item);
-        assert!(matches!(
-            item_av(&Item::new("P", "S").with_s("pk", "x")),
-            Err(StoreError::Invalid(_))
-        ));
-        assert!(matches!(
-            item_av(&Item::new("P", "S").with_n("sk", 1)),
-            Err(StoreError::Invalid(_))
-        ));
-        assert!(matches!(
-            item_av(&Item::new("", "S")),
-            Err(StoreError::Invalid(_))
-        ));
-        assert!(matches!(
-            item_av(&Item::new("P", "S").with_s(EXPIRES_AT, "soon")),
-            Err(StoreError::Invalid(_))
-        ));
+        assert!(matches!(item_av(&Item::new("P", "S").with_s("pk", "x")), Err(StoreError::Invalid(_))));
+        assert!(matches!(item_av(&Item::new("P", "S").with_n("sk", 1)), Err(StoreError::Invalid(_))));
+        assert!(matches!(item_av(&Item::new("", "S")), Err(StoreError::Invalid(_))));
+        assert!(matches!(item_av(&Item::new("P", "S").with_s(EXPIRES_AT, "soon")), Err(StoreError::Invalid(_))));
         let mut foreign = key_av("P", "S");
         foreign.insert("f".into(), AttributeValue::N("1.5".into()));
         assert!(matches!(av_item(foreign), Err(StoreError::Internal(_))));
@@ -948,25 +771,11 @@ mod tests {
 
     #[test]
     fn cancellation_reasons_map_per_action() {
-        let stored = key_av("P", "S")
-            .into_iter()
-            .chain([("rev".to_owned(), n(2))])
-            .collect::<AvMap>();
-        let expired = stored
-            .clone()
-            .into_iter()
-            .chain([(EXPIRES_AT.to_owned(), n(5))])
-            .collect::<AvMap>();
-        let reason = |code: &str, item: Option<&AvMap>| {
-            CancellationReason::builder()
-                .code(code)
-                .set_item(item.cloned())
-                .build()
-        };
-        assert_eq!(
-            cancel_reason(&reason("None", None), 10).unwrap(),
-            CancelReason::None
-        );
+        let stored = key_av("P", "S").into_iter().chain([("rev".to_owned(), n(2))]).collect::<AvMap>();
+        let expired = stored.clone().into_iter().chain([(EXPIRES_AT.to_owned(), n(5))]).collect::<AvMap>();
+        let reason =
+            |code: &str, item: Option<&AvMap>| CancellationReason::builder().code(code).set_item(item.cloned()).build();
+        assert_eq!(cancel_reason(&reason("None", None), 10).unwrap(), CancelReason::None);
         match cancel_reason(&reason("ConditionalCheckFailed", Some(&stored)), 10).unwrap() {
             CancelReason::ConditionFailed { current: Some(i) } => assert_eq!(i.n("rev"), Some(2)),
             other => panic!("{other:?}"),

@@ -9,10 +9,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 
-use super::{
-    check_transaction, now_epoch, Attr, CancelReason, Cond, Item, Key, Page, Store, StoreError,
-    WriteOp,
-};
+use super::{Attr, CancelReason, Cond, Item, Key, Page, Store, StoreError, WriteOp, check_transaction, now_epoch};
 
 const ITEMS: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("items");
 
@@ -87,9 +84,7 @@ impl Store for EmbeddedStore {
     async fn put(&self, item: Item, cond: Option<Cond>) -> Result<(), StoreError> {
         match self.transact(vec![WriteOp::Put { item, cond }]).await {
             Err(StoreError::TransactionCanceled { mut reasons }) => match reasons.pop() {
-                Some(CancelReason::ConditionFailed { current }) => {
-                    Err(StoreError::ConditionFailed { current })
-                }
+                Some(CancelReason::ConditionFailed { current }) => Err(StoreError::ConditionFailed { current }),
                 _ => Err(StoreError::Invalid("unexpected cancellation".into())),
             },
             other => other,
@@ -120,9 +115,7 @@ impl Store for EmbeddedStore {
                     match op {
                         WriteOp::Put { item, .. } => {
                             let bytes = encode(item)?;
-                            table
-                                .insert((item.pk.as_str(), item.sk.as_str()), bytes.as_slice())
-                                .map_err(internal)?;
+                            table.insert((item.pk.as_str(), item.sk.as_str()), bytes.as_slice()).map_err(internal)?;
                         }
                         WriteOp::Delete { key, .. } => {
                             table.remove((key.pk.as_str(), key.sk.as_str())).map_err(internal)?;
@@ -136,13 +129,7 @@ impl Store for EmbeddedStore {
         .await
     }
 
-    async fn query(
-        &self,
-        pk: &str,
-        sk_prefix: &str,
-        after_sk: Option<&str>,
-        limit: usize,
-    ) -> Result<Page, StoreError> {
+    async fn query(&self, pk: &str, sk_prefix: &str, after_sk: Option<&str>, limit: usize) -> Result<Page, StoreError> {
         let (pk, prefix, after) = (pk.to_owned(), sk_prefix.to_owned(), after_sk.map(str::to_owned));
         self.blocking(move |db| {
             let now = now_epoch();

@@ -193,13 +193,7 @@ pub trait Store: Send + Sync + 'static {
     async fn transact(&self, ops: Vec<WriteOp>) -> Result<(), StoreError>;
     /// Live items of `pk` whose sort key starts with `sk_prefix` and sorts after
     /// `after_sk`, ascending, at most `limit`.
-    async fn query(
-        &self,
-        pk: &str,
-        sk_prefix: &str,
-        after_sk: Option<&str>,
-        limit: usize,
-    ) -> Result<Page, StoreError>;
+    async fn query(&self, pk: &str, sk_prefix: &str, after_sk: Option<&str>, limit: usize) -> Result<Page, StoreError>;
 }
 
 /// Validates the shape rules both backends enforce the same way.
@@ -216,8 +210,5 @@ pub(crate) fn check_transaction(ops: &[WriteOp]) -> Result<(), StoreError> {
 }
 
 pub fn now_epoch() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0)
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0)
 }
