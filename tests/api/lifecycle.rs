@@ -30,7 +30,7 @@ fn question_step(id: &str) -> Step {
     Step::Artifact(a)
 }
 
-pub async fn completes_with_authorized_terminal_product(backend: Backend) {
+async fn a_continuation_completes_the_run_with_verified_authority(backend: Backend) {
     let app = TestApp::spawn_with(backend, &[]).await;
     let token = app.token().await;
     let id = start(&app, &token, research_run()).await;
@@ -67,19 +67,8 @@ pub async fn completes_with_authorized_terminal_product(backend: Backend) {
     assert_eq!((status, err["error"]["code"].as_str()), (409, Some("run_not_continuable")));
 }
 
-#[tokio::test]
-async fn a_continuation_completes_the_run_with_verified_authority() {
-    completes_with_authorized_terminal_product(Backend::Embedded).await;
-}
-
-#[tokio::test]
-async fn a_continuation_completes_the_run_on_dynamodb() {
-    completes_with_authorized_terminal_product(Backend::Dynamo).await;
-}
-
-#[tokio::test]
-async fn a_pending_question_needs_input_and_its_answer_continues() {
-    let app = TestApp::spawn().await;
+async fn a_pending_question_needs_input_and_its_answer_continues(backend: Backend) {
+    let app = TestApp::spawn_with(backend, &[]).await;
     let token = app.token().await;
     let id = start(&app, &token, research_run()).await;
     app.script(question_step("q_geometry"));
@@ -108,9 +97,8 @@ async fn a_pending_question_needs_input_and_its_answer_continues() {
     );
 }
 
-#[tokio::test]
-async fn a_stale_version_is_version_conflict_with_the_current_version() {
-    let app = TestApp::spawn().await;
+async fn a_stale_version_is_version_conflict_with_the_current_version(backend: Backend) {
+    let app = TestApp::spawn_with(backend, &[]).await;
     let token = app.token().await;
     let id = start(&app, &token, research_run()).await;
     app.script(question_step("q1"));
@@ -127,9 +115,8 @@ async fn a_stale_version_is_version_conflict_with_the_current_version() {
     assert_eq!(status, 400, "needs an instruction or an answer");
 }
 
-#[tokio::test]
-async fn a_retried_continuation_replays_without_a_second_step() {
-    let app = TestApp::spawn().await;
+async fn a_retried_continuation_replays_without_a_second_step(backend: Backend) {
+    let app = TestApp::spawn_with(backend, &[]).await;
     let token = app.token().await;
     let id = start(&app, &token, research_run()).await;
     app.script(question_step("q1"));
@@ -144,9 +131,8 @@ async fn a_retried_continuation_replays_without_a_second_step() {
     assert_eq!((status, err["error"]["code"].as_str()), (422, Some("idempotency_conflict")));
 }
 
-#[tokio::test]
-async fn cancel_is_irreversible_versioned_and_replayable() {
-    let app = TestApp::spawn().await;
+async fn cancel_is_irreversible_versioned_and_replayable(backend: Backend) {
+    let app = TestApp::spawn_with(backend, &[]).await;
     let token = app.token().await;
     let id = start(&app, &token, research_run()).await;
     let stale = app.cancel(&token, &id, "cancel-stale-01", json!({"expected_version": 5})).await;
@@ -172,9 +158,8 @@ async fn cancel_is_irreversible_versioned_and_replayable() {
     assert_eq!(kinds(&events), ["run_started", "run_cancelled"]);
 }
 
-#[tokio::test]
-async fn the_last_step_without_completion_exhausts_the_budget() {
-    let app = TestApp::spawn().await;
+async fn the_last_step_without_completion_exhausts_the_budget(backend: Backend) {
+    let app = TestApp::spawn_with(backend, &[]).await;
     let token = app.token().await;
     let id = start(
         &app,
@@ -190,9 +175,8 @@ async fn the_last_step_without_completion_exhausts_the_budget() {
     assert_eq!(*kinds(&app.events(&token, &id).await).last().unwrap(), "budget_exhausted");
 }
 
-#[tokio::test]
-async fn an_expired_run_ends_as_budget_exhausted_without_a_turn() {
-    let app = TestApp::spawn().await;
+async fn an_expired_run_ends_as_budget_exhausted_without_a_turn(backend: Backend) {
+    let app = TestApp::spawn_with(backend, &[]).await;
     let token = app.token().await;
     let id = start(&app, &token, json!({"objective": "x", "budget": {"expires_in_seconds": 60}})).await;
     app.state.services.clock.advance(61);
@@ -203,9 +187,8 @@ async fn an_expired_run_ends_as_budget_exhausted_without_a_turn() {
     assert!(app.executor.seen.lock().unwrap().is_empty(), "no turn ran");
 }
 
-#[tokio::test]
-async fn required_evidence_is_a_hard_gate_that_strips_the_terminal_product() {
-    let app = TestApp::spawn().await;
+async fn required_evidence_is_a_hard_gate_that_strips_the_terminal_product(backend: Backend) {
+    let app = TestApp::spawn_with(backend, &[]).await;
     let token = app.token().await;
     let id = start(&app, &token, research_run()).await;
     // Evidence and a valid signature, but the turn does not name the required family.
@@ -230,9 +213,8 @@ async fn required_evidence_is_a_hard_gate_that_strips_the_terminal_product() {
     assert_eq!(run["completion_status"], "completed");
 }
 
-#[tokio::test]
-async fn a_forged_or_stale_terminal_candidate_is_rejected() {
-    let app = TestApp::spawn().await;
+async fn a_forged_or_stale_terminal_candidate_is_rejected(backend: Backend) {
+    let app = TestApp::spawn_with(backend, &[]).await;
     let token = app.token().await;
     let id = start(&app, &token, research_run()).await;
     let mut artifact = evidence_artifact(1);
@@ -253,9 +235,8 @@ async fn a_forged_or_stale_terminal_candidate_is_rejected() {
     assert_eq!(run["terminal_authority_status"], "rejected");
 }
 
-#[tokio::test]
-async fn contradictions_are_conflict_detected_unless_allowed() {
-    let app = TestApp::spawn().await;
+async fn contradictions_are_conflict_detected_unless_allowed(backend: Backend) {
+    let app = TestApp::spawn_with(backend, &[]).await;
     let token = app.token().await;
     let id = start(&app, &token, research_run()).await;
     let mut artifact = evidence_artifact(1);
@@ -275,9 +256,8 @@ async fn contradictions_are_conflict_detected_unless_allowed() {
     assert_eq!(run["completion_status"], "completed");
 }
 
-#[tokio::test]
-async fn too_little_evidence_needs_more_evidence_and_a_failed_solver_fails_the_run() {
-    let app = TestApp::spawn().await;
+async fn too_little_evidence_needs_more_evidence_and_a_failed_solver_fails_the_run(backend: Backend) {
+    let app = TestApp::spawn_with(backend, &[]).await;
     let token = app.token().await;
     let id = start(&app, &token, json!({"objective": "x", "database_scope": ["research_library"], "completion_contract": {"min_evidence_refs": 3}})).await;
     app.script(completing_step(1));
@@ -293,9 +273,8 @@ async fn too_little_evidence_needs_more_evidence_and_a_failed_solver_fails_the_r
     assert_eq!(*kinds(&app.events(&token, &id).await).last().unwrap(), "run_failed");
 }
 
-#[tokio::test]
-async fn without_required_authority_evidence_alone_completes() {
-    let app = TestApp::spawn().await;
+async fn without_required_authority_evidence_alone_completes(backend: Backend) {
+    let app = TestApp::spawn_with(backend, &[]).await;
     let token = app.token().await;
     let id =
         start(&app, &token, json!({"objective": "x", "completion_contract": {"require_terminal_authority": false}}))
@@ -308,13 +287,10 @@ async fn without_required_authority_evidence_alone_completes() {
     assert_eq!(run["terminal_authority_status"], "not_required");
 }
 
-#[tokio::test]
-async fn a_timed_out_turn_is_a_typed_step_failure_not_a_hung_request() {
-    let app = TestApp::spawn_with(
-        Backend::Embedded,
-        &[("HELIX_AGENT_TURN_TIMEOUT_MS", "1000"), ("HELIX_DEADLINE_MARGIN_MS", "200")],
-    )
-    .await;
+async fn a_timed_out_turn_is_a_typed_step_failure_not_a_hung_request(backend: Backend) {
+    let app =
+        TestApp::spawn_with(backend, &[("HELIX_AGENT_TURN_TIMEOUT_MS", "1000"), ("HELIX_DEADLINE_MARGIN_MS", "200")])
+            .await;
     let token = app.token().await;
     let id = start(&app, &token, research_run()).await;
     app.script(Step::Delay(Duration::from_secs(30), Box::new(completing_step(1))));
@@ -335,9 +311,8 @@ async fn a_timed_out_turn_is_a_typed_step_failure_not_a_hung_request() {
     );
 }
 
-#[tokio::test]
-async fn sixteen_concurrent_continuations_accept_exactly_one() {
-    let app = Arc::new(TestApp::spawn().await);
+async fn sixteen_concurrent_continuations_accept_exactly_one(backend: Backend) {
+    let app = Arc::new(TestApp::spawn_with(backend, &[]).await);
     let token = app.token().await;
     let id = start(&app, &token, research_run()).await;
     app.script(Step::Delay(Duration::from_millis(300), Box::new(question_step("q1"))));
@@ -362,9 +337,8 @@ async fn sixteen_concurrent_continuations_accept_exactly_one() {
     assert_eq!(run["budget"]["steps_used"], 1);
 }
 
-#[tokio::test]
-async fn the_same_key_during_a_running_turn_is_idempotency_in_progress() {
-    let app = Arc::new(TestApp::spawn().await);
+async fn the_same_key_during_a_running_turn_is_idempotency_in_progress(backend: Backend) {
+    let app = Arc::new(TestApp::spawn_with(backend, &[]).await);
     let token = app.token().await;
     let id = start(&app, &token, research_run()).await;
     app.script(Step::Delay(Duration::from_millis(600), Box::new(question_step("q1"))));
@@ -379,9 +353,8 @@ async fn the_same_key_during_a_running_turn_is_idempotency_in_progress() {
     assert_eq!(slow.await.unwrap().0, 200);
 }
 
-#[tokio::test]
-async fn cancel_during_a_slow_turn_wins_and_the_stale_result_is_discarded() {
-    let app = Arc::new(TestApp::spawn().await);
+async fn cancel_during_a_slow_turn_wins_and_the_stale_result_is_discarded(backend: Backend) {
+    let app = Arc::new(TestApp::spawn_with(backend, &[]).await);
     let token = app.token().await;
     let id = start(&app, &token, research_run()).await;
     app.script(Step::Delay(Duration::from_secs(20), Box::new(completing_step(1))));
@@ -413,11 +386,10 @@ async fn cancel_during_a_slow_turn_wins_and_the_stale_result_is_discarded() {
 /// A continuation makes four store calls: (1) the principal's link + binding read,
 /// (2) the run + receipt read, (3) the claim transaction, (4) the finalize transaction. A fault before or after each must never lose or
 /// duplicate a step; retries with the same key end in a replay or outcome_unknown.
-#[tokio::test]
-async fn a_fault_at_each_store_call_of_continue_never_duplicates_a_step() {
+async fn a_fault_at_each_store_call_of_continue_never_duplicates_a_step(backend: Backend) {
     for call in 1..=4 {
         for point in [FaultPoint::Before, FaultPoint::After] {
-            let app = TestApp::spawn().await;
+            let app = TestApp::spawn_with(backend, &[]).await;
             let token = app.token().await;
             let id = start(&app, &token, research_run()).await;
             app.script(question_step("q1"));
@@ -455,9 +427,8 @@ async fn a_fault_at_each_store_call_of_continue_never_duplicates_a_step() {
     }
 }
 
-#[tokio::test]
-async fn the_account_policy_is_rechecked_before_every_continuation() {
-    let app = TestApp::spawn().await;
+async fn the_account_policy_is_rechecked_before_every_continuation(backend: Backend) {
+    let app = TestApp::spawn_with(backend, &[]).await;
     let token = app.token().await;
     let id = start(&app, &token, research_run()).await;
     let provider = app.state.services.config.oauth.provider.clone();
@@ -465,3 +436,38 @@ async fn the_account_policy_is_rechecked_before_every_continuation() {
     let (status, err) = body(app.continue_run(&token, &id, "policy-turn-01", go(1)).await).await;
     assert_eq!((status, err["error"]["code"].as_str()), (403, Some("data_scope_not_admitted")));
 }
+
+/// Every lifecycle test runs on both store backends.
+macro_rules! on_both_backends {
+    ($($name:ident),* $(,)?) => {
+        mod embedded {
+            use super::*;
+            $(#[tokio::test] async fn $name() { super::$name(Backend::Embedded).await })*
+        }
+        mod dynamodb {
+            use super::*;
+            $(#[tokio::test] async fn $name() { super::$name(Backend::Dynamo).await })*
+        }
+    };
+}
+
+on_both_backends!(
+    a_continuation_completes_the_run_with_verified_authority,
+    a_pending_question_needs_input_and_its_answer_continues,
+    a_stale_version_is_version_conflict_with_the_current_version,
+    a_retried_continuation_replays_without_a_second_step,
+    cancel_is_irreversible_versioned_and_replayable,
+    the_last_step_without_completion_exhausts_the_budget,
+    an_expired_run_ends_as_budget_exhausted_without_a_turn,
+    required_evidence_is_a_hard_gate_that_strips_the_terminal_product,
+    a_forged_or_stale_terminal_candidate_is_rejected,
+    contradictions_are_conflict_detected_unless_allowed,
+    too_little_evidence_needs_more_evidence_and_a_failed_solver_fails_the_run,
+    without_required_authority_evidence_alone_completes,
+    a_timed_out_turn_is_a_typed_step_failure_not_a_hung_request,
+    sixteen_concurrent_continuations_accept_exactly_one,
+    the_same_key_during_a_running_turn_is_idempotency_in_progress,
+    cancel_during_a_slow_turn_wins_and_the_stale_result_is_discarded,
+    a_fault_at_each_store_call_of_continue_never_duplicates_a_step,
+    the_account_policy_is_rechecked_before_every_continuation,
+);
