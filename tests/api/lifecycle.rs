@@ -349,6 +349,12 @@ async fn the_same_key_during_a_running_turn_is_idempotency_in_progress(backend: 
     tokio::time::sleep(Duration::from_millis(150)).await;
     let (status, err) = body(app.continue_run(&token, &id, "same-key-turn-1", go(1)).await).await;
     assert_eq!((status, err["error"]["code"].as_str()), (409, Some("idempotency_in_progress")));
+    let during: Value =
+        app.get(&format!("/api/v1/agent-runs/{id}"), &token).send().await.unwrap().json().await.unwrap();
+    assert_eq!(during["lifecycle_status"], "running");
+    assert_eq!(during["completion_status"], "pending");
+    assert_eq!(during["recommended_next_action"], "wait");
+    assert_eq!(during["version"], 1, "a claim is not a version");
     assert_eq!(err["error"]["retryable"], true);
     assert_eq!(slow.await.unwrap().0, 200);
 }

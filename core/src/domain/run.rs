@@ -518,6 +518,18 @@ impl Run {
         })
     }
 
+    /// The projection as observed at `now_epoch`: while a turn holds a live claim the
+    /// run is `running` / `pending` (the stored statuses resume when it finalizes).
+    pub fn observed(&self, now_epoch: i64) -> serde_json::Value {
+        let mut public = self.to_public();
+        if self.live_claim(now_epoch).is_some() {
+            public["lifecycle_status"] = serde_json::json!(Lifecycle::Running);
+            public["completion_status"] = serde_json::json!(Completion::Pending);
+            public["recommended_next_action"] = serde_json::json!("wait");
+        }
+        public
+    }
+
     /// The `helix.agent_run.evidence_bundle.v1` projection.
     pub fn evidence_bundle(&self) -> serde_json::Value {
         serde_json::json!({

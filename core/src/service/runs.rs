@@ -142,7 +142,7 @@ impl Services {
 
     pub async fn inspect_run(&self, p: &Principal, run_id: &str) -> Result<Value, ApiError> {
         p.require(&[RUNS_READ])?;
-        Ok(self.owned_run(p, run_id).await?.to_public())
+        Ok(self.owned_run(p, run_id).await?.observed(self.clock.epoch()))
     }
 
     pub async fn run_evidence(&self, p: &Principal, run_id: &str) -> Result<Value, ApiError> {
