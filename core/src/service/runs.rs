@@ -112,29 +112,11 @@ impl Services {
             json!({ "database_scope": run.database_scope, "max_steps": run.budget.max_steps }),
         );
         run.last_seq = log.last_seq();
-        let response = run.to_public();
         let rkey = receipt_key(&p.owner_hash(), OP_START, key.as_str());
-        let receipt = Receipt {
-            request_hash: hash.clone(),
-            state: ReceiptState::Completed { status: 201, body: response.to_string() },
-            run_id: Some(run.run_id.clone()),
-            lease_until: 0,
-            expires_at: self.receipt_expiry(),
-        };
-        let mut ops = vec![
-            WriteOp::Put { item: receipt.to_item(&rkey), cond: Some(Cond::NotExists) },
-            WriteOp::Put { item: run_item(&run)?, cond: Some(Cond::NotExists) },
-        ];
-        ops.extend(event_ops(&log.events)?);
-        match self.store.transact(ops).await {
-            Ok(()) => Ok(completed(201, &response, false)),
-            Err(StoreError::TransactionCanceled { reasons }) => match reasons.first() {
-                Some(CancelReason::ConditionFailed { current: Some(existing) }) => {
-                    self.answer_from_receipt(existing, &hash)
-                }
-                _ => Err(ApiError::internal(StoreError::TransactionCanceled { reasons })),
-            },
-            Err(e) => Err(e.into()),
+        match self.commit(&rkey, &hash, 201, &run, Cond::NotExists, &log.events).await? {
+            Commit::Done(m) => Ok(m),
+            // A fresh random run id cannot exist: a collision is an internal fault.
+            Commit::RunChanged => Err(ApiError::internal(std::io::Error::other("run id collision"))),
         }
     }
 
@@ -209,33 +191,16 @@ impl Services {
                 json!({ "reason_included": req.reason.is_some(), "reason": req.reason }),
             );
             run.last_seq = log.last_seq();
-            let response = run.to_public();
-            let receipt = Receipt {
-                request_hash: hash.clone(),
-                state: ReceiptState::Completed { status: 200, body: response.to_string() },
-                run_id: Some(run.run_id.clone()),
-                lease_until: 0,
-                expires_at: self.receipt_expiry(),
-            };
-            let mut ops = vec![
-                WriteOp::Put { item: receipt.to_item(&rkey), cond: Some(Cond::NotExists) },
-                WriteOp::Put { item: run_item(&run)?, cond: Some(run_unchanged(old_rev)) },
-            ];
-            ops.extend(event_ops(&log.events)?);
-            match self.store.transact(ops).await {
-                Ok(()) => {
-                    if let Some(token) = self.running.lock().expect("running map").get(&run.run_id) {
+            match self.commit(&rkey, &hash, 200, &run, run_unchanged(old_rev), &log.events).await? {
+                Commit::Done(m) => {
+                    if !m.replayed
+                        && let Some(token) = self.running.lock().expect("running map").get(&run.run_id)
+                    {
                         token.cancel();
                     }
-                    return Ok(completed(200, &response, false));
+                    return Ok(m);
                 }
-                Err(StoreError::TransactionCanceled { reasons }) => {
-                    if let Some(CancelReason::ConditionFailed { current: Some(existing) }) = reasons.first() {
-                        return self.answer_from_receipt(existing, &hash);
-                    }
-                    continue; // the run changed: re-evaluate from a fresh read
-                }
-                Err(e) => return Err(e.into()),
+                Commit::RunChanged => continue, // re-evaluate from a fresh read
             }
         }
         Err(ApiError::RunBusy)
@@ -413,28 +378,9 @@ impl Services {
             json!({ "reason": "expired", "steps_used": run.budget.steps_used }),
         );
         run.last_seq = log.last_seq();
-        let response = run.to_public();
-        let receipt = Receipt {
-            request_hash: hash.to_owned(),
-            state: ReceiptState::Completed { status: 200, body: response.to_string() },
-            run_id: Some(run.run_id.clone()),
-            lease_until: 0,
-            expires_at: self.receipt_expiry(),
-        };
-        let mut ops = vec![
-            WriteOp::Put { item: receipt.to_item(rkey), cond: Some(Cond::NotExists) },
-            WriteOp::Put { item: run_item(&run)?, cond: Some(run_unchanged(old_rev)) },
-        ];
-        ops.extend(event_ops(&log.events)?);
-        match self.store.transact(ops).await {
-            Ok(()) => Ok(completed(200, &response, false)),
-            Err(StoreError::TransactionCanceled { reasons }) => match reasons.first() {
-                Some(CancelReason::ConditionFailed { current: Some(existing) }) => {
-                    self.answer_from_receipt(existing, hash)
-                }
-                _ => Err(ApiError::RunBusy),
-            },
-            Err(e) => Err(e.into()),
+        match self.commit(rkey, hash, 200, &run, run_unchanged(old_rev), &log.events).await? {
+            Commit::Done(m) => Ok(m),
+            Commit::RunChanged => Err(ApiError::RunBusy),
         }
     }
 
@@ -467,6 +413,52 @@ impl Services {
         token.cancel(); // tell a still-running executor to stop
         self.running.lock().expect("running map").remove(run_id);
         result
+    }
+}
+
+/// The outcome of committing a completed mutation.
+enum Commit {
+    Done(Mutation),
+    /// The run changed since it was read (its compare-and-set failed).
+    RunChanged,
+}
+
+impl Services {
+    /// Commits a completed mutation in one transaction: a new receipt holding the
+    /// response, the run under `run_cond`, and the mutation's events. A receipt that
+    /// already exists answers as a retry of that key (replay, conflict, in progress).
+    async fn commit(
+        &self,
+        rkey: &Key,
+        hash: &str,
+        status: u16,
+        run: &Run,
+        run_cond: Cond,
+        events: &[Event],
+    ) -> Result<Commit, ApiError> {
+        let response = run.to_public();
+        let receipt = Receipt {
+            request_hash: hash.to_owned(),
+            state: ReceiptState::Completed { status, body: response.to_string() },
+            run_id: Some(run.run_id.clone()),
+            lease_until: 0,
+            expires_at: self.receipt_expiry(),
+        };
+        let mut ops = vec![
+            WriteOp::Put { item: receipt.to_item(rkey), cond: Some(Cond::NotExists) },
+            WriteOp::Put { item: run_item(run)?, cond: Some(run_cond) },
+        ];
+        ops.extend(event_ops(events)?);
+        match self.store.transact(ops).await {
+            Ok(()) => Ok(Commit::Done(completed(status, &response, false))),
+            Err(StoreError::TransactionCanceled { reasons }) => match reasons.first() {
+                Some(CancelReason::ConditionFailed { current: Some(existing) }) => {
+                    self.answer_from_receipt(existing, hash).map(Commit::Done)
+                }
+                _ => Ok(Commit::RunChanged),
+            },
+            Err(e) => Err(e.into()),
+        }
     }
 }
 
