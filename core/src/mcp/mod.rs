@@ -1,7 +1,135 @@
-//! The MCP facade (being written).
+//! The MCP facade: `POST /mcp`, stateless Streamable HTTP with JSON responses on the
+//! `rmcp` SDK, behind the shared HTTP pipeline. Before the SDK sees a message this
+//! module reads the body (limit), preflights the JSON-RPC envelope, authenticates the
+//! bearer and applies the principal rate limit; the principal then travels to the tool
+//! handlers in the request extensions. Tools frame the same `Services` calls as REST.
 
-use crate::http::AppState;
+pub mod catalog;
+pub mod preflight;
+pub mod schema;
+pub mod server;
 
-pub fn router(_state: AppState) -> axum::Router {
-    axum::Router::new()
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{FromRequestParts, Request, State};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use http::header::{ACCEPT, CONTENT_TYPE};
+use http::{HeaderValue, StatusCode};
+use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use serde_json::Value;
+
+use crate::error::ApiError;
+use crate::http::{AppState, Authed, Group, pipeline};
+use preflight::{Envelope, Rejection};
+use server::HelixMcp;
+
+pub const PATH: &str = "/mcp";
+
+type McpService = StreamableHttpService<HelixMcp, NeverSessionManager>;
+
+#[derive(Clone)]
+struct McpState {
+    app: AppState,
+    service: McpService,
+}
+
+pub fn router(state: AppState) -> Router {
+    let config = &state.services.config;
+    let transport = StreamableHttpServerConfig::default()
+        .with_legacy_session_mode(false)
+        .with_json_response(true)
+        .with_sse_keep_alive(None)
+        .with_sse_retry(None)
+        // The pipeline already admitted Host and Origin; the SDK's own Host check
+        // (loopback only by default) gets the same allowlist so it agrees.
+        .with_allowed_hosts(config.allowed_hosts.iter().cloned())
+        .with_max_request_body_bytes(config.mcp_limits.body_bytes);
+    let factory_state = state.clone();
+    let service = StreamableHttpService::new(
+        move || Ok(HelixMcp::new(factory_state.clone())),
+        Arc::new(NeverSessionManager::default()),
+        transport,
+    );
+    Router::new()
+        .route(PATH, post(handle).fallback(method_not_allowed))
+        .with_state(McpState { app: state.clone(), service })
+        .layer(axum::middleware::from_fn_with_state((state, Group::Mcp), pipeline))
+}
+
+async fn method_not_allowed() -> ApiError {
+    ApiError::MethodNotAllowed { allow: "POST" }
+}
+
+fn rejection(r: Rejection) -> Response {
+    (StatusCode::BAD_REQUEST, axum::Json(r.body())).into_response()
+}
+
+fn is_json(value: Option<&HeaderValue>) -> bool {
+    value
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/json"))
+}
+
+/// Every answer here is JSON, so a client that accepts JSON (or says nothing) is
+/// served even when it does not also list `text/event-stream`, which the SDK insists on.
+fn admits_json(accept: Option<&HeaderValue>) -> bool {
+    let Some(accept) = accept.and_then(|v| v.to_str().ok()) else { return true };
+    accept
+        .split(',')
+        .map(|m| m.split(';').next().unwrap_or("").trim())
+        .any(|m| m.eq_ignore_ascii_case("application/json") || m == "*/*" || m.eq_ignore_ascii_case("application/*"))
+}
+
+async fn handle(State(mcp): State<McpState>, req: Request) -> Result<Response, ApiError> {
+    let (mut parts, body) = req.into_parts();
+    if !is_json(parts.headers.get(CONTENT_TYPE)) {
+        return Err(ApiError::UnsupportedMediaType);
+    }
+    let limit = mcp.app.services.config.mcp_limits.body_bytes;
+    let bytes = axum::body::to_bytes(body, limit).await.map_err(|_| ApiError::PayloadTooLarge { limit })?;
+    let envelope = match preflight::check(&bytes) {
+        Ok(e) => e,
+        Err(r) => return Ok(rejection(r)),
+    };
+    let Authed(principal) = Authed::from_request_parts(&mut parts, &mcp.app).await?;
+    parts.extensions.insert(principal);
+    if admits_json(parts.headers.get(ACCEPT)) {
+        parts.headers.insert(ACCEPT, HeaderValue::from_static("application/json, text/event-stream"));
+    }
+    let res = mcp.service.handle(Request::from_parts(parts, Body::from(bytes))).await.map(Body::new);
+    Ok(match envelope {
+        Envelope::Request { method: "tools/list" } => with_security_schemes(res).await,
+        _ => res,
+    })
+}
+
+/// The SDK's tool model has no `securitySchemes` member, so the standard field is added
+/// to each listed tool here, from the catalog (the `_meta` copy is set by the SDK model).
+async fn with_security_schemes(res: Response<Body>) -> Response<Body> {
+    if res.status() != StatusCode::OK || !is_json(res.headers().get(CONTENT_TYPE)) {
+        return res;
+    }
+    let (parts, body) = res.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, usize::MAX).await else {
+        return ApiError::internal(std::io::Error::other("unreadable tools/list response")).into_response();
+    };
+    let Ok(mut message) = serde_json::from_slice::<Value>(&bytes) else {
+        return Response::from_parts(parts, Body::from(bytes));
+    };
+    if let Some(tools) = message.pointer_mut("/result/tools").and_then(Value::as_array_mut) {
+        for tool in tools.iter_mut() {
+            let spec = tool.get("name").and_then(Value::as_str).and_then(catalog::find);
+            if let (Some(spec), Some(obj)) = (spec, tool.as_object_mut()) {
+                obj.insert("securitySchemes".into(), catalog::security_schemes(spec));
+            }
+        }
+    }
+    let mut parts = parts;
+    parts.headers.remove(http::header::CONTENT_LENGTH);
+    Response::from_parts(parts, Body::from(message.to_string()))
 }

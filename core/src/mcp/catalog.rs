@@ -1,0 +1,466 @@
+//! The MCP tool catalog: one static table, listed in full and in this order to every
+//! caller whatever its scopes (visibility is not permission: handlers enforce scopes).
+//! Room tools are appended as further rows and `Op` variants.
+
+use std::sync::{Arc, LazyLock};
+
+use rmcp::model::{JsonObject, MetaObject, Tool, ToolAnnotations};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::schema::input_schema;
+use crate::domain::run::{CancelRequest, ContinueRequest, StartRequest};
+use crate::domain::scopes::{RUNS_READ, RUNS_WRITE};
+
+/// What a tool does; `server` dispatches on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    RunStart,
+    RunContinue,
+    RunCancel,
+    RunInspect,
+    RunEvidence,
+    RunEvents,
+}
+
+/// The shape of a tool's successful `structuredContent`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Output {
+    Run,
+    EvidenceBundle,
+    EventPage,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct Hints {
+    pub read_only: bool,
+    pub destructive: bool,
+    pub idempotent: bool,
+    pub open_world: bool,
+}
+
+pub struct ToolSpec {
+    pub name: &'static str,
+    pub title: &'static str,
+    pub description: &'static str,
+    /// The complete scope set the handler requires (all of them).
+    pub scopes: &'static [&'static str],
+    pub hints: Hints,
+    pub input: fn() -> JsonObject,
+    pub output: Output,
+    pub op: Op,
+}
+
+// ---------- arguments (strict: unknown keys are refused at every level) ----------
+
+/// Arguments of helix_run_start.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StartArgs {
+    /// Caller-chosen key of 8-200 visible ASCII characters, fresh for each distinct start. The same key with the same request replays the stored result; with a different request it is idempotency_conflict.
+    pub idempotency_key: String,
+    /// The start request (the body of POST /api/v1/agent-runs).
+    pub request: StartRequest,
+}
+
+/// Arguments of helix_run_continue.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ContinueArgs {
+    /// The run to continue (run_...), as returned by helix_run_start.
+    pub run_id: String,
+    /// Caller-chosen key of 8-200 visible ASCII characters, fresh for each turn. A retry with the same key and request replays the stored result.
+    pub idempotency_key: String,
+    /// The continue request: the run's current version as expected_version, plus an instruction, answers to pending_questions, or both.
+    pub request: ContinueRequest,
+}
+
+/// Arguments of helix_run_cancel.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CancelArgs {
+    /// The run to cancel (run_...).
+    pub run_id: String,
+    /// Caller-chosen key of 8-200 visible ASCII characters. A retry with the same key and request replays the stored result.
+    pub idempotency_key: String,
+    /// The cancel request: the run's current version as expected_version, and an optional reason.
+    pub request: CancelRequest,
+}
+
+/// Arguments of the run read tools.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RunArgs {
+    /// The run (run_...).
+    pub run_id: String,
+}
+
+/// Arguments of helix_run_list_events.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListEventsArgs {
+    /// The run (run_...).
+    pub run_id: String,
+    /// Return events with seq greater than this (default 0: from the first event).
+    #[serde(default)]
+    pub after_seq: Option<u64>,
+    /// Page size, 1-200 (default 50).
+    #[serde(default)]
+    pub limit: Option<u32>,
+}
+
+// ---------- the table ----------
+
+const WRITE: &[&str] = &[RUNS_WRITE];
+const READ: &[&str] = &[RUNS_READ];
+const READ_HINTS: Hints = Hints { read_only: true, destructive: false, idempotent: true, open_world: false };
+
+pub static CATALOG: &[ToolSpec] = &[
+    ToolSpec {
+        name: "helix_run_start",
+        title: "Start a Helix run",
+        description: "Create a durable, bounded Helix specialist run for a research objective over admitted \
+            logical data scopes. Does not execute a solver turn: call helix_run_continue with the returned \
+            version to execute one. Results are observations, never answer authority.",
+        scopes: WRITE,
+        hints: Hints { read_only: false, destructive: false, idempotent: true, open_world: false },
+        input: input_schema::<StartArgs>,
+        output: Output::Run,
+        op: Op::RunStart,
+    },
+    ToolSpec {
+        name: "helix_run_continue",
+        title: "Continue a Helix run",
+        description: "Execute and persist exactly one governed Helix Ask solver turn on a run. Pass the run's \
+            current version as request.expected_version, and an instruction, answers to pending_questions, \
+            or both. Stop when recommended_next_action is \"stop\"; answer pending questions when it is \
+            \"answer_questions\".",
+        scopes: WRITE,
+        hints: Hints { read_only: false, destructive: false, idempotent: true, open_world: true },
+        input: input_schema::<ContinueArgs>,
+        output: Output::Run,
+        op: Op::RunContinue,
+    },
+    ToolSpec {
+        name: "helix_run_cancel",
+        title: "Cancel a Helix run",
+        description: "Durably and irreversibly cancel a nonterminal run at its current version. Events and \
+            evidence are kept; the run cannot be continued afterwards.",
+        scopes: WRITE,
+        hints: Hints { read_only: false, destructive: true, idempotent: true, open_world: false },
+        input: input_schema::<CancelArgs>,
+        output: Output::Run,
+        op: Op::RunCancel,
+    },
+    ToolSpec {
+        name: "helix_run_inspect",
+        title: "Inspect a Helix run",
+        description: "Read the current owner-scoped snapshot of a run (helix.agent_run.v1): version, statuses, \
+            budget, unresolved requirements, contradictions, pending questions, evidence refs, latest result.",
+        scopes: READ,
+        hints: READ_HINTS,
+        input: input_schema::<RunArgs>,
+        output: Output::Run,
+        op: Op::RunInspect,
+    },
+    ToolSpec {
+        name: "helix_run_fetch_evidence",
+        title: "Fetch a run's evidence",
+        description: "Fetch the normalized evidence bundle of a run (helix.agent_run.evidence_bundle.v1): \
+            observation, evidence and receipt refs, admitted evidence items, supported and contradicted \
+            claims, and terminal-authority status.",
+        scopes: READ,
+        hints: READ_HINTS,
+        input: input_schema::<RunArgs>,
+        output: Output::EvidenceBundle,
+        op: Op::RunEvidence,
+    },
+    ToolSpec {
+        name: "helix_run_list_events",
+        title: "List a run's events",
+        description: "Page through a run's ordered audit events (helix.agent_run.event.v1). Pass after_seq = \
+            the previous page's next_after_seq while has_more is true.",
+        scopes: READ,
+        hints: READ_HINTS,
+        input: input_schema::<ListEventsArgs>,
+        output: Output::EventPage,
+        op: Op::RunEvents,
+    },
+];
+
+pub fn find(name: &str) -> Option<&'static ToolSpec> {
+    CATALOG.iter().find(|t| t.name == name)
+}
+
+/// The standard `securitySchemes` value of a tool (also copied into its `_meta`).
+pub fn security_schemes(spec: &ToolSpec) -> Value {
+    json!([{ "type": "oauth2", "scopes": spec.scopes }])
+}
+
+struct Built {
+    input: Value,
+    tool: Tool,
+}
+
+/// Schemas are generated once per process, in catalog order.
+static BUILT: LazyLock<Vec<Built>> = LazyLock::new(|| CATALOG.iter().map(build).collect());
+
+fn build(spec: &ToolSpec) -> Built {
+    let input = (spec.input)();
+    let annotations = ToolAnnotations::with_title(spec.title)
+        .read_only(spec.hints.read_only)
+        .destructive(spec.hints.destructive)
+        .idempotent(spec.hints.idempotent)
+        .open_world(spec.hints.open_world);
+    let mut meta = MetaObject::new();
+    meta.insert("securitySchemes".into(), security_schemes(spec));
+    let tool = Tool::new(spec.name, spec.description, Arc::new(input.clone()))
+        .with_title(spec.title)
+        .with_raw_output_schema(Arc::new(output_schema(spec.output)))
+        .with_annotations(annotations)
+        .with_meta(meta);
+    Built { input: Value::Object(input), tool }
+}
+
+/// The whole catalog as SDK tool objects, in catalog order.
+pub fn tools() -> Vec<Tool> {
+    BUILT.iter().map(|b| b.tool.clone()).collect()
+}
+
+pub fn tool(name: &str) -> Option<Tool> {
+    CATALOG.iter().position(|t| t.name == name).map(|i| BUILT[i].tool.clone())
+}
+
+/// A tool's input schema as a `Value` (what the preflight validates arguments against).
+pub fn input_schema_value(spec: &ToolSpec) -> &'static Value {
+    let i = CATALOG.iter().position(|t| std::ptr::eq(t, spec)).expect("a catalog row");
+    &BUILT[i].input
+}
+
+// ---------- output schemas ----------
+//
+// Hand-written for the projections in `domain::run` and `service::runs`. A tool's
+// outputSchema admits its success shape or the error envelope: some SDK clients
+// validate `structuredContent` of `isError` results too. Objects stay open
+// (no `additionalProperties: false`) so adding a field does not break clients.
+
+fn output_schema(output: Output) -> JsonObject {
+    let success = match output {
+        Output::Run => run_schema(),
+        Output::EvidenceBundle => evidence_bundle_schema(),
+        Output::EventPage => event_page_schema(),
+    };
+    let Value::Object(root) = json!({ "type": "object", "anyOf": [success, error_schema()] }) else { unreachable!() };
+    root
+}
+
+fn object(required: &[&str], properties: Value) -> Value {
+    json!({ "type": "object", "required": required, "properties": properties })
+}
+
+fn strings() -> Value {
+    json!({ "type": "array", "items": { "type": "string" } })
+}
+
+fn nullable_string() -> Value {
+    json!({ "type": ["string", "null"] })
+}
+
+fn count() -> Value {
+    json!({ "type": "integer", "minimum": 0 })
+}
+
+const FLAGS: [&str; 4] = ["answer_authority", "assistant_answer", "terminal_eligible", "raw_content_included"];
+
+fn with_false_flags(mut schema: Value) -> Value {
+    for flag in FLAGS {
+        schema["properties"][flag] = json!({ "const": false });
+        schema["required"].as_array_mut().expect("required list").push(flag.into());
+    }
+    schema
+}
+
+fn requirement() -> Value {
+    object(
+        &["id", "kind", "detail"],
+        json!({ "id": {"type": "string"}, "kind": {"type": "string"}, "detail": {"type": "string"} }),
+    )
+}
+
+fn contradiction() -> Value {
+    object(
+        &["id", "claim", "evidence_refs"],
+        json!({ "id": {"type": "string"}, "claim": {"type": "string"}, "evidence_refs": strings() }),
+    )
+}
+
+fn list_of(item: Value) -> Value {
+    json!({ "type": "array", "items": item })
+}
+
+pub(crate) fn run_schema() -> Value {
+    let props = json!({
+        "schema": { "const": "helix.agent_run.v1" },
+        "run_id": { "type": "string" },
+        "ownership": object(&["owner_ref", "tenant_ref", "account_ref"], json!({
+            "owner_ref": {"type": "string"}, "tenant_ref": {"type": "string"}, "account_ref": {"type": "string"}
+        })),
+        "objective": { "type": "string" },
+        "objective_hash": { "type": "string" },
+        "runtime_provider": { "type": "string" },
+        "lifecycle_status": { "type": "string", "description": "queued, running, waiting, completed, failed or cancelled" },
+        "completion_status": { "type": "string", "description": "pending, completed, needs_more_evidence, needs_input, conflict_detected, blocked, failed, budget_exhausted or cancelled" },
+        "terminal_authority_status": { "type": "string" },
+        "version": { "type": "integer", "minimum": 1 },
+        "completion_contract": object(
+            &["min_evidence_refs", "require_terminal_authority", "required_output_fields", "max_unresolved_requirements", "allow_conflicts"],
+            json!({
+                "min_evidence_refs": count(), "require_terminal_authority": {"type": "boolean"},
+                "required_output_fields": strings(), "max_unresolved_requirements": count(),
+                "allow_conflicts": {"type": "boolean"}
+            }),
+        ),
+        "constraints": strings(),
+        "database_scope": strings(),
+        "budget": object(&["max_steps", "steps_used", "steps_remaining", "expires_at"], json!({
+            "max_steps": count(), "steps_used": count(), "steps_remaining": count(), "expires_at": {"type": "string"}
+        })),
+        "unresolved_requirements": list_of(requirement()),
+        "contradictions": list_of(contradiction()),
+        "pending_questions": list_of(object(&["question_id", "prompt"], json!({
+            "question_id": {"type": "string"}, "prompt": {"type": "string"}
+        }))),
+        "evidence": object(&["observation_refs", "evidence_refs", "receipt_refs"], json!({
+            "observation_refs": strings(), "evidence_refs": strings(), "receipt_refs": strings()
+        })),
+        "latest_result": { "type": ["object", "null"] },
+        "recommended_next_action": { "enum": ["continue", "answer_questions", "stop"] },
+        "created_at": { "type": "string" },
+        "updated_at": { "type": "string" },
+        "completed_at": nullable_string(),
+        "cancelled_at": nullable_string(),
+    });
+    let required: Vec<&str> = props.as_object().expect("properties").keys().map(String::as_str).collect();
+    with_false_flags(object(&required, props.clone()))
+}
+
+pub(crate) fn evidence_bundle_schema() -> Value {
+    let props = json!({
+        "schema": { "const": "helix.agent_run.evidence_bundle.v1" },
+        "run_id": { "type": "string" },
+        "version": { "type": "integer", "minimum": 1 },
+        "observation_refs": strings(),
+        "evidence_refs": strings(),
+        "receipt_refs": strings(),
+        "evidence": list_of(object(&["ref", "family", "source", "content_sha256", "excerpt", "step"], json!({
+            "ref": {"type": "string"}, "family": {"type": "string"}, "source": {"type": "string"},
+            "content_sha256": {"type": "string"}, "excerpt": {"type": "string"}, "step": count()
+        }))),
+        "supported_claims": strings(),
+        "contradicted_claims": list_of(contradiction()),
+        "unresolved_requirements": list_of(requirement()),
+        "terminal_candidate_ref": nullable_string(),
+        "terminal_authority_status": { "type": "string" },
+    });
+    let required: Vec<&str> = props.as_object().expect("properties").keys().map(String::as_str).collect();
+    with_false_flags(object(&required, props.clone()))
+}
+
+pub(crate) fn event_page_schema() -> Value {
+    let event = object(
+        &["schema", "run_id", "seq", "kind", "version", "created_at", "data"],
+        json!({
+            "schema": { "const": "helix.agent_run.event.v1" },
+            "run_id": { "type": "string" },
+            "seq": { "type": "integer", "minimum": 1 },
+            "kind": { "type": "string" },
+            "version": count(),
+            "created_at": { "type": "string" },
+            "data": {},
+        }),
+    );
+    object(
+        &["schema", "run_id", "events", "next_after_seq", "has_more"],
+        json!({
+            "schema": { "const": "helix.agent_run.event_page.v1" },
+            "run_id": { "type": "string" },
+            "events": list_of(event),
+            "next_after_seq": count(),
+            "has_more": { "type": "boolean" },
+        }),
+    )
+}
+
+pub(crate) fn error_schema() -> Value {
+    object(
+        &["schema", "error", "request_id"],
+        json!({
+            "schema": { "const": crate::error::ERROR_SCHEMA },
+            "error": object(&["code", "message", "retryable"], json!({
+                "code": {"type": "string"}, "message": {"type": "string"}, "retryable": {"type": "boolean"},
+                "details": {"type": "object"}
+            })),
+            "request_id": { "type": "string" },
+        }),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mcp::schema::unsupported_keywords;
+
+    #[test]
+    fn catalog_names_are_unique_and_in_a_stable_order() {
+        let names: Vec<&str> = CATALOG.iter().map(|t| t.name).collect();
+        assert_eq!(
+            names,
+            [
+                "helix_run_start",
+                "helix_run_continue",
+                "helix_run_cancel",
+                "helix_run_inspect",
+                "helix_run_fetch_evidence",
+                "helix_run_list_events"
+            ]
+        );
+        assert_eq!(tools().iter().map(|t| t.name.to_string()).collect::<Vec<_>>(), names);
+    }
+
+    #[test]
+    fn input_schemas_are_strict_objects_with_the_documented_arguments() {
+        for spec in CATALOG {
+            let s = input_schema_value(spec);
+            assert_eq!(s["type"], "object", "{}", spec.name);
+            assert_eq!(s["additionalProperties"], false, "{}", spec.name);
+            assert!(s.get("$schema").is_none() && s.get("$defs").is_none(), "{}: {s}", spec.name);
+            assert!(!s.to_string().contains("$ref"), "{}: subschemas are inlined", spec.name);
+        }
+        let start = input_schema_value(find("helix_run_start").unwrap());
+        assert_eq!(start["required"], json!(["idempotency_key", "request"]));
+        assert_eq!(start["properties"]["request"]["additionalProperties"], false);
+        let events = input_schema_value(find("helix_run_list_events").unwrap());
+        assert_eq!(events["required"], json!(["run_id"]));
+        assert!(events["properties"].get("after_seq").is_some() && events["properties"].get("limit").is_some());
+    }
+
+    #[test]
+    fn every_published_schema_uses_only_keywords_the_validator_knows() {
+        for spec in CATALOG {
+            let input = input_schema_value(spec);
+            assert_eq!(unsupported_keywords(input), Vec::<String>::new(), "{} input", spec.name);
+            let output = Value::Object(output_schema(spec.output));
+            assert_eq!(unsupported_keywords(&output), Vec::<String>::new(), "{} output", spec.name);
+        }
+    }
+
+    #[test]
+    fn every_tool_declares_its_scopes_in_meta() {
+        for (spec, tool) in CATALOG.iter().zip(tools()) {
+            let meta = tool.meta.expect("_meta");
+            assert_eq!(meta.get("securitySchemes"), Some(&security_schemes(spec)));
+            assert!(tool.output_schema.is_some() && tool.annotations.is_some());
+        }
+    }
+}

@@ -1,0 +1,334 @@
+//! The JSON-RPC envelope preflight: runs on the raw body before authentication and
+//! before the MCP SDK sees anything. A refusal is an HTTP 400 JSON-RPC error with
+//! `id: null` and a fixed message: nothing from the request is ever echoed.
+//! Pure: no I/O, no state beyond the static tool catalog.
+
+use std::fmt;
+
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::{Map, Value};
+
+use super::catalog;
+use super::schema::validate;
+use crate::http::redact::looks_like_credential;
+
+/// Longest JSON-RPC string id admitted.
+pub const MAX_ID_CHARS: usize = 128;
+
+/// Client-to-server request methods of the MCP revisions served (the SDK answers
+/// the ones this server does not implement with "method not found").
+pub const REQUEST_METHODS: &[&str] = &[
+    "initialize",
+    "server/discover",
+    "ping",
+    "tools/list",
+    "tools/call",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+    "prompts/list",
+    "prompts/get",
+    "completion/complete",
+    "logging/setLevel",
+];
+
+pub const NOTIFICATION_METHODS: &[&str] = &[
+    "notifications/initialized",
+    "notifications/cancelled",
+    "notifications/progress",
+    "notifications/roots/list_changed",
+];
+
+/// Why an envelope was refused. Each maps to one fixed message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rejection {
+    Parse,
+    Batch,
+    NotObject,
+    DuplicateKey,
+    UnknownMember,
+    Version,
+    Id,
+    IdPresence,
+    Method,
+    Params,
+    CallParams,
+    ToolName,
+    Arguments,
+}
+
+impl Rejection {
+    /// JSON-RPC error code: -32700 for a body that is not JSON, else -32600.
+    pub fn code(self) -> i64 {
+        if self == Rejection::Parse { -32700 } else { -32600 }
+    }
+
+    pub fn message(self) -> &'static str {
+        match self {
+            Rejection::Parse => "Parse error: the body is not valid JSON",
+            Rejection::Batch => "Invalid Request: batches are not accepted",
+            Rejection::NotObject => "Invalid Request: the body must be one JSON-RPC object",
+            Rejection::DuplicateKey => "Invalid Request: duplicate object key",
+            Rejection::UnknownMember => "Invalid Request: unknown or misplaced envelope member",
+            Rejection::Version => "Invalid Request: jsonrpc must be \"2.0\"",
+            Rejection::Id => "Invalid Request: id must be an integer or a short opaque string",
+            Rejection::IdPresence => "Invalid Request: requests carry an id, notifications do not",
+            Rejection::Method => "Invalid Request: unknown method",
+            Rejection::Params => "Invalid Request: params must be an object",
+            Rejection::CallParams => "Invalid Request: tools/call params admit only name, arguments and _meta",
+            Rejection::ToolName => "Invalid Request: unknown tool",
+            Rejection::Arguments => "Invalid Request: arguments do not match the tool's inputSchema",
+        }
+    }
+
+    pub fn body(self) -> Value {
+        serde_json::json!({
+            "jsonrpc": "2.0",
+            "id": null,
+            "error": { "code": self.code(), "message": self.message() },
+        })
+    }
+}
+
+/// What the preflight learned about an admitted message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Envelope {
+    Request { method: &'static str },
+    Notification,
+    Response,
+}
+
+/// Checks one raw JSON-RPC message against the envelope rules.
+pub fn check(body: &[u8]) -> Result<Envelope, Rejection> {
+    let value = parse_no_duplicates(body)?;
+    let msg = match value {
+        Value::Object(m) => m,
+        Value::Array(_) => return Err(Rejection::Batch),
+        _ => return Err(Rejection::NotObject),
+    };
+    if msg.get("jsonrpc") != Some(&Value::from("2.0")) {
+        return Err(Rejection::Version);
+    }
+    if let Some(id) = msg.get("id") {
+        check_id(id)?;
+    }
+    let Some(method) = msg.get("method") else {
+        return check_response(&msg);
+    };
+    if msg.keys().any(|k| !matches!(k.as_str(), "jsonrpc" | "id" | "method" | "params")) {
+        return Err(Rejection::UnknownMember);
+    }
+    let method = method.as_str().ok_or(Rejection::Method)?;
+    let params = match msg.get("params") {
+        None => None,
+        Some(Value::Object(p)) => Some(p),
+        Some(_) => return Err(Rejection::Params),
+    };
+    if let Some(known) = REQUEST_METHODS.iter().find(|m| **m == method) {
+        if !msg.contains_key("id") {
+            return Err(Rejection::IdPresence);
+        }
+        if *known == "tools/call" {
+            check_tool_call(params.ok_or(Rejection::CallParams)?)?;
+        }
+        return Ok(Envelope::Request { method: known });
+    }
+    if NOTIFICATION_METHODS.contains(&method) {
+        if msg.contains_key("id") {
+            return Err(Rejection::IdPresence);
+        }
+        return Ok(Envelope::Notification);
+    }
+    Err(Rejection::Method)
+}
+
+fn check_id(id: &Value) -> Result<(), Rejection> {
+    match id {
+        Value::Number(n) if n.is_i64() || n.is_u64() => Ok(()),
+        Value::String(s) if !s.is_empty() && s.chars().count() <= MAX_ID_CHARS && !looks_like_credential(s) => Ok(()),
+        _ => Err(Rejection::Id),
+    }
+}
+
+fn check_response(msg: &Map<String, Value>) -> Result<Envelope, Rejection> {
+    let has = |k: &str| msg.contains_key(k);
+    let shape_ok = has("id") && (has("result") != has("error"));
+    if !shape_ok || msg.keys().any(|k| !matches!(k.as_str(), "jsonrpc" | "id" | "result" | "error")) {
+        return Err(Rejection::UnknownMember);
+    }
+    Ok(Envelope::Response)
+}
+
+fn check_tool_call(params: &Map<String, Value>) -> Result<(), Rejection> {
+    if params.keys().any(|k| !matches!(k.as_str(), "name" | "arguments" | "_meta")) {
+        return Err(Rejection::CallParams);
+    }
+    if params.get("_meta").is_some_and(|m| !m.is_object()) {
+        return Err(Rejection::CallParams);
+    }
+    let name = params.get("name").and_then(Value::as_str).ok_or(Rejection::ToolName)?;
+    if looks_like_credential(name) {
+        return Err(Rejection::ToolName);
+    }
+    let tool = catalog::find(name).ok_or(Rejection::ToolName)?;
+    let empty = Value::Object(Map::new());
+    let arguments = match params.get("arguments") {
+        None => &empty,
+        Some(a @ Value::Object(_)) => a,
+        Some(_) => return Err(Rejection::Arguments),
+    };
+    if !validate(catalog::input_schema_value(tool), arguments) {
+        return Err(Rejection::Arguments);
+    }
+    Ok(())
+}
+
+/// Parses JSON into a `Value`, refusing duplicate object keys at any depth (a
+/// duplicate would let the preflight and the SDK read different values).
+fn parse_no_duplicates(body: &[u8]) -> Result<Value, Rejection> {
+    let mut de = serde_json::Deserializer::from_slice(body);
+    let value = StrictValue
+        .deserialize(&mut de)
+        .map_err(|e| if e.to_string().starts_with(DUPLICATE) { Rejection::DuplicateKey } else { Rejection::Parse })?;
+    de.end().map_err(|_| Rejection::Parse)?;
+    Ok(value)
+}
+
+const DUPLICATE: &str = "duplicate object key";
+
+struct StrictValue;
+
+impl<'de> DeserializeSeed<'de> for StrictValue {
+    type Value = Value;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for StrictValue {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(serde_json::Number::from_f64(v).map(Value::Number).unwrap_or(Value::Null))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_owned()))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut out = Vec::new();
+        while let Some(v) = seq.next_element_seed(StrictValue)? {
+            out.push(v);
+        }
+        Ok(Value::Array(out))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut out = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let value = map.next_value_seed(StrictValue)?;
+            if out.insert(key, value).is_some() {
+                return Err(de::Error::custom(DUPLICATE));
+            }
+        }
+        Ok(Value::Object(out))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn run(v: Value) -> Result<Envelope, Rejection> {
+        check(v.to_string().as_bytes())
+    }
+
+    fn call(arguments: Value) -> Value {
+        json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "helix_run_inspect", "arguments": arguments}})
+    }
+
+    #[test]
+    fn well_formed_messages_pass() {
+        assert_eq!(
+            run(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}})),
+            Ok(Envelope::Request { method: "initialize" })
+        );
+        assert_eq!(run(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})), Ok(Envelope::Notification));
+        assert_eq!(run(call(json!({"run_id": "run_abcdefgh"}))), Ok(Envelope::Request { method: "tools/call" }));
+        assert_eq!(run(json!({"jsonrpc": "2.0", "id": "req-1", "result": {}})), Ok(Envelope::Response));
+    }
+
+    #[test]
+    fn envelope_violations_are_refused() {
+        let cases = [
+            (json!([{"jsonrpc": "2.0", "id": 1, "method": "ping"}]), Rejection::Batch),
+            (json!("ping"), Rejection::NotObject),
+            (json!({"jsonrpc": "2.0", "id": 1, "method": "ping", "extra": 1}), Rejection::UnknownMember),
+            (json!({"jsonrpc": "1.0", "id": 1, "method": "ping"}), Rejection::Version),
+            (json!({"jsonrpc": "2.0", "id": 1.5, "method": "ping"}), Rejection::Id),
+            (json!({"jsonrpc": "2.0", "id": null, "method": "ping"}), Rejection::Id),
+            (json!({"jsonrpc": "2.0", "id": "x".repeat(129), "method": "ping"}), Rejection::Id),
+            (
+                json!({"jsonrpc": "2.0", "id": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJl", "method": "ping"}),
+                Rejection::Id,
+            ),
+            (json!({"jsonrpc": "2.0", "id": 1, "method": "tools/exec"}), Rejection::Method),
+            (json!({"jsonrpc": "2.0", "method": "ping"}), Rejection::IdPresence),
+            (json!({"jsonrpc": "2.0", "id": 1, "method": "notifications/initialized"}), Rejection::IdPresence),
+            (json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": [1]}), Rejection::Params),
+        ];
+        for (msg, want) in cases {
+            assert_eq!(run(msg.clone()), Err(want), "{msg}");
+        }
+        assert_eq!(check(b"{\"jsonrpc\":\"2.0\""), Err(Rejection::Parse));
+        assert_eq!(check(br#"{"jsonrpc":"2.0","id":1,"id":2,"method":"ping"}"#), Err(Rejection::DuplicateKey));
+    }
+
+    #[test]
+    fn tool_calls_are_checked_against_the_catalog_and_input_schema() {
+        let with_params = |p: Value| json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": p});
+        assert_eq!(
+            run(with_params(json!({"name": "helix_run_inspect", "arguments": {"run_id": "r"}, "task": {}}))),
+            Err(Rejection::CallParams)
+        );
+        assert_eq!(run(with_params(json!({"name": "helix_shell", "arguments": {}}))), Err(Rejection::ToolName));
+        assert_eq!(run(with_params(json!({"name": "sk-live-0123456789"}))), Err(Rejection::ToolName));
+        assert_eq!(run(call(json!({"run_id": "r", "owner": "me"}))), Err(Rejection::Arguments));
+        assert_eq!(run(call(json!({}))), Err(Rejection::Arguments));
+        assert_eq!(run(call(json!({"run_id": 5}))), Err(Rejection::Arguments));
+        let start = |request: Value| {
+            with_params(
+                json!({"name": "helix_run_start", "arguments": {"idempotency_key": "k-12345678", "request": request}}),
+            )
+        };
+        assert!(run(start(json!({"objective": "x", "budget": {"max_steps": 3}}))).is_ok());
+        assert_eq!(run(start(json!({"objective": "x", "tenant": "t"}))), Err(Rejection::Arguments));
+        assert_eq!(run(start(json!({"objective": "x", "budget": {"max_step": 3}}))), Err(Rejection::Arguments));
+    }
+
+    #[test]
+    fn messages_never_echo_input() {
+        for r in [Rejection::Parse, Rejection::Id, Rejection::ToolName, Rejection::Arguments] {
+            let body = r.body();
+            assert_eq!(body["id"], Value::Null);
+            assert_eq!(body["error"]["message"], r.message());
+        }
+    }
+}

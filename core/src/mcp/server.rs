@@ -1,0 +1,197 @@
+//! The MCP server handler: `tools/list` from the catalog, `tools/call` framed over the
+//! same `Services` methods REST uses. The principal, request id and invocation limits
+//! come from the HTTP request parts the transport hands to every call.
+
+use std::borrow::Cow;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult, MetaObject,
+    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+use super::catalog::{self, CancelArgs, ContinueArgs, ListEventsArgs, Op, RunArgs, StartArgs};
+use crate::auth::principal::Principal;
+use crate::domain::ids::IdempotencyKey;
+use crate::error::ApiError;
+use crate::http::{AppState, Group, Invocation, RequestId, challenge, parse_strict, resource_metadata_url};
+use crate::service::Mutation;
+use crate::service::runs::DEFAULT_EVENT_LIMIT;
+
+/// Protocol revisions served, oldest first. `initialize` negotiates among the ones with a
+/// handshake; 2026-07-28 clients negotiate per request (`server/discover`).
+pub const PROTOCOL_VERSIONS: &[ProtocolVersion] = &[
+    ProtocolVersion::V_2025_03_26,
+    ProtocolVersion::V_2025_06_18,
+    ProtocolVersion::V_2025_11_25,
+    ProtocolVersion::V_2026_07_28,
+];
+
+pub const REPLAYED_META: &str = "helix/idempotency_replayed";
+pub const CHALLENGE_META: &str = "mcp/www_authenticate";
+
+const INSTRUCTIONS: &str = "Helix runs are durable, bounded specialist investigations. Loop: helix_run_start -> \
+helix_run_continue (one solver turn per call, with the current version as request.expected_version) until \
+recommended_next_action is \"stop\"; answer pending_questions when it is \"answer_questions\". Every mutation \
+takes an explicit idempotency_key: reuse it only to retry the same request. Results are observations with \
+answer_authority=false, never an answer by themselves.";
+
+/// One handler per request (the transport is stateless); it only holds the shared state.
+pub struct HelixMcp {
+    state: AppState,
+}
+
+impl HelixMcp {
+    pub fn new(state: AppState) -> Self {
+        Self { state }
+    }
+}
+
+/// What a successful tool call produced.
+enum Outcome {
+    Value(Value),
+    Mutation(Mutation),
+}
+
+/// The per-request values the HTTP handler put into the request extensions.
+struct CallContext {
+    principal: Option<Principal>,
+    request_id: String,
+    invocation: Invocation,
+}
+
+fn call_context(ctx: &RequestContext<RoleServer>) -> CallContext {
+    let ext = ctx.extensions.get::<http::request::Parts>().map(|p| &p.extensions);
+    CallContext {
+        principal: ext.and_then(|e| e.get::<Principal>()).cloned(),
+        request_id: ext.and_then(|e| e.get::<RequestId>()).map(|r| r.0.clone()).unwrap_or_default(),
+        invocation: ext.and_then(|e| e.get::<Invocation>()).copied().unwrap_or_default(),
+    }
+}
+
+/// Strict argument parsing with the REST body's error mapping (never echoes values).
+fn args<T: DeserializeOwned>(arguments: &Value) -> Result<T, ApiError> {
+    parse_strict(arguments.to_string().as_bytes())
+}
+
+fn key(raw: &str) -> Result<IdempotencyKey, ApiError> {
+    IdempotencyKey::parse(raw).ok_or(ApiError::InvalidIdempotencyKey)
+}
+
+impl HelixMcp {
+    async fn dispatch(
+        &self,
+        op: Op,
+        p: &Principal,
+        arguments: &Value,
+        invocation: Invocation,
+    ) -> Result<Outcome, ApiError> {
+        let services = &self.state.services;
+        Ok(match op {
+            Op::RunStart => {
+                let a: StartArgs = args(arguments)?;
+                Outcome::Mutation(services.start_run(p, &key(&a.idempotency_key)?, a.request).await?)
+            }
+            Op::RunContinue => {
+                let a: ContinueArgs = args(arguments)?;
+                let k = key(&a.idempotency_key)?;
+                Outcome::Mutation(services.continue_run(p, &a.run_id, &k, a.request, invocation).await?)
+            }
+            Op::RunCancel => {
+                let a: CancelArgs = args(arguments)?;
+                Outcome::Mutation(services.cancel_run(p, &a.run_id, &key(&a.idempotency_key)?, a.request).await?)
+            }
+            Op::RunInspect => Outcome::Value(services.inspect_run(p, &args::<RunArgs>(arguments)?.run_id).await?),
+            Op::RunEvidence => Outcome::Value(services.run_evidence(p, &args::<RunArgs>(arguments)?.run_id).await?),
+            Op::RunEvents => {
+                let a: ListEventsArgs = args(arguments)?;
+                let (after, limit) = (a.after_seq.unwrap_or(0), a.limit.unwrap_or(DEFAULT_EVENT_LIMIT));
+                Outcome::Value(services.list_events(p, &a.run_id, after, limit).await?)
+            }
+        })
+    }
+
+    /// A failure as a tool result: `isError`, the error envelope as structured content,
+    /// and for a scope refusal the challenge a host uses to re-authorize.
+    fn error_result(&self, err: &ApiError, request_id: &str) -> CallToolResult {
+        err.log(request_id);
+        let mut result = CallToolResult::structured_error(err.body(request_id));
+        let metadata_url = resource_metadata_url(&self.state.services.config.public_base_url, Group::Mcp);
+        if let (ApiError::InsufficientScope { .. }, Some(c)) = (err, challenge(err, &metadata_url)) {
+            let mut meta = MetaObject::new();
+            meta.insert(CHALLENGE_META.into(), json!([c]));
+            result = result.with_meta(Some(meta));
+        }
+        result
+    }
+}
+
+fn framed(outcome: Outcome) -> CallToolResult {
+    match outcome {
+        Outcome::Value(v) => CallToolResult::structured(v),
+        Outcome::Mutation(m) => {
+            // A replayed receipt may hold a stored error response; it stays an error.
+            let mut result = if m.status >= 400 {
+                CallToolResult::structured_error(m.body)
+            } else {
+                CallToolResult::structured(m.body)
+            };
+            let mut meta = MetaObject::new();
+            meta.insert(REPLAYED_META.into(), Value::Bool(m.replayed));
+            result = result.with_meta(Some(meta));
+            result
+        }
+    }
+}
+
+impl ServerHandler for HelixMcp {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(
+                Implementation::new("helix-agent-api", env!("CARGO_PKG_VERSION")).with_title("Helix Agent API"),
+            )
+            .with_protocol_version(ProtocolVersion::V_2025_11_25)
+            .with_instructions(INSTRUCTIONS)
+    }
+
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        Cow::Borrowed(PROTOCOL_VERSIONS)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(catalog::tools()))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        catalog::tool(name)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let cx = call_context(&context);
+        // The preflight admitted only catalog names; anything else is a protocol error.
+        let spec = catalog::find(&request.name).ok_or_else(|| ErrorData::invalid_params("unknown tool", None))?;
+        let Some(principal) = cx.principal else {
+            return Ok(self.error_result(&ApiError::AuthenticationRequired, &cx.request_id).into());
+        };
+        let arguments = Value::Object(request.arguments.unwrap_or_default());
+        let result = match self.dispatch(spec.op, &principal, &arguments, cx.invocation).await {
+            Ok(outcome) => framed(outcome),
+            Err(err) => {
+                tracing::info!(request_id = %cx.request_id, tool = spec.name, code = err.code(), "mcp tool refused");
+                self.error_result(&err, &cx.request_id)
+            }
+        };
+        Ok(result.into())
+    }
+}

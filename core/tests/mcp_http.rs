@@ -1,0 +1,358 @@
+//! `POST /mcp` through the router with `tower::ServiceExt::oneshot` (no socket): transport
+//! decisions, the envelope preflight, authentication, and the tools over real services.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use helix_core::config::{Config, DefaultMode};
+use helix_core::executor::scripted::ScriptedExecutor;
+use helix_core::http::AppState;
+use helix_core::mcp::schema::validate;
+use helix_core::service::accounts::LinkIdentity;
+use http::{Method, Request, StatusCode};
+use http_body_util::BodyExt;
+use serde_json::{Value, json};
+use tower::ServiceExt;
+
+const SECRET: &str = "mcp-test-secret-0123456789abcdef-0123";
+const FULL: &[&str] = &["helix.agent_runs.read", "helix.agent_runs.write", "helix.data.research_library.read"];
+const READ_ONLY: &[&str] = &["helix.agent_runs.read", "helix.data.research_library.read"];
+
+struct App {
+    state: AppState,
+    _dir: tempfile::TempDir,
+}
+
+struct Reply {
+    status: StatusCode,
+    headers: http::HeaderMap,
+    body: Value,
+}
+
+impl App {
+    fn new() -> Self {
+        let vars = [
+            ("HELIX_AGENT_ALLOW_LOCAL_HS256", "1"),
+            ("HELIX_AGENT_LOCAL_JWT_SECRET", SECRET),
+            ("HELIX_AGENT_DATABASE_SCOPES", "research_library"),
+        ];
+        let config = Config::from_lookup(DefaultMode::Development, &|k| {
+            vars.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string())
+        })
+        .expect("test config");
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(helix_core::store::embedded::EmbeddedStore::open(&dir.path().join("helix.redb")).unwrap());
+        let executor = Arc::new(ScriptedExecutor::new(vec![], None));
+        App { state: helix_core::wiring::app_state(config, store, executor), _dir: dir }
+    }
+
+    async fn token(&self, subject: &str, scopes: &[&str]) -> String {
+        let o = &self.state.services.config.oauth;
+        let id = LinkIdentity { issuer: &o.issuer, tenant: "tenant-a", provider: &o.provider, subject };
+        self.state.services.link_account(&id).await.unwrap();
+        let scopes: Vec<String> = scopes.iter().map(|s| s.to_string()).collect();
+        let secret = o.local_hs256_secret.as_ref().unwrap();
+        helix_core::auth::jwt::mint_local_hs256(secret, &o.issuer, &o.audience, subject, "tenant-a", &scopes, 600)
+    }
+
+    async fn send(&self, req: Request<Body>) -> Reply {
+        let res = helix_core::mcp::router(self.state.clone()).oneshot(req).await.unwrap();
+        let status = res.status();
+        let headers = res.headers().clone();
+        let bytes = res.into_body().collect().await.unwrap().to_bytes();
+        let body = if bytes.is_empty() { Value::Null } else { serde_json::from_slice(&bytes).unwrap_or(Value::Null) };
+        Reply { status, headers, body }
+    }
+
+    async fn post_raw(&self, token: Option<&str>, body: String, extra: &[(&str, &str)]) -> Reply {
+        let mut req = Request::post("/mcp").header("host", "127.0.0.1:9000").header("content-type", "application/json");
+        if !extra.iter().any(|(k, _)| *k == "accept") {
+            req = req.header("accept", "application/json, text/event-stream");
+        }
+        if let Some(t) = token {
+            req = req.header("authorization", format!("Bearer {t}"));
+        }
+        for (k, v) in extra {
+            req = req.header(*k, *v);
+        }
+        self.send(req.body(Body::from(body)).unwrap()).await
+    }
+
+    async fn post(&self, token: Option<&str>, msg: Value) -> Reply {
+        self.post_raw(token, msg.to_string(), &[("mcp-protocol-version", "2025-11-25")]).await
+    }
+
+    async fn call(&self, token: &str, name: &str, arguments: Value) -> Value {
+        let msg = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": name, "arguments": arguments}});
+        let reply = self.post(Some(token), msg).await;
+        assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+        reply.body["result"].clone()
+    }
+
+    async fn tools(&self, token: &str) -> Vec<Value> {
+        let reply = self.post(Some(token), json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})).await;
+        assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+        reply.body["result"]["tools"].as_array().unwrap().clone()
+    }
+}
+
+fn start_args(key: &str) -> Value {
+    json!({"idempotency_key": key, "request": {"objective": "Measure the Casimir force.", "database_scope": ["research_library"]}})
+}
+
+fn output_schema<'a>(tools: &'a [Value], name: &str) -> &'a Value {
+    &tools.iter().find(|t| t["name"] == name).unwrap()["outputSchema"]
+}
+
+/// A successful result: text JSON equal to structuredContent, valid against outputSchema.
+fn assert_success(result: &Value, schema: &Value) -> Value {
+    assert_ne!(result["isError"], true, "{result}");
+    let sc = result["structuredContent"].clone();
+    let text: Value = serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(text, sc);
+    assert!(validate(schema, &sc), "structuredContent does not validate: {sc}");
+    sc
+}
+
+fn assert_error(result: &Value, schema: &Value, code: &str) -> Value {
+    assert_eq!(result["isError"], true, "{result}");
+    let sc = &result["structuredContent"];
+    assert_eq!(sc["schema"], "helix.agent_api.error.v1");
+    assert_eq!(sc["error"]["code"], code, "{sc}");
+    assert!(validate(schema, sc), "error envelope does not validate against the outputSchema: {sc}");
+    sc["error"].clone()
+}
+
+#[tokio::test]
+async fn get_and_delete_are_405_with_allow_post() {
+    let app = App::new();
+    for method in [Method::GET, Method::DELETE, Method::PUT] {
+        let req = Request::builder().method(method.clone()).uri("/mcp").header("host", "127.0.0.1");
+        let reply = app.send(req.body(Body::empty()).unwrap()).await;
+        assert_eq!(reply.status, StatusCode::METHOD_NOT_ALLOWED, "{method}");
+        assert_eq!(reply.headers["allow"], "POST");
+        assert_eq!(reply.body["error"]["code"], "method_not_allowed");
+        assert_eq!(reply.headers["cache-control"], "no-store");
+        assert!(reply.headers.contains_key("x-request-id"));
+    }
+}
+
+#[tokio::test]
+async fn a_notification_is_accepted_with_202() {
+    let app = App::new();
+    let token = app.token("alice", FULL).await;
+    let reply = app.post(Some(&token), json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
+    assert_eq!(reply.status, StatusCode::ACCEPTED);
+    assert!(!reply.headers.contains_key("mcp-session-id"));
+}
+
+#[tokio::test]
+async fn no_bearer_is_401_with_the_mcp_resource_metadata_challenge() {
+    let app = App::new();
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}});
+    let reply = app.post(None, init).await;
+    assert_eq!(reply.status, StatusCode::UNAUTHORIZED);
+    assert_eq!(
+        reply.headers["www-authenticate"],
+        "Bearer resource_metadata=\"http://127.0.0.1:9000/.well-known/oauth-protected-resource/mcp\""
+    );
+    assert_eq!(reply.body["error"]["code"], "authentication_required");
+
+    let reply = app.post(Some("not-a-jwt"), json!({"jsonrpc": "2.0", "id": 1, "method": "ping"})).await;
+    assert_eq!(reply.status, StatusCode::UNAUTHORIZED);
+    assert!(reply.headers["www-authenticate"].to_str().unwrap().contains("error=\"invalid_token\""));
+}
+
+#[tokio::test]
+async fn preflight_refuses_bad_envelopes_with_a_static_error_and_null_id() {
+    let app = App::new();
+    let token = app.token("alice", FULL).await;
+    let jwt_id = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJzZWNyZXQifQ.c2lnbmF0dXJlLXZhbHVl";
+    let cases = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "owner": "me"}),
+        json!({"jsonrpc": "2.0", "id": jwt_id, "method": "tools/list"}),
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "helix_shell_exec", "arguments": {}}}),
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "helix_run_inspect",
+            "arguments": {"run_id": "run_0123456789", "tenant_id": "t-9"}}}),
+        json!([{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}]),
+    ];
+    for msg in cases {
+        for token in [Some(token.as_str()), None] {
+            let reply = app.post(token, msg.clone()).await;
+            assert_eq!(reply.status, StatusCode::BAD_REQUEST, "{msg}");
+            assert_eq!(reply.body["jsonrpc"], "2.0");
+            assert_eq!(reply.body["id"], Value::Null);
+            assert_eq!(reply.body["error"]["code"], -32600);
+            let text = reply.body.to_string();
+            for echoed in ["owner", jwt_id, "helix_shell_exec", "tenant_id"] {
+                assert!(!text.contains(echoed), "{text} echoes {echoed}");
+            }
+        }
+    }
+    let reply = app.post_raw(Some(&token), "{not json".into(), &[]).await;
+    assert_eq!((reply.status, reply.body["error"]["code"].clone()), (StatusCode::BAD_REQUEST, json!(-32700)));
+}
+
+#[tokio::test]
+async fn initialize_negotiates_and_tools_list_publishes_the_full_catalog() {
+    let app = App::new();
+    let token = app.token("alice", READ_ONLY).await;
+    for (asked, answered) in [("2025-06-18", "2025-06-18"), ("2025-11-25", "2025-11-25"), ("2024-11-05", "2025-11-25")]
+    {
+        let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": asked, "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}});
+        let reply = app.post_raw(Some(&token), init.to_string(), &[]).await;
+        assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+        assert!(reply.headers["content-type"].to_str().unwrap().starts_with("application/json"));
+        assert!(!reply.headers.contains_key("mcp-session-id"), "stateless: no session id");
+        assert_eq!(reply.body["id"], 1);
+        assert_eq!(reply.body["result"]["protocolVersion"], answered, "asked {asked}");
+        assert!(reply.body["result"]["capabilities"]["tools"].is_object());
+    }
+
+    let tools = app.tools(&token).await;
+    let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        [
+            "helix_run_start",
+            "helix_run_continue",
+            "helix_run_cancel",
+            "helix_run_inspect",
+            "helix_run_fetch_evidence",
+            "helix_run_list_events"
+        ],
+        "the full catalog, whatever the token's scopes"
+    );
+    for t in &tools {
+        let scope =
+            if t["annotations"]["readOnlyHint"] == true { "helix.agent_runs.read" } else { "helix.agent_runs.write" };
+        let schemes = json!([{"type": "oauth2", "scopes": [scope]}]);
+        assert_eq!(t["securitySchemes"], schemes, "{}", t["name"]);
+        assert_eq!(t["_meta"]["securitySchemes"], schemes, "{}", t["name"]);
+        assert_eq!(t["inputSchema"]["type"], "object");
+        assert_eq!(t["inputSchema"]["additionalProperties"], false);
+        assert_eq!(t["outputSchema"]["type"], "object");
+    }
+    assert_eq!(app.tools(&token).await, tools, "stable across requests");
+}
+
+#[tokio::test]
+async fn server_discover_serves_the_2026_07_28_stateless_revision() {
+    let app = App::new();
+    let token = app.token("alice", FULL).await;
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "0"},
+        "io.modelcontextprotocol/clientCapabilities": {}
+    });
+    let msg = json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": meta}});
+    let headers = [("mcp-protocol-version", "2026-07-28"), ("mcp-method", "server/discover")];
+    let reply = app.post_raw(Some(&token), msg.to_string(), &headers).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    let versions = &reply.body["result"]["supportedVersions"];
+    for v in ["2025-06-18", "2025-11-25", "2026-07-28"] {
+        assert!(versions.as_array().unwrap().contains(&json!(v)), "{versions}");
+    }
+
+    let msg = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {"_meta": meta}});
+    let headers = [("mcp-protocol-version", "2026-07-28"), ("mcp-method", "tools/list")];
+    let reply = app.post_raw(Some(&token), msg.to_string(), &headers).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    assert_eq!(reply.body["result"]["tools"].as_array().unwrap().len(), 6);
+    assert_eq!(reply.body["result"]["tools"][0]["securitySchemes"][0]["type"], "oauth2");
+}
+
+#[tokio::test]
+async fn tool_calls_frame_the_run_services() {
+    let app = App::new();
+    let token = app.token("alice", FULL).await;
+    let tools = app.tools(&token).await;
+
+    let first = app.call(&token, "helix_run_start", start_args("mcp-start-0001")).await;
+    let run = assert_success(&first, output_schema(&tools, "helix_run_start"));
+    assert_eq!((run["schema"].clone(), run["version"].clone()), (json!("helix.agent_run.v1"), json!(1)));
+    assert_eq!(first["_meta"]["helix/idempotency_replayed"], false);
+
+    let again = app.call(&token, "helix_run_start", start_args("mcp-start-0001")).await;
+    assert_eq!(assert_success(&again, output_schema(&tools, "helix_run_start"))["run_id"], run["run_id"]);
+    assert_eq!(again["_meta"]["helix/idempotency_replayed"], true);
+
+    let run_id = run["run_id"].as_str().unwrap();
+    let inspected = app.call(&token, "helix_run_inspect", json!({"run_id": run_id})).await;
+    assert_eq!(assert_success(&inspected, output_schema(&tools, "helix_run_inspect")), run);
+    let bundle = app.call(&token, "helix_run_fetch_evidence", json!({"run_id": run_id})).await;
+    assert_success(&bundle, output_schema(&tools, "helix_run_fetch_evidence"));
+    let page = app.call(&token, "helix_run_list_events", json!({"run_id": run_id})).await;
+    let page = assert_success(&page, output_schema(&tools, "helix_run_list_events"));
+    assert_eq!(page["events"][0]["kind"], "run_started");
+
+    let cancel = json!({"run_id": run_id, "idempotency_key": "mcp-cancel-01", "request": {"expected_version": 1}});
+    let cancelled = app.call(&token, "helix_run_cancel", cancel).await;
+    assert_eq!(assert_success(&cancelled, output_schema(&tools, "helix_run_cancel"))["lifecycle_status"], "cancelled");
+
+    let stale = json!({"run_id": run_id, "idempotency_key": "mcp-cont-0001", "request": {"expected_version": 2, "instruction": "go"}});
+    let refused = app.call(&token, "helix_run_continue", stale).await;
+    assert_error(&refused, output_schema(&tools, "helix_run_continue"), "run_not_continuable");
+
+    let conflict = app
+        .call(
+            &token,
+            "helix_run_start",
+            json!({"idempotency_key": "mcp-start-0001",
+        "request": {"objective": "Something else entirely."}}),
+        )
+        .await;
+    assert_error(&conflict, output_schema(&tools, "helix_run_start"), "idempotency_conflict");
+    let bad_key = app.call(&token, "helix_run_start", start_args("short")).await;
+    assert_error(&bad_key, output_schema(&tools, "helix_run_start"), "invalid_idempotency_key");
+    let other = app.call(&token, "helix_run_inspect", json!({"run_id": "run_00000000000000000000"})).await;
+    assert_error(&other, output_schema(&tools, "helix_run_inspect"), "not_found");
+    let range = app.call(&token, "helix_run_list_events", json!({"run_id": run_id, "limit": 500})).await;
+    assert_error(&range, output_schema(&tools, "helix_run_list_events"), "invalid_request");
+}
+
+#[tokio::test]
+async fn a_call_without_the_tool_scope_is_an_error_result_with_the_challenge() {
+    let app = App::new();
+    let token = app.token("bob", READ_ONLY).await;
+    let tools = app.tools(&token).await;
+    let result = app.call(&token, "helix_run_start", start_args("mcp-scope-0001")).await;
+    let error = assert_error(&result, output_schema(&tools, "helix_run_start"), "insufficient_scope");
+    assert_eq!(error["details"]["required_scopes"], json!(["helix.agent_runs.write"]));
+    let challenge = result["_meta"]["mcp/www_authenticate"][0].as_str().unwrap();
+    assert!(result["structuredContent"]["request_id"].as_str().unwrap().starts_with("req_"));
+    assert_eq!(
+        challenge,
+        "Bearer resource_metadata=\"http://127.0.0.1:9000/.well-known/oauth-protected-resource/mcp\", \
+         error=\"insufficient_scope\", scope=\"helix.agent_runs.write\""
+    );
+}
+
+#[tokio::test]
+async fn the_sdk_answers_json_to_clients_that_only_accept_json() {
+    let app = App::new();
+    let token = app.token("alice", FULL).await;
+    let reply = app
+        .post_raw(
+            Some(&token),
+            json!({"jsonrpc": "2.0", "id": "a-1", "method": "tools/list"}).to_string(),
+            &[("accept", "application/json")],
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    assert_eq!(reply.body["id"], "a-1");
+}
+
+#[tokio::test]
+async fn a_tool_error_carries_the_request_id_of_the_http_response() {
+    let app = App::new();
+    let token = app.token("alice", FULL).await;
+    let msg = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        "params": {"name": "helix_run_inspect", "arguments": {"run_id": "run_missing-0001"}}});
+    let reply = app.post_raw(Some(&token), msg.to_string(), &[("x-request-id", "client-trace-42")]).await;
+    assert_eq!(reply.headers["x-request-id"], "client-trace-42");
+    assert_eq!(reply.body["result"]["structuredContent"]["request_id"], "client-trace-42");
+    assert_eq!(reply.body["result"]["structuredContent"]["error"]["code"], "not_found");
+}
