@@ -26,24 +26,34 @@ const SIGNER_KEY_ID: &str = "local-1";
 /// The sample corpus shipped with the binary (used when --corpus is not given).
 const SAMPLE_CORPUS: &[(&str, &str)] = &include!(concat!(env!("OUT_DIR"), "/corpus.rs"));
 
-/// Reads (or creates, 0600) a secret file in the data dir.
+/// Reads (or creates, 0600) a secret file in the data dir. Creation is atomic (a
+/// complete temp file hard-linked into place), so concurrent `serve` and `dev-token`
+/// agree on one value and never read a half-written file.
 fn secret_file(dir: &Path, name: &str, make: impl FnOnce() -> String) -> anyhow::Result<String> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let path = dir.join(name);
     if let Ok(s) = std::fs::read_to_string(&path) {
         return Ok(s.trim().to_owned());
     }
-    let value = make();
+    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
     {
         use std::io::Write;
         let mut opts = std::fs::OpenOptions::new();
-        opts.write(true).create_new(true);
+        opts.write(true).create(true).truncate(true);
         #[cfg(unix)]
         std::os::unix::fs::OpenOptionsExt::mode(&mut opts, 0o600);
-        let mut f = opts.open(&path).with_context(|| format!("creating {}", path.display()))?;
-        f.write_all(value.as_bytes())?;
+        let mut f = opts.open(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
+        f.write_all(make().as_bytes())?;
+        f.sync_all()?;
     }
-    Ok(value)
+    let linked = std::fs::hard_link(&tmp, &path);
+    let _ = std::fs::remove_file(&tmp);
+    match linked {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(e).with_context(|| format!("creating {}", path.display())),
+    }
+    Ok(std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?.trim().to_owned())
 }
 
 /// Development configuration: the process environment, overlaid with local defaults.

@@ -124,3 +124,86 @@ fn the_local_secret_is_kept_in_the_data_dir_with_owner_only_permissions() {
     let again = dev_token(dir.path(), &[]);
     assert!(again.status.success(), "the same data dir keeps working");
 }
+
+/// `create-table`, `dev-token --store dynamodb` and `serve --store dynamodb` against the
+/// emulator `scripts/test` starts (endpoint from the AWS SDK's own environment).
+#[tokio::test]
+async fn serve_and_dev_token_work_on_dynamodb_with_a_created_table() {
+    let endpoint = std::env::var("HELIX_TEST_DYNAMODB_ENDPOINT")
+        .expect("HELIX_TEST_DYNAMODB_ENDPOINT: run the tests through scripts/test, which starts the emulator");
+    let dir = tempfile::tempdir().unwrap();
+    let table = format!("helix-cli-{}", std::process::id());
+    let aws = |cmd: &mut Command| {
+        cmd.env("AWS_ENDPOINT_URL_DYNAMODB", &endpoint)
+            .env("AWS_ACCESS_KEY_ID", "test")
+            .env("AWS_SECRET_ACCESS_KEY", "test")
+            .env("AWS_REGION", "us-east-1")
+            .env_remove("HELIX_ENV");
+    };
+    for _ in 0..2 {
+        let mut create = Command::new(BIN);
+        create.args(["create-table", "--table", &table]);
+        aws(&mut create);
+        let out = create.output().unwrap();
+        assert!(out.status.success(), "create-table is idempotent: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    let port = free_port();
+    let mut serve = Command::new(BIN);
+    serve.args([
+        "serve",
+        "--addr",
+        &format!("127.0.0.1:{port}"),
+        "--store",
+        "dynamodb",
+        "--table",
+        &table,
+        "--data-dir",
+    ]);
+    serve.arg(dir.path()).stdout(Stdio::null()).stderr(Stdio::null());
+    aws(&mut serve);
+    let _server = Server(serve.spawn().unwrap());
+    let mut token = Command::new(BIN);
+    token.args([
+        "dev-token",
+        "--subject",
+        "dyn-user",
+        "--tenant",
+        "dyn-tenant",
+        "--store",
+        "dynamodb",
+        "--table",
+        &table,
+    ]);
+    token.arg("--data-dir").arg(dir.path());
+    aws(&mut token);
+    let out = token.output().unwrap();
+    assert!(
+        out.status.success(),
+        "dev-token runs beside a DynamoDB-backed server: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let token = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+    let client = reqwest::Client::new();
+    let url = format!("http://127.0.0.1:{port}");
+    let mut started = None;
+    for _ in 0..100 {
+        let res = client
+            .post(format!("{url}/api/v1/agent-runs"))
+            .bearer_auth(&token)
+            .header("Idempotency-Key", "cli-dynamo-start-1")
+            .json(&json!({"objective": "What did Lamoreaux measure?"}))
+            .send()
+            .await;
+        if let Ok(res) = res {
+            started = Some(res);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let res = started.expect("helix serve --store dynamodb did not answer");
+    assert_eq!(res.status(), 201);
+    let run: Value = res.json().await.unwrap();
+    let id = run["run_id"].as_str().unwrap();
+    let got = client.get(format!("{url}/api/v1/agent-runs/{id}")).bearer_auth(&token).send().await.unwrap();
+    assert_eq!(got.status(), 200);
+}
