@@ -126,7 +126,7 @@ fn assert_error(result: &Value, schema: &Value, code: &str) -> Value {
 #[tokio::test]
 async fn get_and_delete_are_405_with_allow_post() {
     let app = App::new();
-    for method in [Method::GET, Method::DELETE, Method::PUT] {
+    for method in [Method::GET, Method::DELETE, Method::PUT, Method::OPTIONS] {
         let req = Request::builder().method(method.clone()).uri("/mcp").header("host", "127.0.0.1");
         let reply = app.send(req.body(Body::empty()).unwrap()).await;
         assert_eq!(reply.status, StatusCode::METHOD_NOT_ALLOWED, "{method}");
