@@ -37,6 +37,13 @@ pub enum BootError {
     NoTable,
 }
 
+/// Lambda cold start of a function that must not touch the table (discovery):
+/// production defaults, no SDK client, a store that refuses every call.
+pub fn lambda_state_without_store() -> Result<AppState, BootError> {
+    let config = Config::from_env(crate::config::DefaultMode::Production)?;
+    Ok(app_state(config, Arc::new(crate::store::NoStore), Arc::new(Unconfigured)))
+}
+
 /// Lambda cold start: production defaults, DynamoDB store, configured executor.
 #[cfg(feature = "dynamodb")]
 pub async fn lambda_state() -> Result<AppState, BootError> {

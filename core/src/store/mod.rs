@@ -196,7 +196,34 @@ pub trait Store: Send + Sync + 'static {
     async fn query(&self, pk: &str, sk_prefix: &str, after_sk: Option<&str>, limit: usize) -> Result<Page, StoreError>;
 }
 
+/// The store of a function that has no table: every call is `Unavailable`.
+pub struct NoStore;
+
+#[derive(Debug, thiserror::Error)]
+#[error("this function has no store")]
+struct NoStoreError;
+
+#[async_trait]
+impl Store for NoStore {
+    async fn get(&self, _: &Key) -> Result<Option<Item>, StoreError> {
+        Err(StoreError::Unavailable(Box::new(NoStoreError)))
+    }
+    async fn batch_get(&self, _: &[Key]) -> Result<Vec<Option<Item>>, StoreError> {
+        Err(StoreError::Unavailable(Box::new(NoStoreError)))
+    }
+    async fn put(&self, _: Item, _: Option<Cond>) -> Result<(), StoreError> {
+        Err(StoreError::Unavailable(Box::new(NoStoreError)))
+    }
+    async fn transact(&self, _: Vec<WriteOp>) -> Result<(), StoreError> {
+        Err(StoreError::Unavailable(Box::new(NoStoreError)))
+    }
+    async fn query(&self, _: &str, _: &str, _: Option<&str>, _: usize) -> Result<Page, StoreError> {
+        Err(StoreError::Unavailable(Box::new(NoStoreError)))
+    }
+}
+
 /// Validates the shape rules both backends enforce the same way.
+#[cfg_attr(not(any(feature = "dynamodb", feature = "embedded")), allow(dead_code))]
 pub(crate) fn check_transaction(ops: &[WriteOp]) -> Result<(), StoreError> {
     if ops.is_empty() || ops.len() > 100 {
         return Err(StoreError::Invalid(format!("a transaction takes 1-100 actions, got {}", ops.len())));
