@@ -389,11 +389,12 @@ async fn cancel_during_a_slow_turn_wins_and_the_stale_result_is_discarded(backen
     assert_eq!(replay.status(), 409, "the stored refusal replays");
 }
 
-/// A continuation makes four store calls: (1) the principal's link + binding read,
-/// (2) the run + receipt read, (3) the claim transaction, (4) the finalize transaction. A fault before or after each must never lose or
+/// A continuation makes three store calls: (1) one read of the principal's link and
+/// binding with the run and the receipt, (2) the claim transaction, (3) the finalize
+/// transaction. A fault before or after each must never lose or
 /// duplicate a step; retries with the same key end in a replay or outcome_unknown.
 async fn a_fault_at_each_store_call_of_continue_never_duplicates_a_step(backend: Backend) {
-    for call in 1..=4 {
+    for call in 1..=3 {
         for point in [FaultPoint::Before, FaultPoint::After] {
             let app = TestApp::spawn_with(backend, &[]).await;
             let token = app.token().await;
@@ -405,8 +406,8 @@ async fn a_fault_at_each_store_call_of_continue_never_duplicates_a_step(backend:
             assert_eq!(status, 503, "call {call} {point:?}: the fault surfaces as unavailable");
             let (retry_status, retry) = body(app.continue_run(&token, &id, "faulty-turn-001", go(1)).await).await;
             let claimed_but_unfinished =
-                call == 4 && point == FaultPoint::Before || call == 3 && point == FaultPoint::After;
-            let finished = call == 4 && point == FaultPoint::After;
+                call == 3 && point == FaultPoint::Before || call == 2 && point == FaultPoint::After;
+            let finished = call == 3 && point == FaultPoint::After;
             if finished {
                 assert_eq!(retry_status, 200, "call {call} {point:?}: replay {retry}");
                 assert_eq!(retry["version"], 2);

@@ -25,22 +25,22 @@ async fn each_operation_makes_the_documented_store_calls() {
     );
 
     app.get(&format!("/api/v1/agent-runs/{id}"), &token).send().await.unwrap();
-    assert_eq!(app.faults.take_log(), ["batch_get", "get"], "inspect");
+    assert_eq!(app.faults.take_log(), ["batch_get"], "inspect: the run comes with the principal");
 
     app.get(&format!("/api/v1/agent-runs/{id}/events"), &token).send().await.unwrap();
-    assert_eq!(app.faults.take_log(), ["batch_get", "get", "query"], "events");
+    assert_eq!(app.faults.take_log(), ["batch_get", "query"], "events");
 
     app.script(Step::Artifact(evidence_artifact(1)));
     app.continue_run(&token, id, "counted-turn-01", json!({"expected_version": 1, "instruction": "go"})).await;
     assert_eq!(
         app.faults.take_log(),
-        ["batch_get", "batch_get", "transact", "transact"],
-        "continue: auth, read, claim, finalize"
+        ["batch_get", "transact", "transact"],
+        "continue: principal + run + receipt, claim, finalize"
     );
 
     app.continue_run(&token, id, "counted-turn-01", json!({"expected_version": 1, "instruction": "go"})).await;
-    assert_eq!(app.faults.take_log(), ["batch_get", "batch_get"], "continue replay");
+    assert_eq!(app.faults.take_log(), ["batch_get"], "continue replay");
 
     app.cancel(&token, id, "counted-cancel-1", json!({"expected_version": 2})).await;
-    assert_eq!(app.faults.take_log(), ["batch_get", "batch_get", "transact"], "cancel: auth, read, one transaction");
+    assert_eq!(app.faults.take_log(), ["batch_get", "transact"], "cancel: principal + run + receipt, one transaction");
 }

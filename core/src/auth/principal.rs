@@ -31,6 +31,12 @@ impl Principal {
         hash_parts(&["owner.v1", &self.tenant, &self.issuer, &self.provider, &self.subject, &self.account_id])
     }
 
+    /// The token identity (issuer, tenant, provider, subject): known before the link is
+    /// read, so keys scoped by it (idempotency receipts) can be fetched with the link.
+    pub fn identity_hash(&self) -> String {
+        binding_hash(&self.issuer, &self.tenant, &self.provider, &self.subject)
+    }
+
     pub fn ownership(&self) -> Ownership {
         Ownership {
             owner_ref: format!("owner:sha256:{}", self.owner_hash()),

@@ -19,12 +19,13 @@ use http::{HeaderMap, HeaderValue, StatusCode};
 use serde::de::DeserializeOwned;
 
 use crate::auth::jwt::{TenantHeaders, TokenVerifier, bearer_from_header};
-use crate::auth::principal::Principal;
 use crate::config::{Limits, Mode};
 use crate::domain::ids::IdempotencyKey;
 use crate::domain::random_hex;
 use crate::error::ApiError;
-use crate::service::Services;
+use crate::service::runs::{RunMutation, prefetch_keys};
+use crate::service::{Caller, Services};
+use crate::store::Key;
 use ratelimit::RateLimiter;
 
 pub const REQUEST_ID: &str = "x-request-id";
@@ -202,26 +203,56 @@ pub async fn pipeline(State((state, group)): State<(AppState, Group)>, mut req: 
     res
 }
 
-/// The verified, linked principal of a request (bearer -> token -> link + binding).
-pub struct Authed(pub Principal);
+/// The verified, linked caller of a request (bearer -> token -> link + binding), with
+/// the run route's first data read taken in the same BatchGetItem.
+pub struct Authed(pub Caller);
 
 impl FromRequestParts<AppState> for Authed {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let principal = authenticate(state, &parts.headers).await?;
+        let (run_id, mutation) = run_route(parts.uri.path());
+        let idem = parts.headers.get("idempotency-key").and_then(|v| v.to_str().ok()).map(str::to_owned);
+        let plan = |identity: &str| match run_id {
+            Some(id) => prefetch_keys(identity, id, mutation.zip(idem.as_deref())),
+            None => vec![],
+        };
+        let caller = authenticate(state, &parts.headers, plan).await?;
         let group = parts.extensions.get::<Group>().copied().unwrap_or(Group::AgentRuns);
-        let limit = group.limits(state).principal_per_minute;
-        state
-            .limiter
-            .check(&format!("principal:{group:?}:{}", principal.owner_hash()), limit, state.services.clock.epoch())
-            .map_err(|retry_after_secs| ApiError::RateLimited { retry_after_secs })?;
-        Ok(Authed(principal))
+        limit_principal(state, group, &caller)?;
+        Ok(Authed(caller))
     }
 }
 
-/// Bearer verification and principal resolution, shared by REST and MCP.
-pub async fn authenticate(state: &AppState, headers: &HeaderMap) -> Result<Principal, ApiError> {
+/// The run id and mutation of an `/api/v1/agent-runs/{run_id}[/…]` path.
+fn run_route(path: &str) -> (Option<&str>, Option<RunMutation>) {
+    let Some(rest) = path.strip_prefix("/api/v1/agent-runs/") else { return (None, None) };
+    let mut segments = rest.split('/');
+    let run_id = segments.next().filter(|s| !s.is_empty());
+    let mutation = match (segments.next(), segments.next()) {
+        (Some("continue"), None) => Some(RunMutation::Continue),
+        (Some("cancel"), None) => Some(RunMutation::Cancel),
+        _ => None,
+    };
+    (run_id, mutation)
+}
+
+/// The per-minute limit of one verified principal in a route group.
+pub fn limit_principal(state: &AppState, group: Group, caller: &Caller) -> Result<(), ApiError> {
+    let limit = group.limits(state).principal_per_minute;
+    state
+        .limiter
+        .check(&format!("principal:{group:?}:{}", caller.owner_hash()), limit, state.services.clock.epoch())
+        .map_err(|retry_after_secs| ApiError::RateLimited { retry_after_secs })
+}
+
+/// Bearer verification and principal resolution, shared by REST and MCP; `prefetch`
+/// names data keys (from the token identity) to read in the same BatchGetItem.
+pub async fn authenticate(
+    state: &AppState,
+    headers: &HeaderMap,
+    prefetch: impl FnOnce(&str) -> Vec<Key>,
+) -> Result<Caller, ApiError> {
     let value = headers.get(http::header::AUTHORIZATION).ok_or(ApiError::AuthenticationRequired)?;
     let value = value.to_str().map_err(|_| ApiError::InvalidToken { reason: "malformed" })?;
     let bearer = bearer_from_header(value).ok_or(ApiError::InvalidToken { reason: "malformed" })?;
@@ -232,7 +263,7 @@ pub async fn authenticate(state: &AppState, headers: &HeaderMap) -> Result<Princ
         org_id: header("x-org-id"),
     };
     let token = state.verifier.verify(bearer, tenant_headers).await?;
-    state.services.resolve_principal(token).await
+    state.services.resolve_with(token, prefetch).await
 }
 
 /// The `Idempotency-Key` header, parsed.

@@ -14,10 +14,10 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use super::catalog::{self, CancelArgs, ContinueArgs, ListEventsArgs, Op, RunArgs, StartArgs};
-use crate::auth::principal::Principal;
 use crate::domain::ids::IdempotencyKey;
 use crate::error::ApiError;
 use crate::http::{AppState, Group, Invocation, RequestId, challenge, parse_strict, resource_metadata_url};
+use crate::service::Caller;
 use crate::service::Mutation;
 use crate::service::runs::DEFAULT_EVENT_LIMIT;
 
@@ -58,7 +58,7 @@ enum Outcome {
 
 /// The per-request values the HTTP handler put into the request extensions.
 struct CallContext {
-    principal: Option<Principal>,
+    principal: Option<Caller>,
     request_id: String,
     invocation: Invocation,
 }
@@ -66,7 +66,7 @@ struct CallContext {
 fn call_context(ctx: &RequestContext<RoleServer>) -> CallContext {
     let ext = ctx.extensions.get::<http::request::Parts>().map(|p| &p.extensions);
     CallContext {
-        principal: ext.and_then(|e| e.get::<Principal>()).cloned(),
+        principal: ext.and_then(|e| e.get::<Caller>()).cloned(),
         request_id: ext.and_then(|e| e.get::<RequestId>()).map(|r| r.0.clone()).unwrap_or_default(),
         invocation: ext.and_then(|e| e.get::<Invocation>()).copied().unwrap_or_default(),
     }
@@ -85,7 +85,7 @@ impl HelixMcp {
     async fn dispatch(
         &self,
         op: Op,
-        p: &Principal,
+        p: &Caller,
         arguments: &Value,
         invocation: Invocation,
     ) -> Result<Outcome, ApiError> {

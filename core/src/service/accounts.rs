@@ -7,8 +7,9 @@ use crate::domain::random_hex;
 use crate::error::ApiError;
 use crate::store::{Cond, StoreError};
 
-use super::Services;
 use super::records::{binding_key, link_key};
+use super::{Caller, Services};
+use crate::store::{Item, Key};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LinkIdentity<'a> {
@@ -78,13 +79,24 @@ impl Services {
 
     /// Resolves a verified token to its principal, or `account_not_linked`.
     pub async fn resolve_principal(&self, token: VerifiedToken) -> Result<Principal, ApiError> {
+        Ok(self.resolve_with(token, |_| vec![]).await?.principal)
+    }
+
+    /// Resolves the principal and, in the same BatchGetItem, reads the data keys the
+    /// request will need (`data` may use the token identity, e.g. for receipt keys).
+    pub async fn resolve_with(
+        &self,
+        token: VerifiedToken,
+        data: impl FnOnce(&str) -> Vec<Key>,
+    ) -> Result<Caller, ApiError> {
         let provider = self.config.oauth.provider.clone();
-        let keys = [
-            link_key(&provider, &token.subject),
-            binding_key(&binding_hash(&token.issuer, &token.tenant, &provider, &token.subject)),
-        ];
+        let identity = binding_hash(&token.issuer, &token.tenant, &provider, &token.subject);
+        let data_keys = data(&identity);
+        let mut keys = vec![link_key(&provider, &token.subject), binding_key(&identity)];
+        keys.extend(data_keys.iter().cloned());
         let mut found = self.store.batch_get(&keys).await?.into_iter();
         let (link, binding) = (found.next().flatten(), found.next().flatten());
+        let prefetched: Vec<(Key, Option<Item>)> = data_keys.into_iter().zip(found).collect();
         let link = link.filter(|l| l.s("status") == Some("active")).ok_or(ApiError::AccountNotLinked)?;
         let account_id = link.s("account_id").ok_or(ApiError::AccountNotLinked)?.to_owned();
         let binding = binding.filter(|b| b.s("status") == Some("active")).ok_or(ApiError::AccountNotLinked)?;
@@ -95,7 +107,7 @@ impl Services {
             .s("denied_capabilities")
             .map(|s| s.split(',').filter(|c| !c.is_empty()).map(str::to_owned).collect())
             .unwrap_or_default();
-        Ok(Principal {
+        let principal = Principal {
             issuer: token.issuer,
             tenant: token.tenant,
             provider,
@@ -103,6 +115,7 @@ impl Services {
             account_id,
             scopes: token.scopes,
             denied_capabilities,
-        })
+        };
+        Ok(Caller::with_prefetched(principal, prefetched))
     }
 }

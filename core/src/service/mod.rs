@@ -13,9 +13,10 @@ use std::sync::{Arc, Mutex};
 use chrono::{DateTime, Duration, Utc};
 use tokio_util::sync::CancellationToken;
 
+use crate::auth::principal::Principal;
 use crate::config::Config;
 use crate::executor::TurnExecutor;
-use crate::store::Store;
+use crate::store::{Item, Key, Store};
 
 /// Wall clock with a test-only offset (so expiry and lease paths are testable).
 #[derive(Debug, Default)]
@@ -55,6 +56,37 @@ impl Services {
             clock: Arc::new(Clock::default()),
             running: Arc::new(Mutex::new(HashMap::new())),
         }
+    }
+}
+
+/// The caller of a use case: the verified principal, plus items the transport already
+/// read in the same BatchGetItem as the principal's link and binding (a consistent
+/// read taken at authentication; every write is still guarded by its own condition).
+#[derive(Debug, Clone)]
+pub struct Caller {
+    pub principal: Principal,
+    prefetched: Vec<(Key, Option<Item>)>,
+}
+
+impl Caller {
+    pub fn new(principal: Principal) -> Self {
+        Self { principal, prefetched: vec![] }
+    }
+
+    pub fn with_prefetched(principal: Principal, prefetched: Vec<(Key, Option<Item>)>) -> Self {
+        Self { principal, prefetched }
+    }
+
+    /// The prefetched item for `key`: `Some(None)` means read and absent; `None`, not read.
+    pub fn prefetched(&self, key: &Key) -> Option<Option<Item>> {
+        self.prefetched.iter().find(|(k, _)| k == key).map(|(_, item)| item.clone())
+    }
+}
+
+impl std::ops::Deref for Caller {
+    type Target = Principal;
+    fn deref(&self) -> &Principal {
+        &self.principal
     }
 }
 

@@ -9,7 +9,6 @@ use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::auth::principal::Principal;
 use crate::domain::event::{Event, EventKind, EventLog};
 use crate::domain::ids::{IdempotencyKey, RunId};
 use crate::domain::run::{CancelRequest, Claim, ContinueRequest, Run, StartRequest};
@@ -21,7 +20,7 @@ use crate::executor::{TURN_REQUEST_SCHEMA, TurnRequest};
 use crate::store::{CancelReason, Cond, Item, Key, StoreError, WriteOp};
 
 use super::records::*;
-use super::{Mutation, Services};
+use super::{Caller, Mutation, Services};
 
 const OP_START: &str = "run.start";
 const OP_CONTINUE: &str = "run.continue";
@@ -34,8 +33,32 @@ pub struct Invocation {
     pub remaining: Option<StdDuration>,
 }
 
-fn request_hash(operation: &str, scope: &str, body: &Value) -> String {
-    hash_parts(&["request.v1", operation, scope, &body.to_string()])
+/// The request a receipt answers for: owner, operation, run, canonical body. Receipts
+/// are keyed by the token identity; the owner hash here makes a key reused after the
+/// identity was linked to another account an `idempotency_conflict`, never a replay.
+fn request_hash(owner_hash: &str, operation: &str, scope: &str, body: &Value) -> String {
+    hash_parts(&["request.v2", owner_hash, operation, scope, &body.to_string()])
+}
+
+/// The keys a run route reads first, for the transport to fetch with the principal:
+/// the run, and for a mutation the receipt of its key (scoped by the token identity).
+pub fn prefetch_keys(identity_hash: &str, run_id: &str, mutation: Option<(RunMutation, &str)>) -> Vec<Key> {
+    let Some(id) = RunId::parse(run_id) else { return vec![] };
+    let mut keys = vec![run_key(id.as_str())];
+    if let Some((op, idem)) = mutation.filter(|(_, k)| IdempotencyKey::parse(k).is_some()) {
+        let op = match op {
+            RunMutation::Continue => OP_CONTINUE,
+            RunMutation::Cancel => OP_CANCEL,
+        };
+        keys.push(receipt_key(identity_hash, op, idem));
+    }
+    keys
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunMutation {
+    Continue,
+    Cancel,
 }
 
 fn scope_error(e: scopes::ScopeRefusal) -> ApiError {
@@ -56,7 +79,7 @@ fn completed(status: u16, body: &Value, replayed: bool) -> Mutation {
 }
 
 impl Services {
-    fn admit_scopes(&self, p: &Principal, requested: &[String]) -> Result<Vec<&'static DataScope>, ApiError> {
+    fn admit_scopes(&self, p: &Caller, requested: &[String]) -> Result<Vec<&'static DataScope>, ApiError> {
         admit(requested, &self.config.database_scopes, &p.scopes, |c| p.capability_available(c)).map_err(scope_error)
     }
 
@@ -82,23 +105,23 @@ impl Services {
         }
     }
 
-    async fn owned_run(&self, p: &Principal, run_id: &str) -> Result<Run, ApiError> {
+    /// The caller's run, from the authentication read when the transport prefetched it.
+    async fn owned_run(&self, p: &Caller, run_id: &str) -> Result<Run, ApiError> {
         let id = RunId::parse(run_id).ok_or(ApiError::NotFound)?;
-        let item = self.store.get(&run_key(id.as_str())).await?.ok_or(ApiError::NotFound)?;
-        owned(p, &item)
+        let key = run_key(id.as_str());
+        let item = match p.prefetched(&key) {
+            Some(item) => item,
+            None => self.store.get(&key).await?,
+        };
+        owned(p, &item.ok_or(ApiError::NotFound)?)
     }
 
     // ---------- start ----------
 
-    pub async fn start_run(
-        &self,
-        p: &Principal,
-        key: &IdempotencyKey,
-        req: StartRequest,
-    ) -> Result<Mutation, ApiError> {
+    pub async fn start_run(&self, p: &Caller, key: &IdempotencyKey, req: StartRequest) -> Result<Mutation, ApiError> {
         p.require(&[RUNS_WRITE])?;
         let body = serde_json::to_value(&req).map_err(ApiError::internal)?;
-        let hash = request_hash(OP_START, "", &body);
+        let hash = request_hash(&p.owner_hash(), OP_START, "", &body);
         let spec = req.validate()?;
         let admitted = self.admit_scopes(p, &spec.database_scope)?;
         let families: Vec<&str> = admitted.iter().map(|s| s.evidence_family).collect();
@@ -112,7 +135,7 @@ impl Services {
             json!({ "database_scope": run.database_scope, "max_steps": run.budget.max_steps }),
         );
         run.last_seq = log.last_seq();
-        let rkey = receipt_key(&p.owner_hash(), OP_START, key.as_str());
+        let rkey = receipt_key(&p.identity_hash(), OP_START, key.as_str());
         match self.commit(&rkey, &hash, 201, &run, Cond::NotExists, &log.events).await? {
             Commit::Done(m) => Ok(m),
             // A fresh random run id cannot exist: a collision is an internal fault.
@@ -122,23 +145,17 @@ impl Services {
 
     // ---------- reads ----------
 
-    pub async fn inspect_run(&self, p: &Principal, run_id: &str) -> Result<Value, ApiError> {
+    pub async fn inspect_run(&self, p: &Caller, run_id: &str) -> Result<Value, ApiError> {
         p.require(&[RUNS_READ])?;
         Ok(self.owned_run(p, run_id).await?.observed(self.clock.epoch()))
     }
 
-    pub async fn run_evidence(&self, p: &Principal, run_id: &str) -> Result<Value, ApiError> {
+    pub async fn run_evidence(&self, p: &Caller, run_id: &str) -> Result<Value, ApiError> {
         p.require(&[RUNS_READ])?;
         Ok(self.owned_run(p, run_id).await?.evidence_bundle())
     }
 
-    pub async fn list_events(
-        &self,
-        p: &Principal,
-        run_id: &str,
-        after_seq: u64,
-        limit: u32,
-    ) -> Result<Value, ApiError> {
+    pub async fn list_events(&self, p: &Caller, run_id: &str, after_seq: u64, limit: u32) -> Result<Value, ApiError> {
         p.require(&[RUNS_READ])?;
         if !(1..=200).contains(&limit) {
             return Err(ApiError::InvalidRequest("limit: must be 1-200".into()));
@@ -161,7 +178,7 @@ impl Services {
 
     pub async fn cancel_run(
         &self,
-        p: &Principal,
+        p: &Caller,
         run_id: &str,
         key: &IdempotencyKey,
         req: CancelRequest,
@@ -169,12 +186,17 @@ impl Services {
         p.require(&[RUNS_WRITE])?;
         req.validate()?;
         let id = RunId::parse(run_id).ok_or(ApiError::NotFound)?;
-        let hash = request_hash(OP_CANCEL, id.as_str(), &serde_json::to_value(&req).map_err(ApiError::internal)?);
-        let rkey = receipt_key(&p.owner_hash(), OP_CANCEL, key.as_str());
+        let hash = request_hash(
+            &p.owner_hash(),
+            OP_CANCEL,
+            id.as_str(),
+            &serde_json::to_value(&req).map_err(ApiError::internal)?,
+        );
+        let rkey = receipt_key(&p.identity_hash(), OP_CANCEL, key.as_str());
         // A claim taken between our read and our write changes `rev` but not the
         // version; re-read and try again a bounded number of times.
-        for _ in 0..4 {
-            let (run_item_now, receipt) = self.read_run_and_receipt(id.as_str(), &rkey).await?;
+        for attempt in 0..4 {
+            let (run_item_now, receipt) = self.read_run_and_receipt(p, id.as_str(), &rkey, attempt == 0).await?;
             if let Some(existing) = receipt {
                 return self.answer_from_receipt(&existing, &hash);
             }
@@ -206,8 +228,20 @@ impl Services {
         Err(ApiError::RunBusy)
     }
 
-    async fn read_run_and_receipt(&self, run_id: &str, rkey: &Key) -> Result<(Option<Item>, Option<Item>), ApiError> {
-        let mut got = self.store.batch_get(&[run_key(run_id), rkey.clone()]).await?.into_iter();
+    /// The run and the receipt: on a first read, from the authentication read when the
+    /// transport prefetched them; otherwise (or on a re-read) one BatchGetItem.
+    async fn read_run_and_receipt(
+        &self,
+        p: &Caller,
+        run_id: &str,
+        rkey: &Key,
+        first_read: bool,
+    ) -> Result<(Option<Item>, Option<Item>), ApiError> {
+        let rk = run_key(run_id);
+        if let (true, Some(run), Some(receipt)) = (first_read, p.prefetched(&rk), p.prefetched(rkey)) {
+            return Ok((run, receipt));
+        }
+        let mut got = self.store.batch_get(&[rk, rkey.clone()]).await?.into_iter();
         Ok((got.next().flatten(), got.next().flatten()))
     }
 
@@ -215,7 +249,7 @@ impl Services {
 
     pub async fn continue_run(
         &self,
-        p: &Principal,
+        p: &Caller,
         run_id: &str,
         key: &IdempotencyKey,
         req: ContinueRequest,
@@ -224,10 +258,15 @@ impl Services {
         p.require(&[RUNS_WRITE])?;
         req.validate()?;
         let id = RunId::parse(run_id).ok_or(ApiError::NotFound)?;
-        let hash = request_hash(OP_CONTINUE, id.as_str(), &serde_json::to_value(&req).map_err(ApiError::internal)?);
-        let rkey = receipt_key(&p.owner_hash(), OP_CONTINUE, key.as_str());
+        let hash = request_hash(
+            &p.owner_hash(),
+            OP_CONTINUE,
+            id.as_str(),
+            &serde_json::to_value(&req).map_err(ApiError::internal)?,
+        );
+        let rkey = receipt_key(&p.identity_hash(), OP_CONTINUE, key.as_str());
 
-        let (item, receipt) = self.read_run_and_receipt(id.as_str(), &rkey).await?;
+        let (item, receipt) = self.read_run_and_receipt(p, id.as_str(), &rkey, true).await?;
         if let Some(existing) = receipt {
             return self.answer_from_receipt(&existing, &hash);
         }
@@ -343,13 +382,15 @@ impl Services {
     /// completed with the typed refusal so a retry with this key replays it.
     async fn discard_stale_turn(
         &self,
-        p: &Principal,
+        p: &Caller,
         run_id: &str,
         rkey: &Key,
         finished: &Receipt,
         mine: Cond,
     ) -> Result<Mutation, ApiError> {
-        let current = self.owned_run(p, run_id).await?;
+        // A fresh read: the prefetched run predates the turn.
+        let item = self.store.get(&run_key(run_id)).await?.ok_or(ApiError::NotFound)?;
+        let current = owned(p, &item)?;
         let refusal = if current.is_terminal() {
             ApiError::RunNotContinuable { status: status_name(&current) }
         } else {
@@ -462,7 +503,7 @@ impl Services {
     }
 }
 
-fn owned(p: &Principal, item: &Item) -> Result<Run, ApiError> {
+fn owned(p: &Caller, item: &Item) -> Result<Run, ApiError> {
     // Another owner's run is indistinguishable from a missing one.
     if item.s("owner_hash") != Some(p.owner_hash().as_str()) {
         return Err(ApiError::NotFound);
