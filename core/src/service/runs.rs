@@ -40,6 +40,20 @@ fn request_hash(owner_hash: &str, operation: &str, scope: &str, body: &Value) ->
     hash_parts(&["request.v2", owner_hash, operation, scope, &body.to_string()])
 }
 
+/// A mutation of an existing run: its id, its request hash and its receipt key.
+fn run_mutation(
+    p: &Caller,
+    operation: &str,
+    run_id: &str,
+    key: &IdempotencyKey,
+    req: &impl serde::Serialize,
+) -> Result<(RunId, String, Key), ApiError> {
+    let id = RunId::parse(run_id).ok_or(ApiError::NotFound)?;
+    let body = serde_json::to_value(req).map_err(ApiError::internal)?;
+    let hash = request_hash(&p.owner_hash(), operation, id.as_str(), &body);
+    Ok((id, hash, receipt_key(&p.identity_hash(), operation, key.as_str())))
+}
+
 /// The keys a run route reads first, for the transport to fetch with the principal:
 /// the run, and for a mutation the receipt of its key (scoped by the token identity).
 pub fn prefetch_keys(identity_hash: &str, run_id: &str, mutation: Option<(RunMutation, &str)>) -> Vec<Key> {
@@ -185,14 +199,7 @@ impl Services {
     ) -> Result<Mutation, ApiError> {
         p.require(&[RUNS_WRITE])?;
         req.validate()?;
-        let id = RunId::parse(run_id).ok_or(ApiError::NotFound)?;
-        let hash = request_hash(
-            &p.owner_hash(),
-            OP_CANCEL,
-            id.as_str(),
-            &serde_json::to_value(&req).map_err(ApiError::internal)?,
-        );
-        let rkey = receipt_key(&p.identity_hash(), OP_CANCEL, key.as_str());
+        let (id, hash, rkey) = run_mutation(p, OP_CANCEL, run_id, key, &req)?;
         // A claim taken between our read and our write changes `rev` but not the
         // version; re-read and try again a bounded number of times.
         for attempt in 0..4 {
@@ -257,14 +264,7 @@ impl Services {
     ) -> Result<Mutation, ApiError> {
         p.require(&[RUNS_WRITE])?;
         req.validate()?;
-        let id = RunId::parse(run_id).ok_or(ApiError::NotFound)?;
-        let hash = request_hash(
-            &p.owner_hash(),
-            OP_CONTINUE,
-            id.as_str(),
-            &serde_json::to_value(&req).map_err(ApiError::internal)?,
-        );
-        let rkey = receipt_key(&p.identity_hash(), OP_CONTINUE, key.as_str());
+        let (id, hash, rkey) = run_mutation(p, OP_CONTINUE, run_id, key, &req)?;
 
         let (item, receipt) = self.read_run_and_receipt(p, id.as_str(), &rkey, true).await?;
         if let Some(existing) = receipt {
