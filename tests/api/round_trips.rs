@@ -44,3 +44,28 @@ async fn each_operation_makes_the_documented_store_calls() {
     app.cancel(&token, id, "counted-cancel-1", json!({"expected_version": 2})).await;
     assert_eq!(app.faults.take_log(), ["batch_get", "transact"], "cancel: principal + run + receipt, one transaction");
 }
+
+#[tokio::test]
+async fn mcp_tool_calls_read_the_run_with_the_principal() {
+    let app = TestApp::spawn().await;
+    let token = app.token().await;
+    let run = app.started(&token, research_run()).await;
+    let id = run["run_id"].as_str().unwrap();
+    app.faults.take_log();
+    let call = json!({
+        "jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": { "name": "helix_run_inspect", "arguments": { "run_id": id } }
+    });
+    let res = app
+        .post("/mcp", &token)
+        .header("Accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", "2025-11-25")
+        .json(&call)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    let body: serde_json::Value = res.json().await.unwrap();
+    assert_eq!(body["result"]["structuredContent"]["run_id"], id, "{body}");
+    assert_eq!(app.faults.take_log(), ["batch_get"], "inspect over MCP: one BatchGetItem");
+}

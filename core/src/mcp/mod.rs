@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::body::Body;
-use axum::extract::{FromRequestParts, Request, State};
+use axum::extract::{Request, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use http::header::{ACCEPT, CONTENT_TYPE};
@@ -23,7 +23,8 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use serde_json::Value;
 
 use crate::error::ApiError;
-use crate::http::{AppState, Authed, Group, pipeline};
+use crate::http::{AppState, Group, authenticate, limit_principal, pipeline};
+use crate::service::runs::{RunMutation, prefetch_keys};
 use preflight::{Envelope, Rejection};
 use server::HelixMcp;
 
@@ -96,8 +97,14 @@ async fn handle(State(mcp): State<McpState>, req: Request) -> Result<Response, A
         Ok(e) => e,
         Err(r) => return Ok(rejection(r)),
     };
-    let Authed(principal) = Authed::from_request_parts(&mut parts, &mcp.app).await?;
-    parts.extensions.insert(principal);
+    let target = run_target(&bytes);
+    let plan = |identity: &str| match &target {
+        Some(t) => prefetch_keys(identity, &t.run_id, t.mutation.zip(t.idempotency_key.as_deref())),
+        None => vec![],
+    };
+    let caller = authenticate(&mcp.app, &parts.headers, plan).await?;
+    limit_principal(&mcp.app, Group::Mcp, &caller)?;
+    parts.extensions.insert(caller);
     if admits_json(parts.headers.get(ACCEPT)) {
         parts.headers.insert(ACCEPT, HeaderValue::from_static("application/json, text/event-stream"));
     }
@@ -106,6 +113,38 @@ async fn handle(State(mcp): State<McpState>, req: Request) -> Result<Response, A
         Envelope::Request { method: "tools/list" } => with_security_schemes(res).await,
         _ => res,
     })
+}
+
+/// The run a `tools/call` addresses, so its first data read joins the principal's.
+struct RunTarget {
+    run_id: String,
+    mutation: Option<RunMutation>,
+    idempotency_key: Option<String>,
+}
+
+fn run_target(body: &[u8]) -> Option<RunTarget> {
+    #[derive(serde::Deserialize)]
+    struct Msg {
+        params: Option<Params>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Params {
+        name: String,
+        arguments: Option<Args>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Args {
+        run_id: Option<String>,
+        idempotency_key: Option<String>,
+    }
+    let params = serde_json::from_slice::<Msg>(body).ok()?.params?;
+    let args = params.arguments?;
+    let mutation = match catalog::find(&params.name)?.op {
+        catalog::Op::RunContinue => Some(RunMutation::Continue),
+        catalog::Op::RunCancel => Some(RunMutation::Cancel),
+        _ => None,
+    };
+    Some(RunTarget { run_id: args.run_id?, mutation, idempotency_key: args.idempotency_key })
 }
 
 /// The SDK's tool model has no `securitySchemes` member, so the standard field is added
