@@ -47,8 +47,8 @@ pub struct OAuthConfig {
 
 #[derive(Debug, Clone)]
 pub enum ExecutorConfig {
-    /// POST turns to a Helix Ask endpoint.
-    Http { endpoint: String },
+    /// POST turns to a Helix Ask endpoint, authenticated with a bearer token.
+    Http { endpoint: String, bearer: Option<Secret> },
     /// Offline solver over a corpus on disk (development only).
     Local { corpus_dir: Option<std::path::PathBuf> },
     /// No executor: continuations fail their step as `executor_unavailable`.
@@ -240,7 +240,11 @@ impl Config {
                 if prod && !endpoint.starts_with("https://") {
                     return Err(ConfigError::UnsafeProduction("HELIX_ASK_ENDPOINT must be https".into()));
                 }
-                ExecutorConfig::Http { endpoint }
+                let bearer = env.get("HELIX_ASK_BEARER_TOKEN").map(Secret::new);
+                if prod && bearer.is_none() {
+                    return Err(ConfigError::Missing("HELIX_ASK_BEARER_TOKEN (required with HELIX_ASK_ENDPOINT)"));
+                }
+                ExecutorConfig::Http { endpoint, bearer }
             }
             None if prod => ExecutorConfig::None,
             None => ExecutorConfig::Local { corpus_dir: env.get("HELIX_LOCAL_CORPUS_DIR").map(Into::into) },
@@ -355,6 +359,21 @@ mod tests {
         let mut vars = PROD.to_vec();
         vars[0] = ("CASIMIR_PUBLIC_BASE_URL", "http://api.example.com");
         assert!(matches!(cfg(DefaultMode::Production, &vars), Err(ConfigError::UnsafeProduction(_))));
+    }
+
+    #[test]
+    fn production_helix_ask_needs_https_and_a_bearer() {
+        let mut vars = PROD.to_vec();
+        vars.push(("HELIX_ASK_ENDPOINT", "https://ask.example.com/v1/turns"));
+        assert!(matches!(cfg(DefaultMode::Production, &vars), Err(ConfigError::Missing(_))));
+        vars.push(("HELIX_ASK_BEARER_TOKEN", "ask-service-credential"));
+        let c = cfg(DefaultMode::Production, &vars).unwrap();
+        assert!(matches!(c.executor, ExecutorConfig::Http { bearer: Some(_), .. }));
+        assert!(!format!("{c:?}").contains("ask-service-credential"));
+        let mut http = PROD.to_vec();
+        http.push(("HELIX_ASK_ENDPOINT", "http://ask.example.com/v1/turns"));
+        http.push(("HELIX_ASK_BEARER_TOKEN", "x"));
+        assert!(matches!(cfg(DefaultMode::Production, &http), Err(ConfigError::UnsafeProduction(_))));
     }
 
     #[test]

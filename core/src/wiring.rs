@@ -20,7 +20,9 @@ pub fn init_tracing(json: bool) {
 /// the corpus and the signer; elsewhere it is refused as unconfigured.
 pub fn configured_executor(config: &Config) -> Arc<dyn TurnExecutor> {
     match &config.executor {
-        ExecutorConfig::Http { endpoint } => Arc::new(crate::executor::http::HttpExecutor::new(endpoint.clone())),
+        ExecutorConfig::Http { endpoint, bearer } => {
+            Arc::new(crate::executor::http::HttpExecutor::new(endpoint.clone()).with_bearer(bearer.clone()))
+        }
         ExecutorConfig::Local { .. } | ExecutorConfig::None => Arc::new(Unconfigured),
     }
 }

@@ -210,6 +210,7 @@ async fn a_good_artifact_round_trips_and_the_request_follows_the_contract() {
     let (headers, body) = &seen[0];
     assert_eq!(headers[header::CONTENT_TYPE], "application/json");
     assert_eq!(headers["helix-turn-schema"], TURN_REQUEST_SCHEMA);
+    assert!(!headers.contains_key(header::AUTHORIZATION), "no bearer unless configured");
     let v: Value = serde_json::from_slice(body).unwrap();
     assert_eq!(v["schema"], TURN_REQUEST_SCHEMA);
     let mut keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
@@ -320,4 +321,16 @@ async fn unknown_fields_wrong_schema_and_other_statuses_are_invalid_responses() 
     }
     // No redirect was followed.
     assert!(s.seen.requests.lock().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_configured_bearer_authenticates_every_turn_request() {
+    let s = server().await;
+    let req = request(5_000);
+    let executor = HttpExecutor::new(format!("{}/good", s.base))
+        .with_bearer(Some(helix_core::config::Secret::new("ask-service-credential")));
+    executor.execute(req, CancellationToken::new()).await.expect("a good artifact");
+    let seen = s.seen.requests.lock().unwrap();
+    assert_eq!(seen[0].0[header::AUTHORIZATION], "Bearer ask-service-credential");
+    assert!(!format!("{executor:?}").contains("ask-service-credential"));
 }

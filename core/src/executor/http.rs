@@ -58,6 +58,8 @@ pub struct HttpExecutor {
     client: Option<reqwest::Client>,
     endpoint: String,
     max_response_bytes: usize,
+    /// Sent as `Authorization: Bearer` to Helix Ask; never logged.
+    bearer: Option<crate::config::Secret>,
 }
 
 impl std::fmt::Debug for HttpExecutor {
@@ -80,7 +82,7 @@ impl HttpExecutor {
             Ok(executor) => executor,
             Err(error) => {
                 tracing::error!(%error, "Helix Ask executor unusable; every turn will fail as executor_unavailable");
-                Self { client: None, endpoint, max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES }
+                Self { client: None, endpoint, max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES, bearer: None }
             }
         }
     }
@@ -96,7 +98,13 @@ impl HttpExecutor {
             .redirect(reqwest::redirect::Policy::none())
             .user_agent(concat!("helix-agent-api/", env!("CARGO_PKG_VERSION")))
             .build()?;
-        Ok(Self { client: Some(client), endpoint, max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES })
+        Ok(Self { client: Some(client), endpoint, max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES, bearer: None })
+    }
+
+    /// Authenticates every turn request to Helix Ask with this bearer token.
+    pub fn with_bearer(mut self, bearer: Option<crate::config::Secret>) -> Self {
+        self.bearer = bearer;
+        self
     }
 
     /// Overrides the response body limit (default [`DEFAULT_MAX_RESPONSE_BYTES`]).
@@ -115,16 +123,17 @@ impl HttpExecutor {
         body: Vec<u8>,
         timeout: Duration,
     ) -> Result<(u16, TurnArtifact), (Option<u16>, TurnFailure)> {
-        let mut response = client
+        let mut request = client
             .post(&self.endpoint)
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .header(reqwest::header::ACCEPT, "application/json")
             .header(TURN_SCHEMA_HEADER, TURN_REQUEST_SCHEMA)
             .timeout(timeout)
-            .body(body)
-            .send()
-            .await
-            .map_err(|e| (None, transport_failure(&e)))?;
+            .body(body);
+        if let Some(bearer) = &self.bearer {
+            request = request.bearer_auth(bearer.expose());
+        }
+        let mut response = request.send().await.map_err(|e| (None, transport_failure(&e)))?;
         let status = response.status().as_u16();
         let fail = |f| (Some(status), f);
         match status {
