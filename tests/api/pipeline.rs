@@ -161,3 +161,25 @@ async fn the_ip_rate_limit_answers_429_with_retry_after() {
     }
     assert!(statuses.contains(&429), "{statuses:?}");
 }
+
+#[tokio::test]
+async fn the_mcp_body_limit_is_independent_of_the_rest_limit() {
+    let app = TestApp::spawn_with(Backend::Embedded, &[("HELIX_MCP_BODY_LIMIT", "2048")]).await;
+    let token = app.token().await;
+    let call = serde_json::json!({
+        "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": { "name": "helix_run_start", "arguments": {
+            "idempotency_key": "mcp-too-large-01", "request": { "objective": "x".repeat(4000) } } }
+    });
+    let res = app
+        .post("/mcp", &token)
+        .header("Accept", "application/json, text/event-stream")
+        .json(&call)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 413);
+    assert_eq!(res.json::<Value>().await.unwrap()["error"]["code"], "payload_too_large");
+    let rest = app.start(&token, "rest-still-fine-1", serde_json::json!({ "objective": "x".repeat(4000) })).await;
+    assert_eq!(rest.status(), 201, "the REST limit (default 256 KiB) is separate");
+}
