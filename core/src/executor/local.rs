@@ -317,7 +317,8 @@ impl LocalExecutor {
             })
             .collect();
         let refs: Vec<String> = evidence.iter().map(|e| e.reference.clone()).collect();
-        let claims: Vec<String> = chosen.iter().map(|p| clip_chars(first_sentence(&p.text), CLAIM_CHARS)).collect();
+        let claims: Vec<String> =
+            chosen.iter().map(|p| clip_chars(best_sentence(&p.text, &query), CLAIM_CHARS)).collect();
         let text = claims.iter().zip(&refs).map(|(c, r)| format!("{c} [{r}]")).collect::<Vec<_>>().join(" ");
         let mut titles: Vec<&str> = Vec::new();
         for p in &chosen {
@@ -478,6 +479,27 @@ fn sentence_ends(text: &str) -> Vec<usize> {
 
 fn first_sentence(text: &str) -> &str {
     sentence_ends(text).first().map(|&e| &text[..e]).unwrap_or(text)
+}
+
+fn words(s: &str) -> impl Iterator<Item = String> + '_ {
+    s.split(|c: char| !c.is_alphanumeric()).filter(|w| w.chars().count() >= 4).map(str::to_lowercase)
+}
+
+/// The passage's sentence sharing the most query words (of four letters or more), the
+/// first sentence on ties: the claim a passage supports for this question.
+fn best_sentence<'a>(text: &'a str, query: &str) -> &'a str {
+    let terms: std::collections::HashSet<String> = words(query).collect();
+    let mut best = (0, first_sentence(text));
+    let mut start = 0;
+    for end in sentence_ends(text) {
+        let sentence = text[start..end].trim();
+        let score = words(sentence).filter(|w| terms.contains(w)).count();
+        if score > best.0 {
+            best = (score, sentence);
+        }
+        start = end;
+    }
+    best.1
 }
 
 fn clip_chars(s: &str, max: usize) -> String {
@@ -736,6 +758,16 @@ mod tests {
         std::fs::write(empty.path().join("ignored.json"), "{}").unwrap();
         assert!(matches!(LocalExecutor::from_dir(empty.path(), signer()), Err(CorpusError::Empty)));
         assert!(matches!(LocalExecutor::from_dir("/nonexistent/helix-corpus", signer()), Err(CorpusError::Io { .. })));
+    }
+
+    #[test]
+    fn the_claim_is_the_sentence_that_answers_the_query() {
+        let text = "The setup is old. The measured force agreed with theory within five percent. It was hard.";
+        assert_eq!(
+            best_sentence(text, "what force was measured"),
+            "The measured force agreed with theory within five percent."
+        );
+        assert_eq!(best_sentence(text, "nothing shared"), "The setup is old.");
     }
 
     #[test]
