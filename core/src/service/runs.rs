@@ -207,23 +207,13 @@ impl Services {
             if let Some(existing) = receipt {
                 return self.answer_from_receipt(&existing, &hash);
             }
-            let mut run = owned(p, &run_item_now.ok_or(ApiError::NotFound)?)?;
+            let run = owned(p, &run_item_now.ok_or(ApiError::NotFound)?)?;
             check_mutable(&run, req.expected_version)?;
-            let now = self.clock.now();
-            let old_rev = run.rev;
-            run.cancel(now);
-            run.rev += 1;
-            let mut log = EventLog::after(&run.run_id, run.last_seq, now);
-            log.push(
-                EventKind::RunCancelled,
-                run.version,
-                json!({ "reason_included": req.reason.is_some(), "reason": req.reason }),
-            );
-            run.last_seq = log.last_seq();
-            match self.commit(&rkey, &hash, 200, &run, run_unchanged(old_rev), &log.events).await? {
+            let data = json!({ "reason_included": req.reason.is_some(), "reason": req.reason });
+            match self.end_run(run, &rkey, &hash, Run::cancel, EventKind::RunCancelled, data).await? {
                 Commit::Done(m) => {
                     if !m.replayed
-                        && let Some(token) = self.running.lock().expect("running map").get(&run.run_id)
+                        && let Some(token) = self.running.lock().expect("running map").get(id.as_str())
                     {
                         token.cancel();
                     }
@@ -407,22 +397,33 @@ impl Services {
         }
     }
 
-    async fn exhaust(&self, mut run: Run, rkey: &Key, hash: &str) -> Result<Mutation, ApiError> {
-        let now = self.clock.now();
-        let old_rev = run.rev;
-        run.exhaust(now);
-        run.rev += 1;
-        let mut log = EventLog::after(&run.run_id, run.last_seq, now);
-        log.push(
-            EventKind::BudgetExhausted,
-            run.version,
-            json!({ "reason": "expired", "steps_used": run.budget.steps_used }),
-        );
-        run.last_seq = log.last_seq();
-        match self.commit(rkey, hash, 200, &run, run_unchanged(old_rev), &log.events).await? {
+    async fn exhaust(&self, run: Run, rkey: &Key, hash: &str) -> Result<Mutation, ApiError> {
+        let data = json!({ "reason": "expired", "steps_used": run.budget.steps_used });
+        match self.end_run(run, rkey, hash, Run::exhaust, EventKind::BudgetExhausted, data).await? {
             Commit::Done(m) => Ok(m),
             Commit::RunChanged => Err(ApiError::RunBusy),
         }
+    }
+
+    /// Ends a run in one transaction: the terminal transition (which bumps the
+    /// version), its one event, and the receipt of the request that ended it.
+    async fn end_run(
+        &self,
+        mut run: Run,
+        rkey: &Key,
+        hash: &str,
+        end: fn(&mut Run, DateTime<Utc>),
+        kind: EventKind,
+        data: Value,
+    ) -> Result<Commit, ApiError> {
+        let now = self.clock.now();
+        let old_rev = run.rev;
+        end(&mut run, now);
+        run.rev += 1;
+        let mut log = EventLog::after(&run.run_id, run.last_seq, now);
+        log.push(kind, run.version, data);
+        run.last_seq = log.last_seq();
+        self.commit(rkey, hash, 200, &run, run_unchanged(old_rev), &log.events).await
     }
 
     /// Effective deadline: the earliest of the turn timeout, the run's expiry, the
