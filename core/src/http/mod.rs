@@ -188,14 +188,28 @@ pub async fn pipeline(State((state, group)): State<(AppState, Group)>, mut req: 
     req.extensions_mut().insert(group);
     let ip = req.extensions().get::<ClientIp>().map(|c| c.0.clone()).unwrap_or_else(|| "unknown".into());
     let metadata_url = resource_metadata_url(&state.services.config.public_base_url, group);
+    let (method, started) = (req.method().clone(), std::time::Instant::now());
 
     let mut res = match admit(&state, group, req.headers(), &ip) {
         Ok(()) => next.run(req).await,
         Err(e) => e.into_response(),
     };
+    let mut code = None;
     if let Some(PendingError(err)) = res.extensions_mut().remove::<PendingError>() {
+        code = Some(err.code());
         res = render_error(&err, &request_id, &metadata_url);
     }
+    // One access line per request for operators (alert on codes such as outcome_unknown,
+    // run_busy, invalid_token): no path, header, query or body, so nothing caller-supplied.
+    tracing::info!(
+        request_id,
+        group = ?group,
+        %method,
+        status = res.status().as_u16(),
+        code = code.unwrap_or("ok"),
+        latency_ms = started.elapsed().as_millis() as u64,
+        "request"
+    );
     let h = res.headers_mut();
     h.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
     h.insert(PRAGMA, HeaderValue::from_static("no-cache"));

@@ -326,7 +326,16 @@ impl Services {
             prior_evidence_refs: run.evidence.evidence_refs.clone(),
             deadline: deadline.1,
         };
+        let turn_started = std::time::Instant::now();
         let outcome = self.execute_turn(&run.run_id, turn, deadline.0).await;
+        tracing::info!(
+            run_id = %run.run_id,
+            step,
+            failure = outcome.as_ref().err().map(|f| f.code()).unwrap_or("none"),
+            turn_ms = turn_started.elapsed().as_millis() as u64,
+            budget_ms = deadline.0.as_millis() as u64,
+            "turn"
+        );
 
         // Finalize: CAS on the claimed rev; events and receipt in the same transaction.
         let now = self.clock.now();
