@@ -216,6 +216,8 @@ pub fn research_run() -> Value {
 pub enum FaultPoint {
     Before,
     After,
+    /// A transaction cancelled without a failed condition (DynamoDB's TransactionConflict).
+    Conflict,
 }
 
 /// Fails the `n`-th store call (1-based, counted from `arm`) once.
@@ -235,6 +237,9 @@ impl Faults {
     fn tick(&self, point: FaultPoint) -> bool {
         let mut plan = self.plan.lock().unwrap();
         let Some((n, at)) = *plan else { return false };
+        if at == FaultPoint::Conflict {
+            return false; // counted by conflict_now
+        }
         let count = if point == FaultPoint::Before {
             self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1
         } else {
@@ -259,6 +264,18 @@ pub struct FaultyStore {
 }
 
 impl Faults {
+    /// Counts a call for an armed `Conflict` and says whether this call is the one.
+    fn conflict_now(&self) -> bool {
+        let mut plan = self.plan.lock().unwrap();
+        let Some((n, FaultPoint::Conflict)) = *plan else { return false };
+        let count = self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+        if count == n {
+            *plan = None;
+            return true;
+        }
+        false
+    }
+
     /// The store calls made since the last take.
     pub fn take_log(&self) -> Vec<&'static str> {
         std::mem::take(&mut *self.log.lock().unwrap())
@@ -268,6 +285,11 @@ impl Faults {
 macro_rules! faulty {
     ($self:ident, $name:literal, $call:expr) => {{
         $self.faults.log.lock().unwrap().push($name);
+        if $self.faults.conflict_now() {
+            return Err(helix_core::store::StoreError::TransactionCanceled {
+                reasons: vec![helix_core::store::CancelReason::Other("TransactionConflict".into())],
+            });
+        }
         if $self.faults.tick(FaultPoint::Before) {
             return Err(injected());
         }

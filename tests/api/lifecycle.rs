@@ -434,6 +434,19 @@ async fn a_fault_at_each_store_call_of_continue_never_duplicates_a_step(backend:
     }
 }
 
+async fn a_contended_finalize_is_retried_not_discarded(backend: Backend) {
+    let app = TestApp::spawn_with(backend, &[]).await;
+    let token = app.token().await;
+    let id = start(&app, &token, research_run()).await;
+    app.script(completing_step(1));
+    app.faults.arm(3, FaultPoint::Conflict); // (1) read, (2) claim, (3) finalize
+    let (status, run) = body(app.continue_run(&token, &id, "contended-turn-1", go(1)).await).await;
+    assert_eq!(status, 200, "{run}");
+    assert_eq!(run["completion_status"], "completed");
+    assert_eq!(run["version"], 2);
+    assert_contiguous(&app.events(&token, &id).await);
+}
+
 async fn the_account_policy_is_rechecked_before_every_continuation(backend: Backend) {
     let app = TestApp::spawn_with(backend, &[]).await;
     let token = app.token().await;
@@ -477,4 +490,5 @@ on_both_backends!(
     cancel_during_a_slow_turn_wins_and_the_stale_result_is_discarded,
     a_fault_at_each_store_call_of_continue_never_duplicates_a_step,
     the_account_policy_is_rechecked_before_every_continuation,
+    a_contended_finalize_is_retried_not_discarded,
 );

@@ -26,6 +26,7 @@ const OP_START: &str = "run.start";
 const OP_CONTINUE: &str = "run.continue";
 const OP_CANCEL: &str = "run.cancel";
 pub const DEFAULT_EVENT_LIMIT: u32 = 50;
+const FINALIZE_ATTEMPTS: u32 = 3;
 
 /// Optional per-invocation limits the transport knows (Lambda remaining time).
 #[derive(Debug, Clone, Copy, Default)]
@@ -367,13 +368,29 @@ impl Services {
             WriteOp::Put { item: run_item(&done)?, cond: Some(run_unchanged(claimed.rev)) },
         ];
         ops.extend(event_ops(&log.events)?);
-        match self.store.transact(ops).await {
-            Ok(()) => Ok(completed(200, &response, false)),
-            Err(StoreError::TransactionCanceled { .. }) => {
-                self.discard_stale_turn(p, &done.run_id, &rkey, &finished, mine).await
+        // A cancellation without a failed condition (DynamoDB's TransactionConflict when
+        // a competing claim touches the run at the same instant) is retried: only a
+        // failed condition proves the claim was lost.
+        for attempt in 1..=FINALIZE_ATTEMPTS {
+            match self.store.transact(ops.clone()).await {
+                Ok(()) => return Ok(completed(200, &response, false)),
+                Err(StoreError::TransactionCanceled { reasons })
+                    if !reasons.iter().any(|r| matches!(r, CancelReason::ConditionFailed { .. }))
+                        && attempt < FINALIZE_ATTEMPTS =>
+                {
+                    tokio::time::sleep(StdDuration::from_millis(25 * attempt as u64)).await;
+                }
+                Err(StoreError::TransactionCanceled { reasons })
+                    if reasons.iter().any(|r| matches!(r, CancelReason::ConditionFailed { .. })) =>
+                {
+                    return self.discard_stale_turn(p, &done.run_id, &rkey, &finished, mine).await;
+                }
+                // Still contended: the reservation stays in progress and expires into
+                // outcome_unknown; the next continuation recovers the run.
+                Err(e) => return Err(ApiError::Unavailable(Box::new(e))),
             }
-            Err(e) => Err(e.into()),
         }
+        unreachable!("the last attempt always returns")
     }
 
     /// The turn lost its claim (cancelled meanwhile, or the lease expired and another
