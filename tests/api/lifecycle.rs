@@ -447,6 +447,26 @@ async fn a_contended_finalize_is_retried_not_discarded(backend: Backend) {
     assert_contiguous(&app.events(&token, &id).await);
 }
 
+async fn concurrent_starts_with_one_key_create_one_run(backend: Backend) {
+    let app = Arc::new(TestApp::spawn_with(backend, &[]).await);
+    let token = app.token().await;
+    let calls = (0..8).map(|_| {
+        let (app, token) = (app.clone(), token.clone());
+        tokio::spawn(async move {
+            let res = app.start(&token, "one-key-many-starts", research_run()).await;
+            let replayed = res.headers().get("idempotency-replayed").map(|v| v == "true");
+            (res.status().as_u16(), replayed, res.json::<Value>().await.unwrap())
+        })
+    });
+    let results: Vec<_> = futures::future::join_all(calls).await.into_iter().map(Result::unwrap).collect();
+    let created: Vec<_> = results.iter().filter(|(s, _, _)| *s == 201).collect();
+    assert_eq!(created.iter().filter(|(_, replayed, _)| *replayed == Some(false)).count(), 1, "{results:?}");
+    assert!(created.iter().all(|(_, _, b)| b["run_id"] == created[0].2["run_id"]), "one run: {results:?}");
+    for (status, _, b) in results.iter().filter(|(s, _, _)| *s != 201) {
+        assert_eq!((*status, b["error"]["code"].as_str()), (409, Some("idempotency_in_progress")), "{b}");
+    }
+}
+
 async fn the_account_policy_is_rechecked_before_every_continuation(backend: Backend) {
     let app = TestApp::spawn_with(backend, &[]).await;
     let token = app.token().await;
@@ -491,4 +511,5 @@ on_both_backends!(
     a_fault_at_each_store_call_of_continue_never_duplicates_a_step,
     the_account_policy_is_rechecked_before_every_continuation,
     a_contended_finalize_is_retried_not_discarded,
+    concurrent_starts_with_one_key_create_one_run,
 );

@@ -523,6 +523,8 @@ impl Services {
                 Some(CancelReason::ConditionFailed { current: Some(existing) }) => {
                     self.answer_from_receipt(existing, hash).map(Commit::Done)
                 }
+                // Another request with this key is being written at this instant.
+                Some(CancelReason::Other(_)) => Err(ApiError::IdempotencyInProgress),
                 _ => Ok(Commit::RunChanged),
             },
             Err(e) => Err(e.into()),
