@@ -22,6 +22,20 @@ async fn start(app: &TestApp, token: &str, body: Value) -> String {
     app.started(token, body).await["run_id"].as_str().unwrap().to_owned()
 }
 
+/// Waits until inspect shows the turn holding its claim (bounded), so a test acts
+/// during the turn whatever the machine's load.
+async fn until_running(app: &TestApp, token: &str, id: &str) {
+    for _ in 0..200 {
+        let run: Value =
+            app.get(&format!("/api/v1/agent-runs/{id}"), token).send().await.unwrap().json().await.unwrap();
+        if run["lifecycle_status"] == "running" {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("the turn never started");
+}
+
 fn question_step(id: &str) -> Step {
     let mut a = evidence_artifact(0);
     a.solver_status = helix_core::domain::turn::SolverStatus::Partial;
@@ -341,12 +355,12 @@ async fn the_same_key_during_a_running_turn_is_idempotency_in_progress(backend: 
     let app = Arc::new(TestApp::spawn_with(backend, &[]).await);
     let token = app.token().await;
     let id = start(&app, &token, research_run()).await;
-    app.script(Step::Delay(Duration::from_millis(600), Box::new(question_step("q1"))));
+    app.script(Step::Delay(Duration::from_millis(1500), Box::new(question_step("q1"))));
     let slow = {
         let (app, token, id) = (app.clone(), token.clone(), id.clone());
         tokio::spawn(async move { body(app.continue_run(&token, &id, "same-key-turn-1", go(1)).await).await })
     };
-    tokio::time::sleep(Duration::from_millis(150)).await;
+    until_running(&app, &token, &id).await;
     let (status, err) = body(app.continue_run(&token, &id, "same-key-turn-1", go(1)).await).await;
     assert_eq!((status, err["error"]["code"].as_str()), (409, Some("idempotency_in_progress")));
     let during: Value =
@@ -368,7 +382,7 @@ async fn cancel_during_a_slow_turn_wins_and_the_stale_result_is_discarded(backen
         let (app, token, id) = (app.clone(), token.clone(), id.clone());
         tokio::spawn(async move { body(app.continue_run(&token, &id, "slow-turn-0001", go(1)).await).await })
     };
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    until_running(&app, &token, &id).await;
     let started = std::time::Instant::now();
     let (status, cancelled) =
         body(app.cancel(&token, &id, "cancel-slow-001", json!({"expected_version": 1})).await).await;
