@@ -1,0 +1,42 @@
+//! The log, on its own test binary: a tracing subscriber set for one test must not
+//! share its process with tests that run without one (tracing caches callsite interest
+//! process-wide).
+
+use helix_integration_tests::*;
+
+#[derive(Clone, Default)]
+struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn access_logs_carry_status_and_code_but_never_credentials() {
+    let captured = Captured::default();
+    let sink = captured.clone();
+    let subscriber = tracing_subscriber::fmt().with_writer(move || sink.clone()).with_ansi(false).finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let app = TestApp::spawn().await;
+    let token = app.token().await;
+    let run = app.started(&token, research_run()).await;
+    let id = run["run_id"].as_str().unwrap();
+    app.get(&format!("/api/v1/agent-runs/{id}"), &token)
+        .header("X-Request-Id", "sk-live-not-a-request-id")
+        .send()
+        .await
+        .unwrap();
+    app.get("/api/v1/agent-runs/run_missing0001", "not-a-valid-token-value").send().await.unwrap();
+    let logs = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    assert!(logs.contains("code=\"invalid_token\"") || logs.contains("code=invalid_token"), "{logs}");
+    assert!(logs.contains("status=201"), "{logs}");
+    for secret in [token.as_str(), "not-a-valid-token-value", "sk-live-not-a-request-id", SECRET] {
+        assert!(!logs.contains(secret), "a credential reached the log");
+    }
+}
