@@ -101,9 +101,8 @@ async fn a_pending_question_needs_input_and_its_answer_continues(backend: Backen
     let (_, run) = body(app.continue_run(&token, &id, "turn-q-00004", answer).await).await;
     assert_eq!(run["completion_status"], "completed", "{run}");
     assert_eq!(run["pending_questions"], json!([]));
-    let seen = app.executor.seen.lock().unwrap();
-    assert_eq!(seen.last().unwrap().answers[0].question_id, "q_geometry", "the answer reaches the executor");
-    drop(seen);
+    let answered = app.executor.seen.lock().unwrap().last().unwrap().answers[0].question_id.clone();
+    assert_eq!(answered, "q_geometry", "the answer reaches the executor");
     let kinds = kinds(&app.events(&token, &id).await);
     assert!(
         kinds.contains(&"input_requested".to_string()) && kinds.contains(&"issue_resolved".to_string()),

@@ -430,10 +430,10 @@ impl TokenVerifier {
         if now > expires_at.saturating_add(CLOCK_LEEWAY_SECS) {
             return Err(invalid("expired"));
         }
-        if let Some(nbf) = numeric_date(claims.get("nbf"))? {
-            if nbf > now.saturating_add(CLOCK_LEEWAY_SECS) {
-                return Err(invalid("not_yet_valid"));
-            }
+        if let Some(nbf) = numeric_date(claims.get("nbf"))?
+            && nbf > now.saturating_add(CLOCK_LEEWAY_SECS)
+        {
+            return Err(invalid("not_yet_valid"));
         }
         let subject = match claims.get("sub") {
             Some(Value::String(sub)) if is_identifier(sub) => sub.clone(),

@@ -88,7 +88,7 @@ pub enum ScopeRefusal {
 }
 
 /// Admits every requested logical scope or names the first one refused.
-pub fn admit<'a>(
+pub fn admit(
     requested: &[String],
     enabled: &[String],
     granted_oauth: &[String],

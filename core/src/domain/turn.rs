@@ -232,7 +232,7 @@ fn apply_artifact(run: &mut Run, ctx: &TurnContext<'_>, a: TurnArtifact, keys: &
     let gate_open = ctx
         .required_families
         .iter()
-        .filter(|f| !(a.satisfied_evidence_families.contains(f) && !current_refs.is_empty()))
+        .filter(|f| current_refs.is_empty() || !a.satisfied_evidence_families.contains(f))
         .map(|f| required_evidence(f))
         .collect::<Vec<_>>();
     let gate_blocked = !gate_open.is_empty();
