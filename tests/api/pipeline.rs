@@ -183,3 +183,35 @@ async fn the_mcp_body_limit_is_independent_of_the_rest_limit() {
     let rest = app.start(&token, "rest-still-fine-1", serde_json::json!({ "objective": "x".repeat(4000) })).await;
     assert_eq!(rest.status(), 201, "the REST limit (default 256 KiB) is separate");
 }
+
+async fn tools_list(app: &TestApp, token: &str, id: serde_json::Value, version: &str) -> (u16, Value) {
+    let res = app
+        .post("/mcp", token)
+        .header("Accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", version)
+        .json(&serde_json::json!({ "jsonrpc": "2.0", "id": id, "method": "tools/list" }))
+        .send()
+        .await
+        .unwrap();
+    (res.status().as_u16(), res.json().await.unwrap_or(Value::Null))
+}
+
+#[tokio::test]
+async fn a_repeated_tools_list_answers_identically_with_its_own_id() {
+    let app = TestApp::spawn().await;
+    let token = app.token().await;
+    let (s1, first) = tools_list(&app, &token, serde_json::json!(1), "2025-11-25").await;
+    let (s2, second) = tools_list(&app, &token, serde_json::json!("second"), "2025-11-25").await;
+    assert_eq!((s1, s2), (200, 200));
+    assert_eq!(second["id"], "second");
+    assert_eq!(second["jsonrpc"], "2.0");
+    assert_eq!(first["result"], second["result"]);
+    assert!(second["result"]["tools"][0]["securitySchemes"].is_array(), "{second}");
+    let (s3, older) = tools_list(&app, &token, serde_json::json!(3), "2025-06-18").await;
+    assert_eq!(s3, 200);
+    assert_eq!(older["result"]["tools"].as_array().unwrap().len(), 6);
+    let (bad, _) = tools_list(&app, &token, serde_json::json!(4), "1999-01-01").await;
+    assert_eq!(bad, 400, "an unsupported protocol version is refused, cached answers or not");
+    let (unauthenticated, _) = tools_list(&app, "not-a-token", serde_json::json!(5), "2025-11-25").await;
+    assert_eq!(unauthenticated, 401, "the cache sits behind authentication");
+}

@@ -32,10 +32,15 @@ pub const PATH: &str = "/mcp";
 
 type McpService = StreamableHttpService<HelixMcp, NeverSessionManager>;
 
+/// `tools/list` results by protocol version. The catalog is the same for every caller
+/// (it is never filtered by scope), so the SDK builds each version's answer once.
+type ToolsCache = Arc<std::sync::Mutex<std::collections::HashMap<String, Arc<Value>>>>;
+
 #[derive(Clone)]
 struct McpState {
     app: AppState,
     service: McpService,
+    tools: ToolsCache,
 }
 
 pub fn router(state: AppState) -> Router {
@@ -57,7 +62,7 @@ pub fn router(state: AppState) -> Router {
     );
     Router::new()
         .route(PATH, post(handle).fallback(method_not_allowed))
-        .with_state(McpState { app: state.clone(), service })
+        .with_state(McpState { app: state.clone(), service, tools: ToolsCache::default() })
         .layer(axum::middleware::from_fn_with_state((state, Group::Mcp), pipeline))
 }
 
@@ -108,11 +113,36 @@ async fn handle(State(mcp): State<McpState>, req: Request) -> Result<Response, A
     if admits_json(parts.headers.get(ACCEPT)) {
         parts.headers.insert(ACCEPT, HeaderValue::from_static("application/json, text/event-stream"));
     }
+    let cached = match envelope {
+        Envelope::Request { method: "tools/list" } => plain_tools_list(&bytes, &parts.headers),
+        _ => None,
+    };
+    if let Some((version, id)) = &cached
+        && let Some(result) = mcp.tools.lock().expect("tools cache").get(version).cloned()
+    {
+        let message = serde_json::json!({ "jsonrpc": "2.0", "id": id, "result": result });
+        return Ok(([(CONTENT_TYPE, "application/json")], message.to_string()).into_response());
+    }
     let res = mcp.service.handle(Request::from_parts(parts, Body::from(bytes))).await.map(Body::new);
     Ok(match envelope {
-        Envelope::Request { method: "tools/list" } => with_security_schemes(res).await,
+        Envelope::Request { method: "tools/list" } => {
+            let (res, result) = with_security_schemes(res).await;
+            if let (Some((version, _)), Some(result)) = (cached, result) {
+                mcp.tools.lock().expect("tools cache").insert(version, Arc::new(result));
+            }
+            res
+        }
         _ => res,
     })
+}
+
+/// A `tools/list` without params (no cursor, no `_meta`): its protocol version header
+/// and id, so its answer can come from the cache.
+fn plain_tools_list(body: &[u8], headers: &http::HeaderMap) -> Option<(String, Value)> {
+    let message: Value = serde_json::from_slice(body).ok()?;
+    let plain = message.get("params").is_none_or(|p| p.as_object().is_some_and(|o| o.is_empty()));
+    let version = headers.get("mcp-protocol-version").and_then(|v| v.to_str().ok()).unwrap_or("");
+    plain.then(|| (version.to_owned(), message.get("id").cloned().unwrap_or(Value::Null)))
 }
 
 /// The run a `tools/call` addresses, so its first data read joins the principal's.
@@ -149,16 +179,16 @@ fn run_target(body: &[u8]) -> Option<RunTarget> {
 
 /// The SDK's tool model has no `securitySchemes` member, so the standard field is added
 /// to each listed tool here, from the catalog (the `_meta` copy is set by the SDK model).
-async fn with_security_schemes(res: Response<Body>) -> Response<Body> {
+async fn with_security_schemes(res: Response<Body>) -> (Response<Body>, Option<Value>) {
     if res.status() != StatusCode::OK || !is_json(res.headers().get(CONTENT_TYPE)) {
-        return res;
+        return (res, None);
     }
     let (parts, body) = res.into_parts();
     let Ok(bytes) = axum::body::to_bytes(body, usize::MAX).await else {
-        return ApiError::internal(std::io::Error::other("unreadable tools/list response")).into_response();
+        return (ApiError::internal(std::io::Error::other("unreadable tools/list response")).into_response(), None);
     };
     let Ok(mut message) = serde_json::from_slice::<Value>(&bytes) else {
-        return Response::from_parts(parts, Body::from(bytes));
+        return (Response::from_parts(parts, Body::from(bytes)), None);
     };
     if let Some(tools) = message.pointer_mut("/result/tools").and_then(Value::as_array_mut) {
         for tool in tools.iter_mut() {
@@ -168,7 +198,8 @@ async fn with_security_schemes(res: Response<Body>) -> Response<Body> {
             }
         }
     }
+    let result = message.get("result").filter(|r| r.get("tools").is_some()).cloned();
     let mut parts = parts;
     parts.headers.remove(http::header::CONTENT_LENGTH);
-    Response::from_parts(parts, Body::from(message.to_string()))
+    (Response::from_parts(parts, Body::from(message.to_string())), result)
 }
