@@ -34,7 +34,7 @@ type McpService = StreamableHttpService<HelixMcp, NeverSessionManager>;
 
 /// `tools/list` results by protocol version. The catalog is the same for every caller
 /// (it is never filtered by scope), so the SDK builds each version's answer once.
-type ToolsCache = Arc<std::sync::Mutex<std::collections::HashMap<String, Arc<Value>>>>;
+type ToolsCache = Arc<std::sync::Mutex<std::collections::HashMap<String, Arc<str>>>>;
 
 #[derive(Clone)]
 struct McpState {
@@ -120,15 +120,16 @@ async fn handle(State(mcp): State<McpState>, req: Request) -> Result<Response, A
     if let Some((version, id)) = &cached
         && let Some(result) = mcp.tools.lock().expect("tools cache").get(version).cloned()
     {
-        let message = serde_json::json!({ "jsonrpc": "2.0", "id": id, "result": result });
-        return Ok(([(CONTENT_TYPE, "application/json")], message.to_string()).into_response());
+        // The result is kept serialized: only the id is written per request.
+        let message = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#);
+        return Ok(([(CONTENT_TYPE, "application/json")], message).into_response());
     }
     let res = mcp.service.handle(Request::from_parts(parts, Body::from(bytes))).await.map(Body::new);
     Ok(match envelope {
         Envelope::Request { method: "tools/list" } => {
             let (res, result) = with_security_schemes(res).await;
             if let (Some((version, _)), Some(result)) = (cached, result) {
-                mcp.tools.lock().expect("tools cache").insert(version, Arc::new(result));
+                mcp.tools.lock().expect("tools cache").insert(version, Arc::from(result.to_string()));
             }
             res
         }
