@@ -77,13 +77,9 @@ impl Services {
         Ok(())
     }
 
-    /// Resolves a verified token to its principal, or `account_not_linked`.
-    pub async fn resolve_principal(&self, token: VerifiedToken) -> Result<Principal, ApiError> {
-        Ok(self.resolve_with(token, |_| vec![]).await?.principal)
-    }
-
-    /// Resolves the principal and, in the same BatchGetItem, reads the data keys the
-    /// request will need (`data` may use the token identity, e.g. for receipt keys).
+    /// Resolves a verified token to its principal (or `account_not_linked`) and, in the
+    /// same BatchGetItem, reads the data keys the request will need (`data` may use the
+    /// token identity, e.g. for receipt keys).
     pub async fn resolve_with(
         &self,
         token: VerifiedToken,

@@ -69,10 +69,6 @@ pub struct Caller {
 }
 
 impl Caller {
-    pub fn new(principal: Principal) -> Self {
-        Self { principal, prefetched: vec![] }
-    }
-
     pub fn with_prefetched(principal: Principal, prefetched: Vec<(Key, Option<Item>)>) -> Self {
         Self { principal, prefetched }
     }
