@@ -129,10 +129,26 @@ pub fn compose(state: AppState) -> axum::Router {
     helix_agent_runs::routes(state.clone())
         .merge(helix_discovery::routes(state.clone()))
         .merge(helix_mcp::routes(state.clone()))
+        .merge(helix_account::routes(state.clone()))
         .fallback_service(helix_core::http::fallback_router(state))
 }
 
+/// The development OpenID provider, hosted only in development and only on loopback.
+fn with_dev_provider(app: axum::Router, state: &AppState, addr: SocketAddr) -> anyhow::Result<axum::Router> {
+    let Some(dev) = helix_core::http::dev_oidc::router(state.clone()) else { return Ok(app) };
+    if !addr.ip().is_loopback() {
+        bail!(
+            "refused: the development OpenID provider is served only on a loopback address (set HELIX_BROWSER_DEV_PROVIDER=0 or bind 127.0.0.1)"
+        );
+    }
+    Ok(dev.merge(app))
+}
+
 pub async fn serve(addr: SocketAddr, args: &StoreArgs, corpus: Option<PathBuf>) -> anyhow::Result<()> {
+    // Bound first, so the public base URL (and the browser lane's issuer and redirect URI
+    // derived from it) names the real port even for --addr 127.0.0.1:0.
+    let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("binding {addr}"))?;
+    let addr = listener.local_addr()?;
     let mut config = local_config(&args.data_dir, Some(addr))?;
     refuse_production(&config)?;
     let store = open_store(args).await?;
@@ -140,14 +156,15 @@ pub async fn serve(addr: SocketAddr, args: &StoreArgs, corpus: Option<PathBuf>) 
     let state = helix_core::wiring::app_state(config, store, executor);
     let token = mint(&state, DEV_SUBJECT, DEV_TENANT, &default_scopes(), 12 * 3600).await?;
 
-    let app = compose(state).layer(axum::middleware::map_request(|mut req: Request| async move {
-        if let Some(ConnectInfo(peer)) = req.extensions().get::<ConnectInfo<SocketAddr>>().copied() {
-            req.extensions_mut().insert(ClientIp(peer.ip().to_string()));
-        }
-        req
-    }));
-    let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("binding {addr}"))?;
-    let url = format!("http://{}", listener.local_addr()?);
+    let app = with_dev_provider(compose(state.clone()), &state, addr)?.layer(axum::middleware::map_request(
+        |mut req: Request| async move {
+            if let Some(ConnectInfo(peer)) = req.extensions().get::<ConnectInfo<SocketAddr>>().copied() {
+                req.extensions_mut().insert(ClientIp(peer.ip().to_string()));
+            }
+            req
+        },
+    ));
+    let url = format!("http://{addr}");
     println!("Helix Agent API (development, {} store) listening on {url}", store_name(args));
     println!("Development bearer token (subject {DEV_SUBJECT}, tenant {DEV_TENANT}, valid 12 h):");
     println!("  export HELIX_TOKEN='{token}'");
@@ -158,6 +175,7 @@ pub async fn serve(addr: SocketAddr, args: &StoreArgs, corpus: Option<PathBuf>) 
         "    -d '{{\"objective\":\"What force did Lamoreaux measure between a sphere and a plate?\",\"database_scope\":[\"research_library\"]}}'"
     );
     println!("MCP endpoint: {url}/mcp   Metadata: {url}/.well-known/oauth-protected-resource/mcp");
+    println!("Sign in and manage agent access: {url}/account   Connect an agent: {url}/agent-access");
     axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())
         .with_graceful_shutdown(async {
             let _ = tokio::signal::ctrl_c().await;

@@ -2,6 +2,7 @@
 //! linked Helix account through an active agent account binding. Nothing here is
 //! created from token claims; links and bindings come only from the trusted link path.
 
+use crate::domain::account::AccountPolicy;
 use crate::domain::hash_parts;
 use crate::domain::run::Ownership;
 use crate::error::ApiError;
@@ -14,8 +15,8 @@ pub struct Principal {
     pub subject: String,
     pub account_id: String,
     pub scopes: Vec<String>,
-    /// Capabilities the linked account's policy withholds.
-    pub denied_capabilities: Vec<String>,
+    /// The linked account's current policy (read with the link on every request).
+    pub policy: AccountPolicy,
 }
 
 impl std::fmt::Debug for Principal {
@@ -59,7 +60,7 @@ impl Principal {
     }
 
     pub fn capability_available(&self, capability: &str) -> bool {
-        !self.denied_capabilities.iter().any(|c| c == capability)
+        !self.policy.denied_capabilities.iter().any(|c| c == capability)
     }
 }
 
