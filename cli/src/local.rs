@@ -16,7 +16,7 @@ use helix_core::http::{AppState, ClientIp};
 use helix_core::service::accounts::LinkIdentity;
 use helix_core::store::Store;
 
-use crate::{StoreArgs, StoreKind, require_table};
+use crate::{AccountArgs, StoreArgs, StoreKind, require_table};
 
 pub const DEV_SUBJECT: &str = "dev-user";
 pub const DEV_TENANT: &str = "dev-tenant";
@@ -248,5 +248,63 @@ pub async fn link_account(
         helix_core::service::accounts::BindingStatus::Revoked => "revoked (not reactivated)",
     };
     println!("linked account {account}; agent binding {status}");
+    Ok(())
+}
+
+/// Prints nothing but the cookie value: the session of this identity's account.
+pub async fn dev_session(args: &StoreArgs, subject: &str, tenant: &str) -> anyhow::Result<String> {
+    let config = local_config(&args.data_dir, None)?;
+    refuse_production(&config)?;
+    let store = open_store(args).await?;
+    let state = helix_core::wiring::app_state(config, store, Arc::new(helix_core::executor::Unconfigured));
+    let o = &state.services.config.oauth;
+    let id = LinkIdentity { issuer: &o.issuer, tenant, provider: &o.provider, subject };
+    Ok(state.services.dev_session(&id).await?.expose().to_owned())
+}
+
+async fn operator_state(args: &AccountArgs) -> anyhow::Result<AppState> {
+    let config = local_config(&args.store.data_dir, None)?;
+    let store = open_store(&args.store).await?;
+    Ok(helix_core::wiring::app_state(config, store, Arc::new(helix_core::executor::Unconfigured)))
+}
+
+fn provider_of(state: &AppState, args: &AccountArgs) -> String {
+    args.provider.clone().unwrap_or_else(|| state.services.config.oauth.provider.clone())
+}
+
+pub async fn account_show(args: &AccountArgs) -> anyhow::Result<()> {
+    let state = operator_state(args).await?;
+    let provider = provider_of(&state, args);
+    let view = match state.services.show_account(&provider, &args.subject).await {
+        Err(helix_core::error::ApiError::NotFound) => bail!("no account is linked for this provider and subject"),
+        other => other?,
+    };
+    // The binding of exactly this (issuer, tenant, provider, subject), if any.
+    let issuer = args.issuer.clone().unwrap_or_else(|| state.services.config.oauth.issuer.clone());
+    let tenant_ref = helix_core::domain::account::tenant_ref(&issuer, &args.tenant);
+    let this = view
+        .bindings
+        .bindings
+        .iter()
+        .find(|b| b.tenant_ref == tenant_ref && b.issuer == issuer && b.provider == provider);
+    let out = serde_json::json!({
+        "account": view,
+        "identity_binding": this,
+    });
+    println!("{}", serde_json::to_string_pretty(&out)?);
+    Ok(())
+}
+
+pub async fn account_policy(
+    args: &AccountArgs,
+    change: &helix_core::domain::account::PolicyChange,
+) -> anyhow::Result<()> {
+    let state = operator_state(args).await?;
+    let provider = provider_of(&state, args);
+    let policy = match state.services.set_policy(&provider, &args.subject, change).await {
+        Err(helix_core::error::ApiError::NotFound) => bail!("no account is linked for this provider and subject"),
+        other => other?,
+    };
+    println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "policy": policy }))?);
     Ok(())
 }
