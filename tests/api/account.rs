@@ -650,3 +650,93 @@ async fn link_account_writes_link_account_and_binding_in_one_transaction() {
     app.state.services.link_account(&id2).await.unwrap();
     assert_eq!(rest_start(&app, &token, "linked-in-one-01").await.0, StatusCode::CREATED);
 }
+
+/// Feeds one `events/account-*.json` payload through lambda_http's decoding, the Lambda
+/// adapter and the composed routers, with the placeholders replaced.
+async fn invoke_event(app: &TestApp, file: &str, replace: &[(&str, &str)]) -> (u16, http::HeaderMap, String) {
+    use http_body_util::BodyExt;
+    use tower::ServiceExt;
+    let path = format!("{}/../events/{file}", env!("CARGO_MANIFEST_DIR"));
+    let mut raw = std::fs::read_to_string(&path).unwrap();
+    for (from, to) in replace {
+        raw = raw.replace(from, to);
+    }
+    let req = lambda_http::request::from_str(&raw).unwrap_or_else(|e| panic!("{file}: {e}"));
+    let (parts, body) = req.into_parts();
+    let req = http::Request::from_parts(parts, axum::body::Body::from(body.to_vec()));
+    let res = helix_core::lambda::adapt(compose(app.state.clone())).oneshot(req).await.unwrap();
+    let (status, headers) = (res.status().as_u16(), res.headers().clone());
+    assert_eq!(headers["cache-control"], "no-store", "{file}");
+    assert!(headers.get("content-security-policy").is_some(), "{file}");
+    let bytes = res.into_body().collect().await.unwrap().to_bytes();
+    (status, headers, String::from_utf8_lossy(&bytes).into_owned())
+}
+
+#[tokio::test]
+async fn every_account_event_file_is_served_by_the_account_router() {
+    let signer = Arc::new(DevSigner::generate());
+    let (issuer, _rogue) = spawn_rogue(signer).await;
+    let app = TestApp::spawn_with(
+        Backend::Embedded,
+        &[
+            ("CASIMIR_PUBLIC_BASE_URL", "https://api.example.com"),
+            ("HELIX_AGENT_ALLOWED_HOSTS", "api.example.com"),
+            ("HELIX_AGENT_ALLOWED_ORIGINS", "https://api.example.com"),
+            ("HELIX_BROWSER_DEV_PROVIDER", "0"),
+            ("HELIX_BROWSER_OIDC_ISSUER", &issuer),
+            ("HELIX_BROWSER_OIDC_CLIENT_ID", "helix-web"),
+            ("HELIX_BROWSER_OIDC_ALGORITHMS", "EdDSA"),
+        ],
+    )
+    .await;
+    let o = app.state.services.config.oauth.clone();
+    let id = helix_core::service::accounts::LinkIdentity {
+        issuer: &o.issuer,
+        tenant: "t",
+        provider: &o.provider,
+        subject: "frank",
+    };
+    app.state.services.link_account(&id).await.unwrap();
+    let session = app.state.services.dev_session(&id).await.unwrap();
+    let cookie = session.expose();
+
+    for file in ["account-page.json", "agent-access.json", "agent-access-manifest.json", "account-css.json"] {
+        let (status, _, body) = invoke_event(&app, file, &[("SESSION_EXAMPLE", cookie)]).await;
+        assert_eq!(status, 200, "{file}: {body}");
+    }
+    let (status, headers, _) = invoke_event(&app, "account-sign-in.json", &[]).await;
+    assert_eq!(status, 303);
+    assert!(headers["location"].to_str().unwrap().starts_with(&issuer));
+    assert!(headers["set-cookie"].to_str().unwrap().contains("; Secure"), "https deployments set Secure");
+    let (status, _, body) = invoke_event(&app, "account-callback.json", &[("SIGNIN_EXAMPLE", &"cd".repeat(32))]).await;
+    assert_eq!(status, 400, "an unknown state: {body}");
+    let (status, _, body) = invoke_event(&app, "account-bindings.json", &[("SESSION_EXAMPLE", cookie)]).await;
+    assert_eq!(status, 200, "{body}");
+    let list: Value = serde_json::from_str(&body).unwrap();
+    let reference = list["bindings"][0]["binding_ref"].as_str().unwrap().to_owned();
+    let (status, _, body) = invoke_event(
+        &app,
+        "account-revoke-form.json",
+        &[("SESSION_EXAMPLE", cookie), ("BINDING_REF_EXAMPLE", "unknown")],
+    )
+    .await;
+    assert_eq!(status, 404, "{body}");
+    let (status, _, body) = invoke_event(
+        &app,
+        "account-binding-revoke.json",
+        &[("SESSION_EXAMPLE", cookie), ("BINDING_REF_EXAMPLE", &reference)],
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let (status, headers, _) = invoke_event(&app, "account-allow-agents.json", &[("SESSION_EXAMPLE", cookie)]).await;
+    assert_eq!(status, 303);
+    assert!(
+        headers["location"].to_str().unwrap().contains("prompt=login"),
+        "a step-up asks the provider to re-authenticate"
+    );
+    let (status, headers, _) = invoke_event(&app, "account-sign-out.json", &[("SESSION_EXAMPLE", cookie)]).await;
+    assert_eq!(status, 303);
+    assert!(headers["set-cookie"].to_str().unwrap().starts_with("helix_session=;"));
+    let (status, _, _) = invoke_event(&app, "account-bindings.json", &[("SESSION_EXAMPLE", cookie)]).await;
+    assert_eq!(status, 401, "signed out");
+}

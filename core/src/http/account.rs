@@ -40,8 +40,9 @@ pub fn router(state: AppState) -> Router {
         .route("/account/agent-bindings/revoke", post(revoke_form))
         .route("/api/account/session/agent-bindings", get(list_bindings))
         .route("/api/account/session/agent-bindings/{binding_ref}", delete(revoke))
-        .layer(axum::middleware::map_response_with_state(state.clone(), page_headers))
         .layer(axum::middleware::from_fn_with_state((state.clone(), Group::Account), pipeline))
+        // Outside the pipeline, so error answers (rendered by it) carry them too.
+        .layer(axum::middleware::map_response_with_state(state.clone(), page_headers))
         .with_state(state)
 }
 

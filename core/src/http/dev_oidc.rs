@@ -110,8 +110,8 @@ pub fn router(state: AppState) -> Option<Router> {
             .route(&format!("{p}/jwks"), get(jwks))
             .route(&format!("{p}/authorize"), get(login_page).post(login))
             .route(&format!("{p}/token"), axum::routing::post(token))
-            .layer(axum::middleware::map_response_with_state(state.clone(), super::account::page_headers_for))
-            .layer(axum::middleware::from_fn_with_state((state, Group::Account), pipeline))
+            .layer(axum::middleware::from_fn_with_state((state.clone(), Group::Account), pipeline))
+            .layer(axum::middleware::map_response_with_state(state, super::account::page_headers_for))
             .with_state(dev),
     )
 }
