@@ -25,6 +25,8 @@ from selenium import webdriver
 from selenium.webdriver.chrome.options import Options
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions as EC
+from selenium.webdriver.support.ui import WebDriverWait
 
 ROOT = Path(__file__).resolve().parents[2]
 HELIX_BIN = os.environ.get("HELIX_BIN", str(ROOT / "target" / "debug" / "helix"))
@@ -173,7 +175,10 @@ def main():
         status, body = mcp_tools_list(base, token)
         check(status == 200 and len(body["result"]["tools"]) > 0, f"bearer admitted on MCP ({status})")
 
-        rows[0].find_element(By.CSS_SELECTOR, "button.revoke").click()
+        old_row = rows[0]
+        old_row.find_element(By.CSS_SELECTOR, "button.revoke").click()
+        WebDriverWait(driver, 15).until(EC.staleness_of(old_row))
+        WebDriverWait(driver, 15).until(lambda d: d.find_elements(By.CSS_SELECTOR, "tr.binding"))
         check(driver.current_url == f"{base}/account", "back on /account after revoking")
         rows = driver.find_elements(By.CSS_SELECTOR, "tr.binding")
         check(rows[0].get_attribute("data-status") == "revoked", "the binding shows revoked")
@@ -185,7 +190,9 @@ def main():
         status, body = mcp_tools_list(base, token)
         check(status == 403, f"bearer refused on MCP after revoke ({status})")
 
-        driver.find_element(By.ID, "sign-out").click()
+        sign_out = driver.find_element(By.ID, "sign-out")
+        sign_out.click()
+        WebDriverWait(driver, 15).until(EC.staleness_of(sign_out))
         check(len(driver.find_elements(By.ID, "sign-in")) == 1, "signed out")
         shot(driver, "08-signed-out")
         print(f"browser test passed; screenshots in {ARTIFACTS}")

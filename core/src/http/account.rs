@@ -75,7 +75,7 @@ pub async fn page_headers_for(State(state): State<AppState>, mut res: Response) 
     h.insert("content-security-policy", HeaderValue::from_str(&csp).expect("ascii policy"));
     h.insert("x-frame-options", HeaderValue::from_static("DENY"));
     h.insert("x-content-type-options", HeaderValue::from_static("nosniff"));
-    h.insert("referrer-policy", HeaderValue::from_static("no-referrer"));
+    h.insert("referrer-policy", HeaderValue::from_static("same-origin"));
     res
 }
 
