@@ -130,6 +130,7 @@ pub fn compose(state: AppState) -> axum::Router {
         .merge(helix_discovery::routes(state.clone()))
         .merge(helix_mcp::routes(state.clone()))
         .merge(helix_account::routes(state.clone()))
+        .merge(helix_rooms::routes(state.clone()))
         .fallback_service(helix_core::http::fallback_router(state))
 }
 

@@ -75,6 +75,10 @@ pub struct Config {
     pub deadline_margin: Duration,
     pub agent_limits: Limits,
     pub mcp_limits: Limits,
+    /// The external room REST facade (`HELIX_ROOM_AGENT_*`).
+    pub room_limits: Limits,
+    /// The browser observer lane: per-IP and per-account (`HELIX_AGENT_RUN_OBSERVER_*`).
+    pub observer_limits: Limits,
     pub table_name: Option<String>,
     pub executor: ExecutorConfig,
     pub trusted_terminal_keys: TrustedKeys,
@@ -348,6 +352,21 @@ impl Config {
         let agent_limits =
             limits("HELIX_AGENT_BODY_LIMIT", "HELIX_AGENT_IP_RATE_LIMIT", "HELIX_AGENT_PRINCIPAL_RATE_LIMIT")?;
         let mcp_limits = limits("HELIX_MCP_BODY_LIMIT", "HELIX_MCP_IP_RATE_LIMIT", "HELIX_MCP_PRINCIPAL_RATE_LIMIT")?;
+        let room_limits = limits(
+            "HELIX_ROOM_AGENT_BODY_LIMIT",
+            "HELIX_ROOM_AGENT_IP_RATE_LIMIT",
+            "HELIX_ROOM_AGENT_PRINCIPAL_RATE_LIMIT",
+        )?;
+        // The observer lane has no body-limit variable: its body is a bounded snapshot
+        // (12,000 characters), so 64 KiB covers any valid request.
+        let observer_limits = Limits {
+            body_bytes: 64 * 1024,
+            ..limits(
+                "HELIX_ROOM_AGENT_BODY_LIMIT",
+                "HELIX_AGENT_RUN_OBSERVER_IP_RATE_LIMIT",
+                "HELIX_AGENT_RUN_OBSERVER_ACCOUNT_RATE_LIMIT",
+            )?
+        };
 
         let executor = match env.get("HELIX_ASK_ENDPOINT") {
             Some(endpoint) => {
@@ -393,6 +412,8 @@ impl Config {
             deadline_margin: Duration::from_millis(env.number("HELIX_DEADLINE_MARGIN_MS", 1_500)?),
             agent_limits,
             mcp_limits,
+            room_limits,
+            observer_limits,
             table_name: env.get("HELIX_TABLE_NAME"),
             executor,
             trusted_terminal_keys,

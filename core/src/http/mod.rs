@@ -6,8 +6,10 @@ pub mod account;
 pub mod agent_runs;
 pub mod dev_oidc;
 pub mod discovery;
+pub mod observer;
 pub mod ratelimit;
 pub mod redact;
+pub mod rooms;
 
 use std::sync::Arc;
 
@@ -62,18 +64,25 @@ pub enum Group {
     Discovery,
     /// The cookie lane and pages (`/account`, `/agent-access`, `/api/account/…`).
     Account,
+    /// `/api/v1/rooms/*` (bearer).
+    Rooms,
+    /// `/api/agi/agent-run-observer/*` (cookie).
+    Observer,
 }
 
 impl Group {
     pub fn resource_path(self) -> &'static str {
         match self {
             Group::AgentRuns => "/api/v1/agent-runs",
-            Group::Mcp | Group::Discovery | Group::Account => "/mcp",
+            Group::Rooms => "/api/v1/rooms",
+            Group::Mcp | Group::Discovery | Group::Account | Group::Observer => "/mcp",
         }
     }
     fn limits(self, state: &AppState) -> Limits {
         match self {
             Group::Mcp => state.services.config.mcp_limits,
+            Group::Rooms => state.services.config.room_limits,
+            Group::Observer => state.services.config.observer_limits,
             _ => state.services.config.agent_limits,
         }
     }

@@ -4,6 +4,7 @@
 
 pub mod accounts;
 pub mod records;
+pub mod rooms;
 pub mod runs;
 pub mod sessions;
 

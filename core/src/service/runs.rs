@@ -98,12 +98,12 @@ impl Services {
         admit(requested, &self.config.database_scopes, &p.scopes, |c| p.capability_available(c)).map_err(scope_error)
     }
 
-    fn receipt_expiry(&self) -> i64 {
+    pub(super) fn receipt_expiry(&self) -> i64 {
         self.clock.epoch() + RECEIPT_TTL_SECS
     }
 
     /// What an existing receipt answers for a retry carrying `request_hash`.
-    fn answer_from_receipt(&self, item: &Item, request_hash: &str) -> Result<Mutation, ApiError> {
+    pub(super) fn answer_from_receipt(&self, item: &Item, request_hash: &str) -> Result<Mutation, ApiError> {
         let receipt = Receipt::from_item(item)?;
         if receipt.request_hash != request_hash {
             return Err(ApiError::IdempotencyConflict);
