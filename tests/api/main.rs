@@ -5,5 +5,6 @@ mod auth;
 mod lambda_events;
 mod lifecycle;
 mod pipeline;
+mod rooms;
 mod round_trips;
 mod runs;
