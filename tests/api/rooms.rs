@@ -656,3 +656,85 @@ on_both_backends!(
     the_observer_lane_is_cookie_same_origin_and_member_only,
     commands_are_never_executed,
 );
+
+/// One payload of events/ through lambda_http's decoding and the Lambda adapter.
+async fn invoke_event(app: &TestApp, file: &str, bearer: Option<&str>, replace: &[(&str, &str)]) -> (u16, Value) {
+    use http_body_util::BodyExt;
+    use tower::ServiceExt;
+    let path = format!("{}/../events/{file}", env!("CARGO_MANIFEST_DIR"));
+    let mut raw = std::fs::read_to_string(&path).unwrap();
+    for (from, to) in replace {
+        raw = raw.replace(from, to);
+    }
+    let req = lambda_http::request::from_str(&raw).unwrap_or_else(|e| panic!("{file}: {e}"));
+    let (mut parts, body) = req.into_parts();
+    if let Some(t) = bearer {
+        parts.headers.insert("authorization", format!("Bearer {t}").parse().unwrap());
+    }
+    let req = http::Request::from_parts(parts, axum::body::Body::from(body.to_vec()));
+    let res = helix_core::lambda::adapt(compose(app.state.clone())).oneshot(req).await.unwrap();
+    let status = res.status().as_u16();
+    assert_eq!(res.headers()["cache-control"], "no-store", "{file}");
+    let bytes = res.into_body().collect().await.unwrap().to_bytes();
+    (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+}
+
+#[tokio::test]
+async fn every_room_and_observer_event_file_is_served_through_the_lambda_adapter() {
+    let app = TestApp::spawn_with(
+        Backend::Embedded,
+        &[
+            ("CASIMIR_PUBLIC_BASE_URL", "https://api.example.com"),
+            ("HELIX_AGENT_ALLOWED_HOSTS", "api.example.com"),
+            ("HELIX_AGENT_ALLOWED_ORIGINS", "https://api.example.com"),
+        ],
+    )
+    .await;
+    let token = app.token_for("alice", "tenant-a", ALL).await;
+    let cookie = session(&app, "alice", "tenant-a").await;
+    let session_token = cookie.trim_start_matches("helix_session=").to_owned();
+    let s = [("SESSION_EXAMPLE", session_token.as_str())];
+    let (status, room) = invoke_event(&app, "rooms-create.json", Some(&token), &[]).await;
+    assert_eq!(status, 201, "{room}");
+    let room_id = room["room_id"].as_str().unwrap().to_owned();
+    let (status, list) = invoke_event(&app, "rooms-list.json", Some(&token), &[]).await;
+    assert_eq!((status, list["rooms"][0]["room_id"].as_str()), (200, Some(room_id.as_str())));
+    let r = [("ROOM_ID_EXAMPLE", room_id.as_str())];
+    assert_eq!(invoke_event(&app, "rooms-inspect.json", Some(&token), &r).await.0, 200);
+    let (status, err) = invoke_event(&app, "rooms-command.json", Some(&token), &r).await;
+    assert_eq!((status, code(&err)), (403, "command_execution_not_enabled"));
+    let (status, run) = invoke_event(&app, "start.json", Some(&token), &[]).await;
+    assert_eq!(status, 201, "{run}");
+    let run_id = run["run_id"].as_str().unwrap().to_owned();
+    let (status, b) =
+        invoke_event(&app, "rooms-bind-run.json", Some(&token), &[r[0], ("RUN_ID_EXAMPLE", run_id.as_str())]).await;
+    assert_eq!(status, 201, "{b}");
+    let bref = b["binding_ref"].as_str().unwrap().to_owned();
+    let (status, rev) =
+        invoke_event(&app, "rooms-unbind-run.json", Some(&token), &[("BINDING_REF_EXAMPLE", bref.as_str())]).await;
+    assert_eq!((status, rev["revocation_status"].as_str()), (200, Some("revoked")));
+
+    let (status, obs) = invoke_event(&app, "observer-create.json", None, &s).await;
+    assert_eq!(status, 201, "{obs}");
+    let handle = obs["claim_handle"].as_str().unwrap().to_owned();
+    let obs_ref = obs["observer_binding_ref"].as_str().unwrap().to_owned();
+    let (status, c) = invoke_event(
+        &app,
+        "rooms-claim-chat.json",
+        Some(&token),
+        &[("CLAIM_HANDLE_EXAMPLE", handle.as_str()), ("RUN_ID_EXAMPLE", run_id.as_str())],
+    )
+    .await;
+    assert_eq!(status, 201, "{c}");
+    let o = [s[0], ("OBSERVER_REF_EXAMPLE", obs_ref.as_str())];
+    let (status, view) = invoke_event(&app, "observer-read.json", None, &o).await;
+    assert_eq!((status, view["binding_status"].as_str()), (200, Some("bound")));
+    let (status, page) = invoke_event(&app, "observer-events.json", None, &o).await;
+    assert_eq!((status, page["receipts"][0]["seq"].as_u64()), (200, Some(1)));
+    let cref = c["binding_ref"].as_str().unwrap().to_owned();
+    let (status, _) =
+        invoke_event(&app, "rooms-unbind-chat.json", Some(&token), &[("BINDING_REF_EXAMPLE", cref.as_str())]).await;
+    assert_eq!(status, 200);
+    let (status, d) = invoke_event(&app, "observer-disconnect.json", None, &o).await;
+    assert_eq!((status, d["disconnect_status"].as_str()), (200, Some("disconnected")));
+}
