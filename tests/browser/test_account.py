@@ -114,13 +114,21 @@ def shot(driver, name):
     check(driver.save_screenshot(str(path)), f"screenshot {path.name}")
 
 
+def click_and_wait(driver, element, url_ok):
+    """Clicks and waits until the old page is gone and the URL satisfies `url_ok`
+    (a form post may go through several redirects before the page settles)."""
+    element.click()
+    WebDriverWait(driver, 20).until(EC.staleness_of(element))
+    WebDriverWait(driver, 20).until(lambda d: url_ok(d.current_url) and d.execute_script("return document.readyState") == "complete")
+
+
 def dev_provider_login(driver, base):
     check(driver.current_url.startswith(f"{base}/dev-oidc/authorize?"), "at the development provider")
     for field, value in (("subject", SUBJECT), ("tenant", TENANT)):
         el = driver.find_element(By.ID, field)
         el.clear()
         el.send_keys(value)
-    driver.find_element(By.ID, "dev-sign-in").click()
+    click_and_wait(driver, driver.find_element(By.ID, "dev-sign-in"), lambda u: u == f"{base}/account")
 
 
 def main():
@@ -148,7 +156,8 @@ def main():
 
         driver.get(f"{base}/account")
         shot(driver, "02-account-signed-out")
-        driver.find_element(By.ID, "sign-in").click()
+        at_provider = lambda u: u.startswith(f"{base}/dev-oidc/authorize?")  # noqa: E731
+        click_and_wait(driver, driver.find_element(By.ID, "sign-in"), at_provider)
         shot(driver, "03-dev-provider-login")
         dev_provider_login(driver, base)
         check(driver.current_url == f"{base}/account", "back on /account after sign-in")
@@ -161,7 +170,7 @@ def main():
         status, body = rest_start(base, token, "browser-before-0001")
         check(status == 403 and body["error"]["code"] == "account_not_linked", "bearer refused before allowing agents")
 
-        driver.find_element(By.ID, "allow-agents").click()
+        click_and_wait(driver, driver.find_element(By.ID, "allow-agents"), at_provider)
         shot(driver, "05-step-up-login")
         dev_provider_login(driver, base)
         check(driver.current_url == f"{base}/account", "back on /account after allowing agents")
@@ -175,10 +184,7 @@ def main():
         status, body = mcp_tools_list(base, token)
         check(status == 200 and len(body["result"]["tools"]) > 0, f"bearer admitted on MCP ({status})")
 
-        old_row = rows[0]
-        old_row.find_element(By.CSS_SELECTOR, "button.revoke").click()
-        WebDriverWait(driver, 15).until(EC.staleness_of(old_row))
-        WebDriverWait(driver, 15).until(lambda d: d.find_elements(By.CSS_SELECTOR, "tr.binding"))
+        click_and_wait(driver, rows[0].find_element(By.CSS_SELECTOR, "button.revoke"), lambda u: u == f"{base}/account")
         check(driver.current_url == f"{base}/account", "back on /account after revoking")
         rows = driver.find_elements(By.CSS_SELECTOR, "tr.binding")
         check(rows[0].get_attribute("data-status") == "revoked", "the binding shows revoked")
@@ -190,9 +196,7 @@ def main():
         status, body = mcp_tools_list(base, token)
         check(status == 403, f"bearer refused on MCP after revoke ({status})")
 
-        sign_out = driver.find_element(By.ID, "sign-out")
-        sign_out.click()
-        WebDriverWait(driver, 15).until(EC.staleness_of(sign_out))
+        click_and_wait(driver, driver.find_element(By.ID, "sign-out"), lambda u: u == f"{base}/account")
         check(len(driver.find_elements(By.ID, "sign-in")) == 1, "signed out")
         shot(driver, "08-signed-out")
         print(f"browser test passed; screenshots in {ARTIFACTS}")
