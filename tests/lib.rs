@@ -35,7 +35,8 @@ pub fn compose(state: AppState) -> axum::Router {
         .merge(helix_discovery::routes(state.clone()))
         .merge(helix_mcp::routes(state.clone()))
         .merge(helix_account::routes(state.clone()))
-        .merge(helix_rooms::routes(state.clone()));
+        .merge(helix_rooms::routes(state.clone()))
+        .merge(helix_ingress::routes(state.clone()));
     if let Some(dev) = helix_core::http::dev_oidc::router(state.clone()) {
         app = app.merge(dev);
     }

@@ -79,10 +79,25 @@ pub struct Config {
     pub room_limits: Limits,
     /// The browser observer lane: per-IP and per-account (`HELIX_AGENT_RUN_OBSERVER_*`).
     pub observer_limits: Limits,
+    /// Room sources: the browser credential-claim lane and the producer ingress.
+    pub sources: SourceConfig,
     pub table_name: Option<String>,
     pub executor: ExecutorConfig,
     pub trusted_terminal_keys: TrustedKeys,
     pub browser: BrowserConfig,
+}
+
+/// Room sources (`HELIX_ROOM_SOURCE_*`, `HELIX_BOUND_ROOM_EVIDENCE_MAX_AGE_MS`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SourceConfig {
+    /// Same-origin source-manager and credential-claim lane: per IP and per account.
+    pub browser_limits: Limits,
+    /// Producer ingress: body limit, per-IP (before auth) and per-source (after auth).
+    pub ingress_limits: Limits,
+    /// Freshness ceiling of bound-room evidence.
+    pub evidence_max_age: Duration,
+    /// How long a stored observation lives (TTL).
+    pub observation_ttl: Duration,
 }
 
 /// The browser lane: sign-in through OpenID Connect and the `helix_session` cookie.
@@ -368,6 +383,29 @@ impl Config {
             )?
         };
 
+        let sources = SourceConfig {
+            browser_limits: Limits {
+                body_bytes: 16 * 1024,
+                ..limits(
+                    "HELIX_ROOM_AGENT_BODY_LIMIT",
+                    "HELIX_ROOM_SOURCE_BROWSER_IP_RATE_LIMIT",
+                    "HELIX_ROOM_SOURCE_BROWSER_ACCOUNT_RATE_LIMIT",
+                )?
+            },
+            ingress_limits: Limits {
+                body_bytes: env.number("HELIX_ROOM_SOURCE_INGRESS_BODY_LIMIT", 64 * 1024)?.clamp(1024, 1024 * 1024)
+                    as usize,
+                ip_per_minute: env.number("HELIX_ROOM_SOURCE_INGRESS_IP_RATE_LIMIT", 1_200)? as u32,
+                principal_per_minute: env.number("HELIX_ROOM_SOURCE_INGRESS_SOURCE_RATE_LIMIT", 600)? as u32,
+            },
+            evidence_max_age: Duration::from_millis(
+                env.number("HELIX_BOUND_ROOM_EVIDENCE_MAX_AGE_MS", 120_000)?.clamp(1_000, 86_400_000),
+            ),
+            observation_ttl: Duration::from_secs(
+                env.number("HELIX_ROOM_SOURCE_OBSERVATION_TTL_SECS", 3_600)?.clamp(60, 7 * 86_400),
+            ),
+        };
+
         let executor = match env.get("HELIX_ASK_ENDPOINT") {
             Some(endpoint) => {
                 if prod && !endpoint.starts_with("https://") {
@@ -414,6 +452,7 @@ impl Config {
             mcp_limits,
             room_limits,
             observer_limits,
+            sources,
             table_name: env.get("HELIX_TABLE_NAME"),
             executor,
             trusted_terminal_keys,

@@ -9,6 +9,7 @@ pub mod ids;
 pub mod room;
 pub mod run;
 pub mod scopes;
+pub mod source;
 pub mod turn;
 
 use sha2::{Digest, Sha256};

@@ -10,6 +10,7 @@ pub mod observer;
 pub mod ratelimit;
 pub mod redact;
 pub mod rooms;
+pub mod sources;
 
 use std::sync::Arc;
 
@@ -68,6 +69,10 @@ pub enum Group {
     Rooms,
     /// `/api/agi/agent-run-observer/*` (cookie).
     Observer,
+    /// The room-source credential lane and its page (cookie).
+    SourceBrowser,
+    /// Producer ingress (source bearer only).
+    Ingress,
 }
 
 impl Group {
@@ -75,7 +80,12 @@ impl Group {
         match self {
             Group::AgentRuns => "/api/v1/agent-runs",
             Group::Rooms => "/api/v1/rooms",
-            Group::Mcp | Group::Discovery | Group::Account | Group::Observer => "/mcp",
+            Group::Mcp
+            | Group::Discovery
+            | Group::Account
+            | Group::Observer
+            | Group::SourceBrowser
+            | Group::Ingress => "/mcp",
         }
     }
     fn limits(self, state: &AppState) -> Limits {
@@ -83,6 +93,8 @@ impl Group {
             Group::Mcp => state.services.config.mcp_limits,
             Group::Rooms => state.services.config.room_limits,
             Group::Observer => state.services.config.observer_limits,
+            Group::SourceBrowser => state.services.config.sources.browser_limits,
+            Group::Ingress => state.services.config.sources.ingress_limits,
             _ => state.services.config.agent_limits,
         }
     }

@@ -7,6 +7,7 @@ pub mod records;
 pub mod rooms;
 pub mod runs;
 pub mod sessions;
+pub mod sources;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
