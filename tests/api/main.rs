@@ -8,3 +8,4 @@ mod pipeline;
 mod rooms;
 mod round_trips;
 mod runs;
+mod sources;

@@ -281,7 +281,11 @@ impl Services {
             },
             flags: FalseFlags::default(),
         };
-        let stored = project(&created)?;
+        // The delivery is built here from server values only; redaction would take its
+        // `bearer_included` key for a credential name, so it is set after projection.
+        let mut stored = project(&created)?;
+        stored["credential_delivery"] =
+            serde_json::to_value(&created.credential_delivery).map_err(ApiError::internal)?;
         let receipt = Receipt {
             request_hash: hash.clone(),
             state: ReceiptState::Completed { status: 201, body: stored.to_string() },
@@ -356,7 +360,9 @@ impl Services {
         let dk = delivery_key(&handle.hash());
         for _ in 0..RACE_RETRIES {
             let delivery = self.store.get(&dk).await?;
+            // TTL deletion is lazy and the store's clock is not the service's: check it here.
             let delivery = delivery
+                .filter(|d| d.n(EXPIRES_AT).is_some_and(|at| at > self.clock.epoch()))
                 .filter(|d| d.s("owner_account") == Some(s.account_id.as_str()))
                 .ok_or(ApiError::ClaimHandleInvalid)?;
             let (room_id, source_id) = (delivery.s("room_id").unwrap_or(""), delivery.s("source_id").unwrap_or(""));
@@ -644,6 +650,9 @@ impl Services {
                 .with_s(BODY, serde_json::to_string(&stored).map_err(ApiError::internal)?)
                 .with_n(EXPIRES_AT, expires);
             ops.push(WriteOp::Put { item, cond: Some(Cond::NotExists) });
+            // The request identity is unique per source whatever its observed-at time.
+            let marker = Item::new(pk.clone(), format!("REQ#{}", o.request_id)).with_n(EXPIRES_AT, expires);
+            ops.push(WriteOp::Put { item: marker, cond: Some(Cond::NotExists) });
         }
         let n = ops.len();
         let hk = health_key(&s.source_id);
@@ -680,7 +689,7 @@ impl Services {
         Ok(ObservationReceipt {
             schema: OBSERVATION_RECEIPT_SCHEMA,
             source_id: s.source_id.clone(),
-            accepted: n as u32,
+            accepted: (n / 2) as u32,
             expires_at: epoch_rfc3339(expires),
         })
     }
