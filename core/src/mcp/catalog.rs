@@ -11,7 +11,8 @@ use serde_json::{Value, json};
 
 use super::schema::input_schema;
 use crate::domain::run::{CancelRequest, ContinueRequest, StartRequest};
-use crate::domain::scopes::{RUNS_READ, RUNS_WRITE};
+use crate::domain::scopes::{ROOM_SOURCES_MANAGE, RUNS_READ, RUNS_WRITE};
+use crate::domain::source::CreateSourceRequest;
 
 /// What a tool does; `server` dispatches on it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,6 +23,8 @@ pub enum Op {
     RunInspect,
     RunEvidence,
     RunEvents,
+    SourceList,
+    SourceCreate,
 }
 
 /// The shape of a tool's successful `structuredContent`.
@@ -30,6 +33,8 @@ pub enum Output {
     Run,
     EvidenceBundle,
     EventPage,
+    SourceList,
+    SourceCreated,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -110,6 +115,26 @@ pub struct ListEventsArgs {
     pub limit: Option<u32>,
 }
 
+/// Arguments of helix_room_source_list.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SourceListArgs {
+    /// A room the caller owns (room_...).
+    pub room_id: String,
+}
+
+/// Arguments of helix_room_source_create.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SourceCreateArgs {
+    /// A room the caller owns (room_...).
+    pub room_id: String,
+    /// Caller-chosen key of 8-200 visible ASCII characters. A retry with the same key and request replays the stored result (without the claim handle, which is shown once).
+    pub idempotency_key: String,
+    /// The source request (the body of POST /api/v1/rooms/{room_id}/sources).
+    pub request: CreateSourceRequest,
+}
+
 // ---------- the table ----------
 
 const WRITE: &[&str] = &[RUNS_WRITE];
@@ -187,6 +212,31 @@ pub static CATALOG: &[ToolSpec] = &[
         output: Output::EventPage,
         op: Op::RunEvents,
     },
+    ToolSpec {
+        name: "helix_room_source_list",
+        title: "List a room's sources",
+        description: "List the read-only environment source bindings of a room the caller owns \
+            (helix.room_source_list.v1): adapter profile, world, status, credential generation and manifest \
+            admission. Never contains a credential.",
+        scopes: &[ROOM_SOURCES_MANAGE],
+        hints: READ_HINTS,
+        input: input_schema::<SourceListArgs>,
+        output: Output::SourceList,
+        op: Op::SourceList,
+    },
+    ToolSpec {
+        name: "helix_room_source_create",
+        title: "Create a room source",
+        description: "Idempotently create a read-only environment source (adapter profile minecraft or fixture, \
+            one world) in a room the caller owns. Returns the source and a credential_delivery with only an \
+            opaque claim handle, claim URL and expiry: the room owner claims the source bearer in the signed-in \
+            browser at claim_url. The bearer and plugin configuration are never in this result.",
+        scopes: &[ROOM_SOURCES_MANAGE],
+        hints: Hints { read_only: false, destructive: false, idempotent: true, open_world: false },
+        input: input_schema::<SourceCreateArgs>,
+        output: Output::SourceCreated,
+        op: Op::SourceCreate,
+    },
 ];
 
 pub fn find(name: &str) -> Option<&'static ToolSpec> {
@@ -250,6 +300,8 @@ fn output_schema(output: Output) -> JsonObject {
         Output::Run => run_schema(),
         Output::EvidenceBundle => evidence_bundle_schema(),
         Output::EventPage => event_page_schema(),
+        Output::SourceList => source_list_schema(),
+        Output::SourceCreated => source_created_schema(),
     };
     let Value::Object(root) = json!({ "type": "object", "anyOf": [success, error_schema()] }) else { unreachable!() };
     root
@@ -392,6 +444,50 @@ pub(crate) fn event_page_schema() -> Value {
     )
 }
 
+fn source_schema() -> Value {
+    with_false_flags(object(
+        &["schema", "source_id", "room_id", "adapter_profile", "world_id", "status", "credentialed", "read_only"],
+        json!({
+            "schema": { "const": crate::domain::source::SOURCE_SCHEMA },
+            "source_id": {"type": "string"}, "room_id": {"type": "string"},
+            "adapter_profile": {"type": "string"}, "world_id": {"type": "string"},
+            "label": nullable_string(),
+            "status": { "enum": ["awaiting_claim", "active", "revoked"] },
+            "credentialed": {"type": "boolean"}, "credential_generation": count(),
+            "manifest": {"type": "object"},
+            "read_only": { "const": true }, "execution_enabled": { "const": false },
+            "created_at": {"type": "string"},
+        }),
+    ))
+}
+
+pub(crate) fn source_list_schema() -> Value {
+    with_false_flags(object(
+        &["schema", "room_id", "sources", "has_more"],
+        json!({
+            "schema": { "const": crate::domain::source::SOURCE_LIST_SCHEMA },
+            "room_id": {"type": "string"}, "sources": list_of(source_schema()), "has_more": {"type": "boolean"},
+        }),
+    ))
+}
+
+pub(crate) fn source_created_schema() -> Value {
+    with_false_flags(object(
+        &["schema", "source", "credential_delivery"],
+        json!({
+            "schema": { "const": crate::domain::source::SOURCE_CREATED_SCHEMA },
+            "source": source_schema(),
+            "credential_delivery": object(
+                &["claim_handle", "claim_url", "expires_at", "bearer_included", "plugin_config_included"],
+                json!({
+                    "claim_handle": nullable_string(), "claim_url": {"type": "string"}, "expires_at": {"type": "string"},
+                    "bearer_included": { "const": false }, "plugin_config_included": { "const": false },
+                }),
+            ),
+        }),
+    ))
+}
+
 pub(crate) fn error_schema() -> Value {
     object(
         &["schema", "error", "request_id"],
@@ -422,7 +518,9 @@ mod tests {
                 "helix_run_cancel",
                 "helix_run_inspect",
                 "helix_run_fetch_evidence",
-                "helix_run_list_events"
+                "helix_run_list_events",
+                "helix_room_source_list",
+                "helix_room_source_create"
             ]
         );
         assert_eq!(tools().iter().map(|t| t.name.to_string()).collect::<Vec<_>>(), names);

@@ -13,7 +13,9 @@ use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-use super::catalog::{self, CancelArgs, ContinueArgs, ListEventsArgs, Op, RunArgs, StartArgs};
+use super::catalog::{
+    self, CancelArgs, ContinueArgs, ListEventsArgs, Op, RunArgs, SourceCreateArgs, SourceListArgs, StartArgs,
+};
 use crate::domain::ids::IdempotencyKey;
 use crate::error::ApiError;
 use crate::http::{AppState, Group, Invocation, RequestId, challenge, parse_strict, resource_metadata_url};
@@ -110,6 +112,13 @@ impl HelixMcp {
                 let a: ListEventsArgs = args(arguments)?;
                 let (after, limit) = (a.after_seq.unwrap_or(0), a.limit.unwrap_or(DEFAULT_EVENT_LIMIT));
                 Outcome::Value(services.list_events(p, &a.run_id, after, limit).await?)
+            }
+            Op::SourceList => {
+                Outcome::Value(services.list_sources(p, &args::<SourceListArgs>(arguments)?.room_id).await?)
+            }
+            Op::SourceCreate => {
+                let a: SourceCreateArgs = args(arguments)?;
+                Outcome::Mutation(services.create_source(p, &a.room_id, &key(&a.idempotency_key)?, a.request).await?)
             }
         })
     }
