@@ -287,6 +287,17 @@ async fn binding_routes_need_a_live_session_and_never_take_a_bearer() {
         .unwrap();
     assert_eq!(res.status(), StatusCode::UNAUTHORIZED, "a doubled cookie counts as none");
 
+    let res = app
+        .http
+        .get(format!("{}/api/v1/agent-runs/run_exampleid0001", app.base))
+        .header("cookie", format!("helix_session={session}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::UNAUTHORIZED, "the bearer lanes never read the cookie");
+    let body: Value = res.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "authentication_required");
+
     let idle = app.state.services.config.browser.session_idle.as_secs() as i64;
     app.state.services.clock.advance(idle + 1);
     assert_eq!(browser.bindings().await.0, StatusCode::UNAUTHORIZED, "idle-expired session");
@@ -616,6 +627,9 @@ async fn the_callback_verifies_nonce_issuer_audience_expiry_signature_and_tenant
         assert_eq!(body["error"]["details"]["reason"], reason, "{body}");
         assert!(!browser.cookies.contains_key("helix_session"), "{reason}");
     }
+    let res = app.http.get(format!("{}/dev-oidc/.well-known/openid-configuration", app.base)).send().await.unwrap();
+    assert_eq!(res.status(), StatusCode::NOT_FOUND, "no development provider beside a configured one");
+
     // The same flow with an honest token signs in.
     let mut browser = Browser::new(&app);
     let res = browser.post("/account/sign-in", &[]).await;
@@ -739,4 +753,43 @@ async fn every_account_event_file_is_served_by_the_account_router() {
     assert!(headers["set-cookie"].to_str().unwrap().starts_with("helix_session=;"));
     let (status, _, _) = invoke_event(&app, "account-bindings.json", &[("SESSION_EXAMPLE", cookie)]).await;
     assert_eq!(status, 401, "signed out");
+}
+
+#[tokio::test]
+async fn the_development_provider_checks_pkce_and_its_codes_are_single_use() {
+    let app = TestApp::spawn_live(Backend::Embedded, &[]).await;
+    let mut browser = Browser::new(&app);
+    let callback = browser.through_dev_provider("/account/sign-in", "alice", "tenant-a").await;
+    let q = query(&callback);
+    let redirect_uri = format!("{}/account/callback", app.base);
+    let form = [
+        ("grant_type", "authorization_code"),
+        ("code", q["code"].as_str()),
+        ("redirect_uri", redirect_uri.as_str()),
+        ("client_id", "helix-local-browser"),
+        ("code_verifier", "a-verifier-that-does-not-match-the-challenge-0123456789"),
+    ];
+    let res = app
+        .http
+        .post(format!("{}/dev-oidc/token", app.base))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(form_body(&form))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::BAD_REQUEST);
+    assert_eq!(res.json::<Value>().await.unwrap()["error"], "invalid_grant");
+    // The code was spent by the failed attempt: the real callback cannot use it.
+    let res = browser.get(&callback).await;
+    let body: Value = res.json().await.unwrap();
+    assert_eq!(body["error"]["details"]["reason"], "code", "{body}");
+
+    // The provider only redirects to the registered callback.
+    let res = browser
+        .get(&format!(
+            "/dev-oidc/authorize?response_type=code&client_id=helix-local-browser&redirect_uri=https%3A%2F%2Fevil.example%2Fcb\
+             &state=s&nonce=n&code_challenge=c&code_challenge_method=S256"
+        ))
+        .await;
+    assert_eq!(res.status(), StatusCode::BAD_REQUEST);
 }
