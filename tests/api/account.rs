@@ -786,9 +786,9 @@ async fn the_development_provider_checks_pkce_and_its_codes_are_single_use() {
 
     // The provider only redirects to the registered callback.
     let res = browser
-        .get(&format!(
-            "/dev-oidc/authorize?response_type=code&client_id=helix-local-browser&redirect_uri=https%3A%2F%2Fevil.example%2Fcb\
-             &state=s&nonce=n&code_challenge=c&code_challenge_method=S256"
+        .get(concat!(
+            "/dev-oidc/authorize?response_type=code&client_id=helix-local-browser",
+            "&redirect_uri=https%3A%2F%2Fevil.example%2Fcb&state=s&nonce=n&code_challenge=c&code_challenge_method=S256"
         ))
         .await;
     assert_eq!(res.status(), StatusCode::BAD_REQUEST);
