@@ -446,6 +446,12 @@ async fn a_tampered_state_and_a_replayed_callback_fail() {
     assert_eq!(res.status(), StatusCode::BAD_REQUEST, "a callback is single-use");
     assert!(!replay.cookies.contains_key("helix_session"));
 
+    // An intent lives ten minutes.
+    let callback = browser.through_dev_provider("/account/sign-in", "alice", "tenant-a").await;
+    app.state.services.clock.advance(helix_core::service::sessions::INTENT_TTL_SECS + 1);
+    let body: Value = browser.get(&callback).await.json().await.unwrap();
+    assert_eq!(body["error"]["details"]["reason"], "state", "an expired intent: {body}");
+
     // Another browser (without the sign-in cookie) cannot complete someone's sign-in.
     let callback = browser.through_dev_provider("/account/sign-in", "alice", "tenant-a").await;
     let mut other = Browser::new(&app);
