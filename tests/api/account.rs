@@ -799,3 +799,48 @@ async fn the_development_provider_checks_pkce_and_its_codes_are_single_use() {
         .await;
     assert_eq!(res.status(), StatusCode::BAD_REQUEST);
 }
+
+#[tokio::test]
+async fn a_link_and_binding_written_before_accounts_existed_are_repaired_by_the_link_path() {
+    use helix_core::store::Item;
+    let app = TestApp::spawn_live(Backend::Embedded, &[]).await;
+    let o = app.state.services.config.oauth.clone();
+    let id = helix_core::service::accounts::LinkIdentity {
+        issuer: &o.issuer,
+        tenant: "t",
+        provider: &o.provider,
+        subject: "gina",
+    };
+    // The shapes the earlier link path wrote: a random account id, no account item,
+    // a binding without generation or listing entry.
+    let link = helix_core::service::records::link_key(&o.provider, "gina");
+    let binding = helix_core::service::records::binding_key(&id.hash());
+    let store = &app.state.services.store;
+    let old = |k: helix_core::store::Key| {
+        Item::new(k.pk, k.sk)
+            .with_s("account_id", "acct_0123456789ab")
+            .with_s("status", "active")
+            .with_s("created_at", "2026-01-01T00:00:00+00:00")
+    };
+    store.put(old(link), None).await.unwrap();
+    store.put(old(binding), None).await.unwrap();
+    let token = bearer(&app, "gina", "t");
+    assert_eq!(
+        rest_start(&app, &token, "legacy-before-001").await.0,
+        StatusCode::FORBIDDEN,
+        "no account item: fail closed"
+    );
+
+    app.state.services.link_account(&id).await.unwrap();
+    assert_eq!(rest_start(&app, &token, "legacy-after-0001").await.0, StatusCode::CREATED);
+    let mut browser = Browser::new(&app);
+    browser
+        .cookies
+        .insert("helix_session".into(), app.state.services.dev_session(&id).await.unwrap().expose().to_owned());
+    let (_, list) = browser.bindings().await;
+    assert_eq!(list["bindings"].as_array().unwrap().len(), 1, "{list}");
+    assert_eq!(list["bindings"][0]["created_at"], "2026-01-01T00:00:00+00:00");
+    let path = format!("/api/account/session/agent-bindings/{}", list["bindings"][0]["binding_ref"].as_str().unwrap());
+    assert_eq!(browser.delete(&path, Some(&app.base)).await.status(), StatusCode::OK);
+    assert_eq!(rest_start(&app, &token, "legacy-revoked-01").await.0, StatusCode::FORBIDDEN);
+}
