@@ -20,6 +20,8 @@ const READ_ONLY: &[&str] = &["helix.agent_runs.read", "helix.data.research_libra
 
 struct App {
     state: AppState,
+    /// One router per app, as a server has: its `tools/list` cache lives across requests.
+    router: axum::Router,
     _dir: tempfile::TempDir,
 }
 
@@ -43,7 +45,8 @@ impl App {
         let dir = tempfile::tempdir().unwrap();
         let store = Arc::new(helix_core::store::embedded::EmbeddedStore::open(&dir.path().join("helix.redb")).unwrap());
         let executor = Arc::new(ScriptedExecutor::new(vec![], None));
-        App { state: helix_core::wiring::app_state(config, store, executor), _dir: dir }
+        let state = helix_core::wiring::app_state(config, store, executor);
+        App { router: helix_core::mcp::router(state.clone()), state, _dir: dir }
     }
 
     async fn token(&self, subject: &str, scopes: &[&str]) -> String {
@@ -56,7 +59,7 @@ impl App {
     }
 
     async fn send(&self, req: Request<Body>) -> Reply {
-        let res = helix_core::mcp::router(self.state.clone()).oneshot(req).await.unwrap();
+        let res = self.router.clone().oneshot(req).await.unwrap();
         let status = res.status();
         let headers = res.headers().clone();
         let bytes = res.into_body().collect().await.unwrap().to_bytes();
@@ -355,4 +358,43 @@ async fn a_tool_error_carries_the_request_id_of_the_http_response() {
     assert_eq!(reply.headers["x-request-id"], "client-trace-42");
     assert_eq!(reply.body["result"]["structuredContent"]["request_id"], "client-trace-42");
     assert_eq!(reply.body["result"]["structuredContent"]["error"]["code"], "not_found");
+}
+
+/// Item 6 of issue 7: a warm `tools/list` cache answers exactly what the SDK answers
+/// cold, for requests the SDK refuses as well as for ones it serves.
+#[tokio::test]
+async fn the_cached_tools_list_sits_behind_the_sdk_request_checks() {
+    let plain = |id: Value| json!({"jsonrpc": "2.0", "id": id, "method": "tools/list"}).to_string();
+    let huge = r#"{"jsonrpc":"2.0","id":9223372036854775808,"method":"tools/list"}"#.to_owned();
+    let v = ("mcp-protocol-version", "2025-11-25");
+    let variants: Vec<(&str, String, Vec<(&str, &str)>)> = vec![
+        ("accept without application/json", plain(json!(4)), vec![v, ("accept", "text/plain")]),
+        ("accept of event streams only", plain(json!(4)), vec![v, ("accept", "text/event-stream")]),
+        ("an id above i64::MAX", huge.clone(), vec![v]),
+        ("an unknown protocol version", plain(json!(4)), vec![("mcp-protocol-version", "1999-01-01")]),
+        ("an Mcp-Method header naming another method", plain(json!(4)), vec![v, ("mcp-method", "tools/call")]),
+        ("an accepted string id", plain(json!("list-7")), vec![v]),
+        ("an accepted negative id", plain(json!(-3)), vec![v]),
+    ];
+    for (what, body, headers) in variants {
+        // Cold: a fresh server, the SDK decides.
+        let app = App::new();
+        let token = app.token("alice", READ_ONLY).await;
+        let cold = app.post_raw(Some(&token), body.clone(), &headers).await;
+        // Warm: an accepted plain tools/list (same headers otherwise) fills the cache first.
+        let warm_app = App::new();
+        let warm_token = warm_app.token("alice", READ_ONLY).await;
+        for _ in 0..2 {
+            let prime = warm_app.post_raw(Some(&warm_token), plain(json!(1)), &[v]).await;
+            assert_eq!(prime.status, StatusCode::OK);
+        }
+        let warm = warm_app.post_raw(Some(&warm_token), body.clone(), &headers).await;
+        let again = warm_app.post_raw(Some(&warm_token), body.clone(), &headers).await;
+        assert_eq!(cold.status, warm.status, "{what}: the warm answer differs from the cold one");
+        assert_eq!(cold.body, warm.body, "{what}");
+        assert_eq!((warm.status, &warm.body), (again.status, &again.body), "{what}: repeated");
+        // Cold then warm on one server too.
+        let twice = app.post_raw(Some(&token), body.clone(), &headers).await;
+        assert_eq!((cold.status, &cold.body), (twice.status, &twice.body), "{what}: cold then warm");
+    }
 }
