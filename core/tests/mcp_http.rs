@@ -398,3 +398,24 @@ async fn the_cached_tools_list_sits_behind_the_sdk_request_checks() {
         assert_eq!((cold.status, &cold.body), (twice.status, &twice.body), "{what}: cold then warm");
     }
 }
+
+/// Item 15 of issue 7: a credential-shaped argument value is refused like a
+/// credential-shaped id or tool name: static error, `id: null`, nothing echoed.
+#[tokio::test]
+async fn a_credential_shaped_argument_value_is_refused_by_the_preflight() {
+    let app = App::new();
+    let token = app.token("alice", FULL).await;
+    let secret = "sk-live-0123456789abcdefghij";
+    let msg = json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "helix_run_start",
+        "arguments": {"idempotency_key": "mcp-cred-0001", "request": {"objective": format!("Use the key {secret}")}}}});
+    for token in [Some(token.as_str()), None] {
+        let reply = app.post(token, msg.clone()).await;
+        assert_eq!(reply.status, StatusCode::BAD_REQUEST);
+        assert_eq!(reply.body["id"], Value::Null);
+        assert_eq!(reply.body["error"]["code"], -32600);
+        assert!(!reply.body.to_string().contains(secret));
+    }
+    // The same call without the key is admitted (and starts a run).
+    let plain = app.call(&token, "helix_run_start", start_args("mcp-cred-0002")).await;
+    assert_ne!(plain["isError"], true, "{plain}");
+}
