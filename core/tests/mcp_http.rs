@@ -375,7 +375,8 @@ async fn the_cached_tools_list_sits_behind_the_sdk_request_checks() {
     let plain = |id: Value| json!({"jsonrpc": "2.0", "id": id, "method": "tools/list"}).to_string();
     let huge = r#"{"jsonrpc":"2.0","id":9223372036854775808,"method":"tools/list"}"#.to_owned();
     let v = ("mcp-protocol-version", "2025-11-25");
-    let variants: Vec<(&str, String, Vec<(&str, &str)>)> = vec![
+    type Headers<'a> = Vec<(&'a str, &'a str)>;
+    let variants: Vec<(&str, String, Headers)> = vec![
         ("accept without application/json", plain(json!(4)), vec![v, ("accept", "text/plain")]),
         ("accept of event streams only", plain(json!(4)), vec![v, ("accept", "text/event-stream")]),
         ("an id above i64::MAX", huge.clone(), vec![v]),
