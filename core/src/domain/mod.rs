@@ -10,6 +10,7 @@ pub mod room;
 pub mod run;
 pub mod scopes;
 pub mod turn;
+pub mod wire;
 
 use sha2::{Digest, Sha256};
 
