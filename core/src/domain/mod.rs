@@ -11,6 +11,7 @@ pub mod run;
 pub mod scopes;
 pub mod source;
 pub mod turn;
+pub mod wire;
 
 use sha2::{Digest, Sha256};
 

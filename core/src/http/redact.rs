@@ -1,7 +1,7 @@
 //! Credential-shaped value detection: used for request ids, error messages and
 //! anything else that could echo caller input.
 
-pub use crate::domain::credential::looks_like_credential;
+pub use crate::domain::credential::{identifier_carries_credential, looks_like_credential, text_carries_credential};
 
 /// A caller's request id is kept when short, plain and not credential-shaped.
 pub fn safe_request_id(value: &str) -> bool {
@@ -56,6 +56,33 @@ mod tests {
         assert!(!safe_request_id("0123456789abcdef0123456789abcdef"));
         assert!(!safe_request_id(&"a-".repeat(81)));
         assert!(!safe_request_id("has space"));
+    }
+
+    #[test]
+    fn free_text_is_refused_only_when_it_carries_a_credential() {
+        for prose in [
+            "How do bearer tokens and API keys differ in token-based auth?",
+            "Measure the Casimir force; password policy is out of scope.",
+            "The token: a unit of text",
+        ] {
+            assert!(!text_carries_credential(prose), "{prose}");
+        }
+        assert!(text_carries_credential("run_0123456789abcdef0123456789abcdef"), "a long run in prose");
+        for secret in [
+            "use Authorization: Bearer abcdefgh12345678",
+            "my key is sk-live-0123",
+            "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJl",
+            "password=hunter2hunter2",
+            "api_key: \"AKIA0123456789\"",
+            "0123456789abcdef0123456789abcdef0123",
+            "(ghp_abcdefghijkl)",
+        ] {
+            assert!(text_carries_credential(secret), "{secret}");
+        }
+        assert!(!identifier_carries_credential("run_0123456789abcdef0123456789abcdef"));
+        assert!(!identifier_carries_credential("conf-py-start-0123456789abcdef0123456789abcdef"));
+        assert!(identifier_carries_credential("sk-live-0123456789"));
+        assert!(identifier_carries_credential("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJl"));
     }
 
     #[test]

@@ -49,6 +49,42 @@ pub fn input_schema<T: JsonSchema>() -> Map<String, Value> {
     root
 }
 
+/// The schema of a wire DTO as served: the serialize contract (a field that is always
+/// present is required, `null` included), subschemas inlined, no root `$schema`/`title`,
+/// `true` subschemas spelled `{}`, and no `format` on integers (`uint64` and friends
+/// are not JSON Schema formats; strict validators refuse unknown ones).
+pub fn output_schema_of<T: JsonSchema>() -> Value {
+    let settings = SchemaSettings::draft2020_12().for_serialize().with(|s| s.inline_subschemas = true);
+    let schema = settings.into_generator().into_root_schema_for::<T>();
+    let mut value = serde_json::to_value(schema).expect("schemars output is JSON");
+    spell_out_boolean_schemas(&mut value);
+    drop_integer_formats(&mut value);
+    if let Value::Object(root) = &mut value {
+        for noise in ["$schema", "title"] {
+            root.remove(noise);
+        }
+    }
+    value
+}
+
+fn drop_integer_formats(schema: &mut Value) {
+    match schema {
+        Value::Object(map) => {
+            let integer = match map.get("type") {
+                Some(Value::String(t)) => t == "integer",
+                Some(Value::Array(ts)) => ts.iter().any(|t| t == "integer"),
+                _ => false,
+            };
+            if integer {
+                map.remove("format");
+            }
+            map.values_mut().for_each(drop_integer_formats);
+        }
+        Value::Array(list) => list.iter_mut().for_each(drop_integer_formats),
+        _ => {}
+    }
+}
+
 fn spell_out_boolean_schemas(schema: &mut Value) {
     let Value::Object(map) = schema else { return };
     for (key, sub) in map.iter_mut() {
