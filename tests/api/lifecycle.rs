@@ -594,16 +594,25 @@ async fn terminal_candidate_ref_follows_the_latest_turn(backend: Backend) {
     let id = start(&app, &token, research_run()).await;
     let mut artifact = evidence_artifact(1);
     let forger = helix_core::domain::authority::TerminalSigner::from_seed(SIGNER_ISSUER, "k1", [1; 32]);
-    artifact.terminal_candidate = Some(forger.sign(&id, 1, "guessed-claim", "unverified", vec!["evidence:test:0".into()]));
+    artifact.terminal_candidate =
+        Some(forger.sign(&id, 1, "guessed-claim", "unverified", vec!["evidence:test:0".into()]));
     app.script(Step::Artifact(artifact));
     let (_, run) = body(app.continue_run(&token, &id, "candidate-turn-1", go(1)).await).await;
     assert_eq!(run["terminal_authority_status"], "rejected");
     let expected = format!("terminal:sha256:{}", helix_core::domain::sha256_hex("unverified"));
-    assert_eq!(evidence_of(&app, &token, &id).await["terminal_candidate_ref"], json!(expected), "a present candidate is reported");
+    assert_eq!(
+        evidence_of(&app, &token, &id).await["terminal_candidate_ref"],
+        json!(expected),
+        "a present candidate is reported"
+    );
     app.script(Step::Artifact(evidence_artifact(1)));
     let (_, run) = body(app.continue_run(&token, &id, "candidate-turn-2", go(2)).await).await;
     assert_eq!(run["terminal_authority_status"], "missing");
-    assert_eq!(evidence_of(&app, &token, &id).await["terminal_candidate_ref"], Value::Null, "cleared when the latest turn has none");
+    assert_eq!(
+        evidence_of(&app, &token, &id).await["terminal_candidate_ref"],
+        Value::Null,
+        "cleared when the latest turn has none"
+    );
     app.script(Step::Fail(TurnFailure::ExecutorUnavailable));
     app.continue_run(&token, &id, "candidate-turn-3", go(3)).await;
     assert_eq!(evidence_of(&app, &token, &id).await["terminal_candidate_ref"], Value::Null);
@@ -621,7 +630,12 @@ async fn a_run_holding_a_room_scope_is_refused_at_continue(backend: Backend) {
         .token_for(
             "alice",
             "tenant-a",
-            &["helix.agent_runs.read", "helix.agent_runs.write", "helix.data.research_library.read", "helix.rooms.read"],
+            &[
+                "helix.agent_runs.read",
+                "helix.agent_runs.write",
+                "helix.data.research_library.read",
+                "helix.rooms.read",
+            ],
         )
         .await;
     for scope in ["bound_room_evidence", "bound_room_environment_probe"] {

@@ -223,7 +223,11 @@ async fn every_mutation_response_carries_idempotency_replayed_errors_included() 
                 .json(&research_run()),
             400,
         ),
-        ("continue at a stale version", app.post(&continue_path, &token).header("Idempotency-Key", "stale-cont-001").json(&stale), 409),
+        (
+            "continue at a stale version",
+            app.post(&continue_path, &token).header("Idempotency-Key", "stale-cont-001").json(&stale),
+            409,
+        ),
         (
             "continue of an unknown run",
             app.post("/api/v1/agent-runs/run_missing00001/continue", &token)
@@ -233,7 +237,9 @@ async fn every_mutation_response_carries_idempotency_replayed_errors_included() 
         ),
         (
             "cancel at a stale version",
-            app.post(&cancel_path, &token).header("Idempotency-Key", "stale-cancel-1").json(&json!({"expected_version": 9})),
+            app.post(&cancel_path, &token)
+                .header("Idempotency-Key", "stale-cancel-1")
+                .json(&json!({"expected_version": 9})),
             409,
         ),
         ("cancel without a body", app.post(&cancel_path, &token).header("Idempotency-Key", "empty-cancel-1"), 415),
@@ -241,11 +247,7 @@ async fn every_mutation_response_carries_idempotency_replayed_errors_included() 
     for (name, req, status) in cases {
         let res = req.send().await.unwrap();
         assert_eq!(res.status().as_u16(), status, "{name}");
-        assert_eq!(
-            res.headers().get("idempotency-replayed").map(|v| v.to_str().unwrap()),
-            Some("false"),
-            "{name}"
-        );
+        assert_eq!(res.headers().get("idempotency-replayed").map(|v| v.to_str().unwrap()), Some("false"), "{name}");
         let body: Value = res.json().await.unwrap();
         assert_eq!(body["schema"], "helix.agent_api.error.v1", "{name}");
     }
@@ -272,12 +274,21 @@ async fn room_scopes_are_refused_at_start_until_room_bindings_exist() {
         .token_for(
             "alice",
             "tenant-a",
-            &["helix.agent_runs.read", "helix.agent_runs.write", "helix.data.research_library.read", "helix.rooms.read"],
+            &[
+                "helix.agent_runs.read",
+                "helix.agent_runs.write",
+                "helix.data.research_library.read",
+                "helix.rooms.read",
+            ],
         )
         .await;
     for scope in ["bound_room_evidence", "bound_room_environment_probe"] {
         let res = app
-            .start(&token, &format!("room-start-{scope}"), json!({"objective": "x", "database_scope": ["research_library", scope]}))
+            .start(
+                &token,
+                &format!("room-start-{scope}"),
+                json!({"objective": "x", "database_scope": ["research_library", scope]}),
+            )
             .await;
         assert_eq!(res.status(), 403, "{scope}");
         let err: Value = res.json().await.unwrap();
