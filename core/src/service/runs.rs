@@ -271,8 +271,10 @@ fn event_ops(events: &[Event]) -> Result<Vec<WriteOp>, ApiError> {
 /// Runs a mutation's writes in a task of their own, so that a caller who goes away (a
 /// client timeout or closed socket drops the handler future) cannot abort them between
 /// claim and finalize: the task runs to its end and its receipt answers the retry.
+/// The task keeps the request's tracing span, so its log lines stay tied to the request.
 async fn detached<T: Send + 'static>(
     work: impl Future<Output = Result<T, ApiError>> + Send + 'static,
 ) -> Result<T, ApiError> {
-    tokio::spawn(work).await.map_err(ApiError::internal)?
+    use tracing::Instrument;
+    tokio::spawn(work.in_current_span()).await.map_err(ApiError::internal)?
 }
