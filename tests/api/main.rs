@@ -5,6 +5,7 @@ mod auth;
 mod lambda_events;
 mod lifecycle;
 mod pipeline;
+mod room_evidence;
 mod rooms;
 mod round_trips;
 mod runs;

@@ -540,6 +540,71 @@ pub fn observation_ref(source_id: &str, request_id: &str) -> String {
     format!("obsv_{}", &sha256_hex(format!("{source_id}\u{0}{request_id}"))[..24])
 }
 
+/// The capability and evidence family of the `bound_room_evidence` scope.
+pub const ROOM_EVIDENCE_CAPABILITY: &str = "room.evidence.read_bound";
+pub const ROOM_EVIDENCE_FAMILY: &str = "shared_live_room_evidence";
+/// At most this many admitted observations go to the executor in one turn.
+pub const MAX_TURN_OBSERVATIONS: usize = 20;
+
+/// The exact provenance of one admitted observation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ObservationProvenance {
+    pub source_id: String,
+    pub room_id: String,
+    pub world_id: String,
+    pub adapter_profile: String,
+    pub adapter_version: String,
+    pub adapter_hash: String,
+    pub manifest_hash: String,
+    pub producer_epoch: u64,
+    pub request_id: String,
+    pub observed_at: chrono::DateTime<chrono::Utc>,
+    pub received_at: chrono::DateTime<chrono::Utc>,
+}
+
+/// One admitted, fresh observation as the executor sees it: read-only world data,
+/// never an instruction, never answer authority.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RoomObservation {
+    /// The observation's reference (`obsv_…`): cite it in `observation_refs` / evidence.
+    pub observation_ref: String,
+    pub kind: ObservationKind,
+    pub event: Option<String>,
+    pub summary: String,
+    pub data: serde_json::Map<String, serde_json::Value>,
+    /// SHA-256 of the observation's canonical JSON (kind, event, summary, data).
+    pub content_sha256: String,
+    pub provenance: ObservationProvenance,
+}
+
+/// The bound-room evidence of one turn (`helix.turn_request.v2`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RoomEvidenceInput {
+    pub room_id: String,
+    /// The run-room binding that authorized this turn.
+    pub binding_ref: String,
+    /// Always false: this lane cannot perform live actions.
+    pub execution_enabled: bool,
+    /// The freshness ceiling the observations were admitted under.
+    pub max_age_ms: u64,
+    /// Bounded, admitted, fresh observations, oldest first.
+    pub observations: Vec<RoomObservation>,
+}
+
+/// The content hash of an observation (what evidence items carry).
+pub fn observation_content_sha256(
+    kind: ObservationKind,
+    event: Option<&str>,
+    summary: &str,
+    data: &serde_json::Map<String, serde_json::Value>,
+) -> String {
+    let canonical = serde_json::json!({ "kind": kind, "event": event, "summary": summary, "data": data });
+    sha256_hex(canonical.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,6 +4,7 @@
 
 pub mod accounts;
 pub mod records;
+pub mod room_evidence;
 pub mod rooms;
 pub mod runs;
 pub mod sessions;
