@@ -540,6 +540,55 @@ pub fn observation_ref(source_id: &str, request_id: &str) -> String {
     format!("obsv_{}", &sha256_hex(format!("{source_id}\u{0}{request_id}"))[..24])
 }
 
+pub const DEVICE_CHECK_SCHEMA: &str = "helix.environment_device_check.v1";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Freshness {
+    /// The last observation is within the bound-room evidence freshness ceiling.
+    Fresh,
+    /// Older than the ceiling.
+    Stale,
+    /// Nothing observed (or everything observed has expired).
+    NoObservations,
+}
+
+/// One source's connection health: never a credential, endpoint or player id.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct SourceHealth {
+    pub source_id: String,
+    pub adapter_profile: String,
+    pub status: SourceStatus,
+    pub credentialed: bool,
+    /// A producer manifest was registered under the current credential.
+    pub registered: bool,
+    /// That manifest was admitted against the registry and the source.
+    pub admitted: bool,
+    pub producer_epoch: Option<u64>,
+    /// Milliseconds since the newest observation was observed (null: none).
+    pub last_observation_age_ms: Option<u64>,
+    pub freshness: Freshness,
+}
+
+/// One room of the caller with its sources.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct RoomHealth {
+    pub room_id: String,
+    pub sources: Vec<SourceHealth>,
+}
+
+/// `helix.environment_device_check.v1`.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct DeviceCheckReport {
+    pub schema: &'static str,
+    pub rooms: Vec<RoomHealth>,
+    pub freshness_max_age_ms: u64,
+    pub checked_at: String,
+    pub execution_enabled: bool,
+    #[serde(flatten)]
+    pub flags: FalseFlags,
+}
+
 /// The capability and evidence family of the `bound_room_evidence` scope.
 pub const ROOM_EVIDENCE_CAPABILITY: &str = "room.evidence.read_bound";
 pub const ROOM_EVIDENCE_FAMILY: &str = "shared_live_room_evidence";

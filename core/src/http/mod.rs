@@ -73,6 +73,8 @@ pub enum Group {
     SourceBrowser,
     /// Producer ingress (source bearer only).
     Ingress,
+    /// `POST /mcp/device-check`: the one-tool read-only MCP server.
+    DeviceCheck,
 }
 
 impl Group {
@@ -80,6 +82,7 @@ impl Group {
         match self {
             Group::AgentRuns => "/api/v1/agent-runs",
             Group::Rooms => "/api/v1/rooms",
+            Group::DeviceCheck => "/mcp/device-check",
             Group::Mcp
             | Group::Discovery
             | Group::Account
@@ -90,7 +93,7 @@ impl Group {
     }
     fn limits(self, state: &AppState) -> Limits {
         match self {
-            Group::Mcp => state.services.config.mcp_limits,
+            Group::Mcp | Group::DeviceCheck => state.services.config.mcp_limits,
             Group::Rooms => state.services.config.room_limits,
             Group::Observer => state.services.config.observer_limits,
             Group::SourceBrowser => state.services.config.sources.browser_limits,

@@ -711,6 +711,79 @@ impl Services {
     }
 }
 
+impl Services {
+    /// Device Check (`helix_environment_device_check`, `helix.rooms.read`): for each room
+    /// the caller belongs to, each source's connection health. Never a credential, an
+    /// endpoint or a player id; a token with only `helix.rooms.read` sees nothing else.
+    pub async fn device_check(&self, p: &Caller) -> Result<DeviceCheckReport, ApiError> {
+        p.require(&[crate::domain::scopes::ROOMS_READ])?;
+        if p.policy.rooms_locked {
+            return Err(ApiError::RoomFeatureLocked);
+        }
+        let entries = self
+            .store
+            .query(&format!("ACCOUNT#{}", p.account_id), "ROOM#", None, super::rooms::MAX_LISTED_ROOMS)
+            .await?;
+        let ids: Vec<String> = entries.items.iter().filter_map(|i| i.s("room_id").map(str::to_owned)).collect();
+        let max_age_ms = self.config.sources.evidence_max_age.as_millis() as u64;
+        let now_ms = self.clock.now().timestamp_millis();
+        let now_epoch = self.clock.epoch();
+        let mut rooms = vec![];
+        if !ids.is_empty() {
+            let keys: Vec<Key> = ids.iter().flat_map(|id| [room_key(id), member_key(id, &p.account_id)]).collect();
+            let got = self.store.batch_get(&keys).await?;
+            for (id, pair) in ids.iter().zip(got.chunks(2)) {
+                let [Some(room), Some(_member)] = pair else { continue };
+                if room.s("status") != Some("active") {
+                    continue;
+                }
+                let page = self.store.query(&room_key(id).pk, "SRC#", None, MAX_LISTED_SOURCES).await?;
+                let sources: Vec<Source> = page.items.iter().map(Source::from_item).collect();
+                let health_keys: Vec<Key> = sources.iter().map(|s| health_key(&s.source_id)).collect();
+                let healths = if health_keys.is_empty() { vec![] } else { self.store.batch_get(&health_keys).await? };
+                let sources = sources
+                    .iter()
+                    .zip(healths)
+                    .map(|(s, h)| {
+                        let credentialed = s.status == SourceStatus::Active
+                            && s.bearer_hash.is_some()
+                            && s.credential_expires_at > now_epoch;
+                        let age = h
+                            .filter(|h| h.n(EXPIRES_AT).is_none_or(|at| at > now_epoch))
+                            .and_then(|h| h.n("last_observed_at_ms"))
+                            .map(|at| (now_ms - at).max(0) as u64);
+                        let freshness = match age {
+                            None => Freshness::NoObservations,
+                            Some(a) if a <= max_age_ms => Freshness::Fresh,
+                            Some(_) => Freshness::Stale,
+                        };
+                        SourceHealth {
+                            source_id: s.source_id.clone(),
+                            adapter_profile: s.adapter_profile.clone(),
+                            status: s.status,
+                            credentialed,
+                            registered: s.item.s("registered_at").is_some(),
+                            admitted: credentialed && s.admitted,
+                            producer_epoch: s.producer_epoch,
+                            last_observation_age_ms: age,
+                            freshness,
+                        }
+                    })
+                    .collect();
+                rooms.push(RoomHealth { room_id: id.clone(), sources });
+            }
+        }
+        Ok(DeviceCheckReport {
+            schema: DEVICE_CHECK_SCHEMA,
+            rooms,
+            freshness_max_age_ms: max_age_ms,
+            checked_at: rfc3339(self.clock.now()),
+            execution_enabled: false,
+            flags: FalseFlags::default(),
+        })
+    }
+}
+
 /// A bearer being issued: the source update, its lookup item and the one response.
 struct Issued {
     source_item: Item,
