@@ -530,6 +530,121 @@ async fn ingress_has_its_own_body_and_rate_limits(backend: Backend) {
     assert_eq!(last, 429, "the fifth use within a minute is over the per-source limit");
 }
 
+async fn rpc(app: &TestApp, path: &str, token: &str, method: &str, params: Value) -> (u16, Value) {
+    let res = app
+        .post(path, token)
+        .header("Accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", "2025-11-25")
+        .json(&json!({ "jsonrpc": "2.0", "id": 1, "method": method, "params": params }))
+        .send()
+        .await
+        .unwrap();
+    read(res).await
+}
+
+async fn the_source_tools_frame_the_same_services_over_mcp(backend: Backend) {
+    let app = TestApp::spawn_with(backend, &[]).await;
+    let (token, _cookie, room_id) = owner(&app).await;
+    let (status, list) = rpc(&app, "/mcp", &token, "tools/list", json!({})).await;
+    assert_eq!(status, 200);
+    let tools = list["result"]["tools"].as_array().unwrap();
+    for name in ["helix_room_source_list", "helix_room_source_create"] {
+        let t = tools.iter().find(|t| t["name"] == name).unwrap_or_else(|| panic!("{name} listed"));
+        assert_eq!(t["securitySchemes"][0]["scopes"], json!(["helix.room_sources.manage"]), "{t}");
+        assert!(t["outputSchema"].is_object());
+    }
+    let args = json!({ "room_id": room_id, "idempotency_key": "mcp-source-0001",
+        "request": { "adapter_profile": "fixture", "world_id": "demo" } });
+    let (_, v) =
+        rpc(&app, "/mcp", &token, "tools/call", json!({ "name": "helix_room_source_create", "arguments": args })).await;
+    let created = &v["result"]["structuredContent"];
+    assert_eq!(v["result"]["isError"], false, "{v}");
+    assert_eq!(created["credential_delivery"]["bearer_included"], false);
+    assert!(created["credential_delivery"]["claim_handle"].as_str().unwrap().starts_with("hsc_"));
+    let (_, v) =
+        rpc(&app, "/mcp", &token, "tools/call", json!({ "name": "helix_room_source_create", "arguments": args })).await;
+    assert_eq!(v["result"]["_meta"]["helix/idempotency_replayed"], true, "{v}");
+    assert_eq!(v["result"]["structuredContent"]["credential_delivery"]["claim_handle"], Value::Null);
+    let (_, v) = rpc(
+        &app,
+        "/mcp",
+        &token,
+        "tools/call",
+        json!({ "name": "helix_room_source_list", "arguments": { "room_id": room_id } }),
+    )
+    .await;
+    assert_eq!(v["result"]["structuredContent"]["sources"].as_array().unwrap().len(), 1, "{v}");
+    // A token with only helix.rooms.read is refused the source tools.
+    let reader = app.token_for("alice", "tenant-a", &["helix.rooms.read"]).await;
+    let (_, v) = rpc(
+        &app,
+        "/mcp",
+        &reader,
+        "tools/call",
+        json!({ "name": "helix_room_source_list", "arguments": { "room_id": room_id } }),
+    )
+    .await;
+    assert_eq!(v["result"]["isError"], true);
+    assert_eq!(v["result"]["structuredContent"]["error"]["code"], "insufficient_scope", "{v}");
+}
+
+async fn device_check_publishes_one_tool_and_reports_source_health_only(backend: Backend) {
+    let app = TestApp::spawn_with(backend, &[("HELIX_BOUND_ROOM_EVIDENCE_MAX_AGE_MS", "5000")]).await;
+    let (token, cookie, room_id) = owner(&app).await;
+    let (source_id, bearer) = claimed_source(&app, &token, &cookie, &room_id, "w").await;
+    let reader = app.token_for("alice", "tenant-a", &["helix.rooms.read"]).await;
+    let dc = "/mcp/device-check";
+
+    let (status, list) = rpc(&app, dc, &reader, "tools/list", json!({})).await;
+    assert_eq!(status, 200, "{list}");
+    let tools = list["result"]["tools"].as_array().unwrap();
+    assert_eq!(tools.len(), 1, "exactly one tool: {list}");
+    assert_eq!(tools[0]["name"], "helix_environment_device_check");
+    assert_eq!(tools[0]["securitySchemes"][0]["scopes"], json!(["helix.rooms.read"]));
+    assert_eq!(tools[0]["annotations"]["readOnlyHint"], true);
+    // Another server's tool is not callable here.
+    let (status, _) = rpc(&app, dc, &reader, "tools/call", json!({ "name": "helix_run_start", "arguments": {} })).await;
+    assert_eq!(status, 400);
+
+    let call = json!({ "name": "helix_environment_device_check", "arguments": {} });
+    let (_, v) = rpc(&app, dc, &reader, "tools/call", call.clone()).await;
+    let report = &v["result"]["structuredContent"];
+    assert_eq!(report["schema"], "helix.environment_device_check.v1", "{v}");
+    let s = &report["rooms"][0]["sources"][0];
+    assert_eq!(
+        (s["source_id"].as_str(), s["registered"].as_bool(), s["admitted"].as_bool()),
+        (Some(source_id.as_str()), Some(false), Some(false))
+    );
+    assert_eq!(s["freshness"], "no_observations");
+
+    assert_eq!(ingress(&app, &bearer, "manifest", &manifest("w", 3)).await.0, 200);
+    assert_eq!(ingress(&app, &bearer, "observations", &batch("w", 3, &["req-0001"], 1000)).await.0, 202);
+    let (_, v) = rpc(&app, dc, &reader, "tools/call", call.clone()).await;
+    let s = &v["result"]["structuredContent"]["rooms"][0]["sources"][0];
+    assert_eq!(
+        (s["registered"].as_bool(), s["admitted"].as_bool(), s["producer_epoch"].as_u64()),
+        (Some(true), Some(true), Some(3)),
+        "{v}"
+    );
+    assert_eq!(s["freshness"], "fresh");
+    assert!(s["last_observation_age_ms"].as_u64().unwrap() >= 1000);
+    let text = v.to_string();
+    assert!(
+        !text.contains(&bearer) && !text.contains("hsb_") && !text.contains("ingress") && !text.contains("Steve"),
+        "{text}"
+    );
+
+    app.state.services.clock.advance(10);
+    let (_, v) = rpc(&app, dc, &reader, "tools/call", call.clone()).await;
+    assert_eq!(v["result"]["structuredContent"]["rooms"][0]["sources"][0]["freshness"], "stale", "{v}");
+
+    // Without helix.rooms.read: an error result whose challenge names this server's metadata.
+    let other = app.token_for("alice", "tenant-a", &["helix.agent_runs.read"]).await;
+    let (_, v) = rpc(&app, dc, &other, "tools/call", call).await;
+    assert_eq!(v["result"]["structuredContent"]["error"]["code"], "insufficient_scope", "{v}");
+    assert!(v["result"]["_meta"]["mcp/www_authenticate"][0].as_str().unwrap().contains("/mcp/device-check"), "{v}");
+}
+
 /// Every source test runs on both store backends.
 macro_rules! on_both_backends {
     ($($name:ident),* $(,)?) => {
@@ -554,4 +669,6 @@ on_both_backends!(
     a_bearer_after_rotation_is_refused_and_revocation_is_permanent,
     policy_changes_and_credential_expiry_are_enforced_on_every_ingress_use,
     ingress_has_its_own_body_and_rate_limits,
+    the_source_tools_frame_the_same_services_over_mcp,
+    device_check_publishes_one_tool_and_reports_source_health_only,
 );

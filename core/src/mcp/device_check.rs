@@ -32,7 +32,9 @@ use crate::domain::scopes::ROOMS_READ;
 use crate::domain::source::DeviceCheckReport;
 use crate::domain::wire::McpErrorView;
 use crate::error::ApiError;
-use crate::http::{AppState, Group, RequestId, authenticate, limit_principal, parse_strict, pipeline, resource_metadata_url};
+use crate::http::{
+    AppState, Group, RequestId, authenticate, limit_principal, parse_strict, pipeline, resource_metadata_url,
+};
 use crate::service::Caller;
 
 pub const PATH: &str = "/mcp/device-check";
@@ -51,8 +53,7 @@ struct Built {
 
 static BUILT: LazyLock<Built> = LazyLock::new(|| {
     let input = input_schema::<DeviceCheckArgs>();
-    let Value::Object(output) =
-        json!({ "type": "object", "anyOf": [output_schema_of::<DeviceCheckReport>(), output_schema_of::<McpErrorView>()] })
+    let Value::Object(output) = json!({ "type": "object", "anyOf": [output_schema_of::<DeviceCheckReport>(), output_schema_of::<McpErrorView>()] })
     else {
         unreachable!()
     };
