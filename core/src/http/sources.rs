@@ -137,7 +137,7 @@ configuration are shown on this page one time: copy them into your producer now.
 <pre id="source-bearer"></pre>
 <h2>Plugin configuration</h2>
 <pre id="plugin-config"></pre>
-<p>This credential admits read-only observations and probe answers only, never an action.</p>
+<p>This credential admits read-only observations only, never an action.</p>
 </section>
 </main>
 </body>
