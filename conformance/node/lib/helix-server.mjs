@@ -62,7 +62,12 @@ export async function startHelix(env = {}) {
   const tmp = mkdtempSync(join(tmpdir(), 'helix-conf-node-'));
   const dataDir = join(tmp, 'data');
   mkdirSync(dataDir);
-  const tokens = { full: mintToken(dataDir, FULL_SCOPE), readOnly: mintToken(dataDir, READ_ONLY_SCOPE) };
+  const tokens = {
+    full: mintToken(dataDir, FULL_SCOPE),
+    readOnly: mintToken(dataDir, READ_ONLY_SCOPE),
+    // Rooms without run or source scopes: what a Device Check-only client holds (plus manage, to make a room).
+    rooms: mintToken(dataDir, 'helix.rooms.read helix.rooms.manage'),
+  };
   const port = await freePort();
   const logPath = join(tmp, 'serve.log');
   const logFd = openSync(logPath, 'w');
