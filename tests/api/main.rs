@@ -6,5 +6,6 @@ mod lambda_events;
 mod lifecycle;
 mod pipeline;
 mod rooms;
+mod rooms_mcp;
 mod round_trips;
 mod runs;

@@ -136,7 +136,7 @@ fn room_view(room: &RoomRecord, member: &Item, account_id: &str) -> RoomView {
     let role = if member.s("role") == Some("owner") { RoomRole::Owner } else { RoomRole::Member };
     let accepted = member.n("consent_version").unwrap_or(0);
     RoomView {
-        schema: ROOM_SCHEMA,
+        schema: RoomSchemaName,
         room_id: room.room_id.clone(),
         name: room.name.clone(),
         description: room.description.clone(),
@@ -205,7 +205,7 @@ fn observer_of(item: &Item) -> Result<ObserverRecord, ApiError> {
 
 fn revocation(binding_ref: &str, status: RevocationStatus) -> RevocationReceipt {
     RevocationReceipt {
-        schema: REVOCATION_SCHEMA,
+        schema: RevocationSchemaName,
         binding_ref: binding_ref.to_owned(),
         binding_status: BindingStatus::Revoked,
         revocation_status: status,
@@ -323,7 +323,7 @@ impl Services {
                 }
             }
         }
-        project(&RoomList { schema: ROOM_LIST_SCHEMA, rooms, has_more: page.has_more, flags: FalseFlags::default() })
+        project(&RoomList { schema: RoomListSchemaName, rooms, has_more: page.has_more, flags: FalseFlags::default() })
     }
 
     /// `GET /api/v1/rooms/{room_id}`: membership and policy checked; others' rooms are not found.
@@ -398,7 +398,7 @@ impl Services {
             match self.store.transact(ops).await {
                 Ok(()) => {
                     let receipt = RunBindingReceipt {
-                        schema: RUN_BINDING_SCHEMA,
+                        schema: RunBindingSchemaName,
                         binding_ref: binding_ref.to_string(),
                         binding_status: BindingStatus::Active,
                         room_id: room_id.to_string(),
@@ -429,7 +429,7 @@ impl Services {
             return Err(ApiError::RunAlreadyBound);
         }
         project(&RunBindingReceipt {
-            schema: RUN_BINDING_SCHEMA,
+            schema: RunBindingSchemaName,
             binding_ref: binding_ref.to_owned(),
             binding_status: BindingStatus::Active,
             room_id: room_id.to_owned(),
@@ -545,7 +545,7 @@ impl Services {
             match self.store.transact(ops).await {
                 Ok(()) => {
                     return project(&ChatBindingReceipt {
-                        schema: CHAT_BINDING_SCHEMA,
+                        schema: ChatBindingSchemaName,
                         binding_ref: binding_ref.to_string(),
                         binding_status: BindingStatus::Active,
                         run_id: run.run_id,
