@@ -7,5 +7,6 @@ mod lifecycle;
 mod pipeline;
 mod rooms;
 mod rooms_mcp;
+mod rooms_members;
 mod round_trips;
 mod runs;

@@ -477,6 +477,22 @@ async fn the_terminal_message_appears_once_only_from_authorized_authority(backen
     );
 }
 
+async fn an_expired_claim_handle_is_the_same_invalid_handle(backend: Backend) {
+    let app = TestApp::spawn_with(backend, &[]).await;
+    let alice = app.token_for("alice", "tenant-a", ALL).await;
+    let cookie = session(&app, "alice", "tenant-a").await;
+    let (_, obs) = observe(&app, &cookie, json!({ "chat_id": "c1" })).await;
+    let run = app.started(&alice, research_run()).await;
+    app.state.services.clock.advance(helix_core::service::rooms::CLAIM_TTL_SECS + 1);
+    let (status, err) =
+        claim(&app, &alice, obs["claim_handle"].as_str().unwrap(), run["run_id"].as_str().unwrap()).await;
+    assert_eq!((status, code(&err)), (404, "claim_handle_invalid"));
+    let path = format!("/api/agi/agent-run-observer/bindings/{}", obs["observer_binding_ref"].as_str().unwrap());
+    let cookie = session(&app, "alice", "tenant-a").await;
+    let (_, view) = read(browser(&app, reqwest::Method::GET, &path, &cookie).send().await.unwrap()).await;
+    assert_eq!(view["binding_status"], "expired");
+}
+
 async fn concurrent_claims_of_one_handle_have_exactly_one_consumer(backend: Backend) {
     let app = TestApp::spawn_with(backend, &[]).await;
     let alice = app.token_for("alice", "tenant-a", ALL).await;
