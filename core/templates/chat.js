@@ -5,7 +5,8 @@
   "use strict";
   var KEY = "helix.chats.v1";
   var BASE = "/api/agi/agent-run-observer/bindings";
-  var state = { chats: load(), current: null, timer: null };
+  // The claim handle is shown once: kept in memory for the page's life, never stored.
+  var state = { chats: load(), current: null, timer: null, claim: null };
 
   function load() {
     try { return JSON.parse(localStorage.getItem(KEY)) || []; } catch (e) { return []; }
@@ -31,7 +32,10 @@
     var c = chat();
     var msgs = $("messages"); msgs.textContent = "";
     var progress = $("progress"); progress.textContent = "";
-    $("claim").hidden = true;
+    var claim = state.claim && c && state.claim.chatId === c.id && c.status === "awaiting_claim" ? state.claim : null;
+    $("claim").hidden = !claim;
+    $("claim-handle").textContent = claim ? claim.handle : "";
+    $("claim-expires").textContent = claim ? claim.expires : "";
     if (!c) { $("binding-status").textContent = "none"; return; }
     c.messages.forEach(function (m) {
       var e = li(m.content, "message " + m.role); e.dataset.messageId = m.id; e.dataset.role = m.role; msgs.appendChild(e);
@@ -73,10 +77,8 @@
     api("POST", BASE, { chat_id: c.id, snapshot: snapshot }).then(function (r) {
       if (r.status !== 201) { $("binding-status").textContent = "error: " + r.body.error.code; return; }
       c.observer = r.body.observer_binding_ref; c.status = "awaiting_claim"; c.seen = 0; c.progress = [];
+      state.claim = { chatId: c.id, handle: r.body.claim_handle, expires: r.body.expires_at };
       save(); render();
-      $("claim-handle").textContent = r.body.claim_handle;  // shown once, never stored
-      $("claim-expires").textContent = r.body.expires_at;
-      $("claim").hidden = false;
       poll();
     });
   });

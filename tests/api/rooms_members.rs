@@ -215,3 +215,49 @@ on_both_backends!(
     members_consent_and_invites_take_effect_on_the_next_request,
     invites_expire_refuse_guests_and_cross_site_posts,
 );
+
+#[tokio::test]
+async fn the_chat_page_runs_only_its_own_script_and_needs_a_member_session() {
+    let app = TestApp::spawn().await;
+    let res = app.http.get(format!("{}/chat", app.base)).send().await.unwrap();
+    let csp = res.headers()["content-security-policy"].to_str().unwrap().to_owned();
+    assert!(
+        csp.contains("script-src 'self'") && csp.contains("frame-ancestors 'none'") && !csp.contains("unsafe"),
+        "{csp}"
+    );
+    let html = res.text().await.unwrap();
+    assert!(html.contains("id=\"chat-signed-out\"") && !html.contains("chat.js"), "signed out: no script");
+    let cookie = session(&app, "alice").await;
+    let html = app
+        .http
+        .get(format!("{}/chat", app.base))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(html.contains("<script src=\"/chat/static/chat.js\" defer></script>") && html.contains("id=\"attach\""));
+    assert!(!html.contains("<script>"), "no inline script");
+    let js = app.http.get(format!("{}/chat/static/chat.js", app.base)).send().await.unwrap();
+    assert!(js.headers()["content-type"].to_str().unwrap().starts_with("text/javascript"));
+    assert!(js.text().await.unwrap().contains("agent-run-observer/bindings"));
+    let provider = app.state.services.config.oauth.provider.clone();
+    app.state
+        .services
+        .set_policy(&provider, "alice", &PolicyChange { guest: Some(true), ..Default::default() })
+        .await
+        .unwrap();
+    let html = app
+        .http
+        .get(format!("{}/chat", app.base))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(html.contains("id=\"guest-notice\"") && !html.contains("chat.js"));
+}
