@@ -542,3 +542,87 @@ mod tests {
         assert_eq!(c.lease(), Duration::from_secs(120));
     }
 }
+
+#[cfg(test)]
+mod browser_tests {
+    use super::*;
+
+    fn cfg(mode: DefaultMode, vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        let vars: Vec<(String, String)> = vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        Config::from_lookup(mode, &move |k| vars.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()))
+    }
+
+    const PROD: &[(&str, &str)] = &[
+        ("CASIMIR_PUBLIC_BASE_URL", "https://api.example.com"),
+        ("HELIX_AGENT_OAUTH_ISSUER", "https://issuer.example.com/"),
+        ("HELIX_AGENT_OAUTH_AUDIENCE", "https://api.example.com/mcp"),
+        ("HELIX_AGENT_OAUTH_JWKS_URL", "https://issuer.example.com/.well-known/jwks.json"),
+        ("HELIX_AGENT_OAUTH_PROVIDER", "auth0"),
+        ("HELIX_AGENT_ALLOWED_HOSTS", "api.example.com"),
+    ];
+    const DEV: &[(&str, &str)] =
+        &[("HELIX_AGENT_ALLOW_LOCAL_HS256", "1"), ("HELIX_AGENT_LOCAL_JWT_SECRET", "0123456789abcdef0123456789abcdef")];
+
+    fn with(
+        base: &[(&'static str, &'static str)],
+        extra: &[(&'static str, &'static str)],
+    ) -> Vec<(&'static str, &'static str)> {
+        base.iter().chain(extra).copied().collect()
+    }
+
+    #[test]
+    fn development_hosts_the_dev_provider_at_the_public_base_url() {
+        let c = cfg(DefaultMode::Development, DEV).unwrap();
+        assert!(c.browser.dev_provider);
+        let oidc = c.browser.oidc.unwrap();
+        assert_eq!(oidc.issuer, "http://127.0.0.1:9000/dev-oidc");
+        assert_eq!(oidc.algorithms, vec!["EdDSA"]);
+        assert_eq!(c.browser.public_origin, "http://127.0.0.1:9000");
+        assert!(!c.browser.secure_cookies);
+        assert!(c.browser.session_idle <= c.browser.session_absolute);
+    }
+
+    #[test]
+    fn production_without_browser_settings_has_no_sign_in_and_refuses_the_dev_provider() {
+        let c = cfg(DefaultMode::Production, PROD).unwrap();
+        assert!(c.browser.oidc.is_none() && !c.browser.dev_provider && c.browser.secure_cookies);
+        let e = cfg(DefaultMode::Production, &with(PROD, &[("HELIX_BROWSER_DEV_PROVIDER", "1")])).unwrap_err();
+        assert!(matches!(e, ConfigError::UnsafeProduction(_)), "{e}");
+    }
+
+    #[test]
+    fn production_refuses_incomplete_or_unsafe_browser_settings() {
+        let issuer = ("HELIX_BROWSER_OIDC_ISSUER", "https://issuer.example.com/");
+        let id = ("HELIX_BROWSER_OIDC_CLIENT_ID", "web");
+        let secret = ("HELIX_BROWSER_OIDC_CLIENT_SECRET", "0123456789abcdef");
+        let e = |extra: &[(&'static str, &'static str)]| cfg(DefaultMode::Production, &with(PROD, extra)).unwrap_err();
+        assert_eq!(e(&[issuer]), ConfigError::Missing("HELIX_BROWSER_OIDC_CLIENT_ID"));
+        assert_eq!(e(&[id, secret]), ConfigError::Missing("HELIX_BROWSER_OIDC_ISSUER"));
+        assert_eq!(e(&[secret]), ConfigError::Missing("HELIX_BROWSER_OIDC_ISSUER"));
+        assert_eq!(e(&[issuer, id]), ConfigError::Missing("HELIX_BROWSER_OIDC_CLIENT_SECRET"));
+        assert!(matches!(
+            e(&[("HELIX_BROWSER_OIDC_ISSUER", "http://issuer.example.com/"), id, secret]),
+            ConfigError::UnsafeProduction(_)
+        ));
+        assert!(matches!(
+            e(&[("HELIX_BROWSER_OIDC_ISSUER", "https://other.example.com/"), id, secret]),
+            ConfigError::UnsafeProduction(_)
+        ));
+        assert!(matches!(
+            e(&[issuer, id, secret, ("HELIX_BROWSER_OIDC_ALGORITHMS", "HS256")]),
+            ConfigError::Malformed { .. }
+        ));
+        let c = cfg(DefaultMode::Production, &with(PROD, &[issuer, id, secret])).unwrap();
+        let oidc = c.browser.oidc.unwrap();
+        assert_eq!((oidc.issuer.as_str(), oidc.algorithms), ("https://issuer.example.com/", vec!["RS256".to_owned()]));
+        assert!(!format!("{:?}", oidc.client_secret).contains("0123456789abcdef"), "the secret is redacted");
+    }
+
+    #[test]
+    fn origins_are_scheme_host_and_port() {
+        assert_eq!(origin_of("https://API.example.com/base/path").as_deref(), Some("https://api.example.com"));
+        assert_eq!(origin_of("http://127.0.0.1:9000").as_deref(), Some("http://127.0.0.1:9000"));
+        assert_eq!(origin_of("ftp://x"), None);
+        assert_eq!(origin_of("https://user@x"), None);
+    }
+}

@@ -287,6 +287,17 @@ async fn binding_routes_need_a_live_session_and_never_take_a_bearer() {
         .unwrap();
     assert_eq!(res.status(), StatusCode::UNAUTHORIZED, "a doubled cookie counts as none");
 
+    let res = app
+        .http
+        .get(format!("{}/api/v1/agent-runs/run_exampleid0001", app.base))
+        .header("cookie", format!("helix_session={session}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::UNAUTHORIZED, "the bearer lanes never read the cookie");
+    let body: Value = res.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "authentication_required");
+
     let idle = app.state.services.config.browser.session_idle.as_secs() as i64;
     app.state.services.clock.advance(idle + 1);
     assert_eq!(browser.bindings().await.0, StatusCode::UNAUTHORIZED, "idle-expired session");
@@ -434,6 +445,12 @@ async fn a_tampered_state_and_a_replayed_callback_fail() {
     let res = replay.get(&callback).await;
     assert_eq!(res.status(), StatusCode::BAD_REQUEST, "a callback is single-use");
     assert!(!replay.cookies.contains_key("helix_session"));
+
+    // An intent lives ten minutes.
+    let callback = browser.through_dev_provider("/account/sign-in", "alice", "tenant-a").await;
+    app.state.services.clock.advance(helix_core::service::sessions::INTENT_TTL_SECS + 1);
+    let body: Value = browser.get(&callback).await.json().await.unwrap();
+    assert_eq!(body["error"]["details"]["reason"], "state", "an expired intent: {body}");
 
     // Another browser (without the sign-in cookie) cannot complete someone's sign-in.
     let callback = browser.through_dev_provider("/account/sign-in", "alice", "tenant-a").await;
@@ -616,6 +633,9 @@ async fn the_callback_verifies_nonce_issuer_audience_expiry_signature_and_tenant
         assert_eq!(body["error"]["details"]["reason"], reason, "{body}");
         assert!(!browser.cookies.contains_key("helix_session"), "{reason}");
     }
+    let res = app.http.get(format!("{}/dev-oidc/.well-known/openid-configuration", app.base)).send().await.unwrap();
+    assert_eq!(res.status(), StatusCode::NOT_FOUND, "no development provider beside a configured one");
+
     // The same flow with an honest token signs in.
     let mut browser = Browser::new(&app);
     let res = browser.post("/account/sign-in", &[]).await;
@@ -739,4 +759,88 @@ async fn every_account_event_file_is_served_by_the_account_router() {
     assert!(headers["set-cookie"].to_str().unwrap().starts_with("helix_session=;"));
     let (status, _, _) = invoke_event(&app, "account-bindings.json", &[("SESSION_EXAMPLE", cookie)]).await;
     assert_eq!(status, 401, "signed out");
+}
+
+#[tokio::test]
+async fn the_development_provider_checks_pkce_and_its_codes_are_single_use() {
+    let app = TestApp::spawn_live(Backend::Embedded, &[]).await;
+    let mut browser = Browser::new(&app);
+    let callback = browser.through_dev_provider("/account/sign-in", "alice", "tenant-a").await;
+    let q = query(&callback);
+    let redirect_uri = format!("{}/account/callback", app.base);
+    let form = [
+        ("grant_type", "authorization_code"),
+        ("code", q["code"].as_str()),
+        ("redirect_uri", redirect_uri.as_str()),
+        ("client_id", "helix-local-browser"),
+        ("code_verifier", "a-verifier-that-does-not-match-the-challenge-0123456789"),
+    ];
+    let res = app
+        .http
+        .post(format!("{}/dev-oidc/token", app.base))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(form_body(&form))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::BAD_REQUEST);
+    assert_eq!(res.json::<Value>().await.unwrap()["error"], "invalid_grant");
+    // The code was spent by the failed attempt: the real callback cannot use it.
+    let res = browser.get(&callback).await;
+    let body: Value = res.json().await.unwrap();
+    assert_eq!(body["error"]["details"]["reason"], "code", "{body}");
+
+    // The provider only redirects to the registered callback.
+    let res = browser
+        .get(concat!(
+            "/dev-oidc/authorize?response_type=code&client_id=helix-local-browser",
+            "&redirect_uri=https%3A%2F%2Fevil.example%2Fcb&state=s&nonce=n&code_challenge=c&code_challenge_method=S256"
+        ))
+        .await;
+    assert_eq!(res.status(), StatusCode::BAD_REQUEST);
+}
+
+#[tokio::test]
+async fn a_link_and_binding_written_before_accounts_existed_are_repaired_by_the_link_path() {
+    use helix_core::store::Item;
+    let app = TestApp::spawn_live(Backend::Embedded, &[]).await;
+    let o = app.state.services.config.oauth.clone();
+    let id = helix_core::service::accounts::LinkIdentity {
+        issuer: &o.issuer,
+        tenant: "t",
+        provider: &o.provider,
+        subject: "gina",
+    };
+    // The shapes the earlier link path wrote: a random account id, no account item,
+    // a binding without generation or listing entry.
+    let link = helix_core::service::records::link_key(&o.provider, "gina");
+    let binding = helix_core::service::records::binding_key(&id.hash());
+    let store = &app.state.services.store;
+    let old = |k: helix_core::store::Key| {
+        Item::new(k.pk, k.sk)
+            .with_s("account_id", "acct_0123456789ab")
+            .with_s("status", "active")
+            .with_s("created_at", "2026-01-01T00:00:00+00:00")
+    };
+    store.put(old(link), None).await.unwrap();
+    store.put(old(binding), None).await.unwrap();
+    let token = bearer(&app, "gina", "t");
+    assert_eq!(
+        rest_start(&app, &token, "legacy-before-001").await.0,
+        StatusCode::FORBIDDEN,
+        "no account item: fail closed"
+    );
+
+    app.state.services.link_account(&id).await.unwrap();
+    assert_eq!(rest_start(&app, &token, "legacy-after-0001").await.0, StatusCode::CREATED);
+    let mut browser = Browser::new(&app);
+    browser
+        .cookies
+        .insert("helix_session".into(), app.state.services.dev_session(&id).await.unwrap().expose().to_owned());
+    let (_, list) = browser.bindings().await;
+    assert_eq!(list["bindings"].as_array().unwrap().len(), 1, "{list}");
+    assert_eq!(list["bindings"][0]["created_at"], "2026-01-01T00:00:00+00:00");
+    let path = format!("/api/account/session/agent-bindings/{}", list["bindings"][0]["binding_ref"].as_str().unwrap());
+    assert_eq!(browser.delete(&path, Some(&app.base)).await.status(), StatusCode::OK);
+    assert_eq!(rest_start(&app, &token, "legacy-revoked-01").await.0, StatusCode::FORBIDDEN);
 }

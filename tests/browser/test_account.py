@@ -132,6 +132,9 @@ def dev_provider_login(driver, base):
 
 
 def main():
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    for old in ARTIFACTS.glob("*.png"):
+        old.unlink()  # only this run's screenshots remain
     data_dir = tempfile.mkdtemp(prefix="helix-browser-")
     port = free_port()
     base = f"http://127.0.0.1:{port}"

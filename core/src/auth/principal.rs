@@ -41,8 +41,8 @@ impl Principal {
     pub fn ownership(&self) -> Ownership {
         Ownership {
             owner_ref: format!("owner:sha256:{}", self.owner_hash()),
-            tenant_ref: format!("tenant:sha256:{}", hash_parts(&["tenant.v1", &self.issuer, &self.tenant])),
-            account_ref: format!("account:sha256:{}", hash_parts(&["account.v1", &self.account_id])),
+            tenant_ref: crate::domain::account::tenant_ref(&self.issuer, &self.tenant),
+            account_ref: crate::domain::account::account_ref(&self.account_id),
         }
     }
 

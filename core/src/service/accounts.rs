@@ -248,6 +248,28 @@ impl Services {
                 self.ensure_account_ops(id.provider, id.subject, link.as_ref(), account.as_ref())?;
             let status = match &binding {
                 Some(b) if b.s("account_id") != Some(account_id.as_str()) => return Err(ApiError::AccountNotLinked),
+                // Written before bindings had generations and listing entries: give it both,
+                // keeping its status, so the account can see and revoke it.
+                Some(b) if b.s("generation").is_none() => {
+                    let status = BindingStatus::of(b);
+                    let (_, mut repair) = self.grant_ops(id, &account_id, None);
+                    for op in &mut repair {
+                        if let WriteOp::Put { item, .. } = op {
+                            set(item, "status", if status == BindingStatus::Active { "active" } else { "revoked" });
+                            if let Some(at) = b.s("created_at") {
+                                set(item, "created_at", at);
+                            }
+                            if let Some(at) = b.s("revoked_at") {
+                                set(item, "revoked_at", at);
+                            }
+                        }
+                    }
+                    if let Some(WriteOp::Put { cond, .. }) = repair.first_mut() {
+                        *cond = Some(Cond::And(vec![Cond::Exists, Cond::Missing("generation".into())]));
+                    }
+                    ops.extend(repair);
+                    status
+                }
                 Some(b) => BindingStatus::of(b),
                 None => {
                     ops.extend(self.grant_ops(id, &account_id, None).1);
