@@ -671,6 +671,7 @@ on_both_backends!(
     the_policy_lock_blocks_rooms_but_not_withdrawals,
     the_observer_lane_is_cookie_same_origin_and_member_only,
     commands_are_never_executed,
+    an_expired_claim_handle_is_the_same_invalid_handle,
 );
 
 /// One payload of events/ through lambda_http's decoding and the Lambda adapter.
