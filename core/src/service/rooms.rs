@@ -742,7 +742,7 @@ impl Services {
             }
             match self.store.transact(ops).await {
                 Ok(()) => return project(&disconnect(&obs.observer_ref, "disconnected")),
-                Err(e) if matches!(e, StoreError::TransactionCanceled { .. }) => continue,
+                Err(StoreError::TransactionCanceled { .. }) => continue,
                 Err(e) => return Err(e.into()),
             }
         }
@@ -1033,7 +1033,7 @@ impl Services {
         ];
         match self.store.transact(ops).await {
             Ok(()) => Ok(room.consent_version),
-            Err(e) if matches!(e, StoreError::TransactionCanceled { .. }) => Err(ApiError::RunBusy),
+            Err(StoreError::TransactionCanceled { .. }) => Err(ApiError::RunBusy),
             Err(e) => Err(e.into()),
         }
     }
