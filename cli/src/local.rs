@@ -209,7 +209,15 @@ fn store_name(args: &StoreArgs) -> &'static str {
 }
 
 fn default_scopes() -> Vec<String> {
-    ["helix.agent_runs.read", "helix.agent_runs.write", "helix.data.research_library.read"].map(String::from).to_vec()
+    [
+        "helix.agent_runs.read",
+        "helix.agent_runs.write",
+        "helix.data.research_library.read",
+        "helix.rooms.read",
+        "helix.rooms.manage",
+    ]
+    .map(String::from)
+    .to_vec()
 }
 
 /// Links the principal through the trusted path, then mints its token.

@@ -69,6 +69,8 @@ pub enum ApiError {
     RunAlreadyBound,
     #[error("the claim handle is not valid for this account and run")]
     ClaimHandleInvalid,
+    #[error("the invite code is not valid")]
+    InviteInvalid,
     #[error("the room's current consent version has not been accepted")]
     ConsentRequired,
     #[error("room command execution is not enabled; nothing was executed")]
@@ -164,6 +166,7 @@ impl ApiError {
             ClaimHandleInvalid => "claim_handle_invalid",
             CommandExecutionNotEnabled => "command_execution_not_enabled",
             ConsentRequired => "consent_required",
+            InviteInvalid => "invite_invalid",
             CredentialRejected(_) => "credential_rejected",
             DeveloperRequired => "developer_required",
             SourceCredentialInvalid => "source_credential_invalid",
@@ -203,7 +206,7 @@ impl ApiError {
             RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
             RoomFeatureLocked | CommandExecutionNotEnabled | ConsentRequired => StatusCode::FORBIDDEN,
             RunAlreadyBound => StatusCode::CONFLICT,
-            ClaimHandleInvalid => StatusCode::NOT_FOUND,
+            ClaimHandleInvalid | InviteInvalid => StatusCode::NOT_FOUND,
             CredentialRejected(_) => StatusCode::BAD_REQUEST,
             DeveloperRequired => StatusCode::FORBIDDEN,
             SourceCredentialInvalid => StatusCode::UNAUTHORIZED,

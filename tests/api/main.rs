@@ -7,6 +7,8 @@ mod lifecycle;
 mod pipeline;
 mod room_evidence;
 mod rooms;
+mod rooms_mcp;
+mod rooms_members;
 mod round_trips;
 mod runs;
 mod sources;

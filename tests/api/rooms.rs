@@ -477,6 +477,22 @@ async fn the_terminal_message_appears_once_only_from_authorized_authority(backen
     );
 }
 
+async fn an_expired_claim_handle_is_the_same_invalid_handle(backend: Backend) {
+    let app = TestApp::spawn_with(backend, &[]).await;
+    let alice = app.token_for("alice", "tenant-a", ALL).await;
+    let cookie = session(&app, "alice", "tenant-a").await;
+    let (_, obs) = observe(&app, &cookie, json!({ "chat_id": "c1" })).await;
+    let run = app.started(&alice, research_run()).await;
+    app.state.services.clock.advance(helix_core::service::rooms::CLAIM_TTL_SECS + 1);
+    let (status, err) =
+        claim(&app, &alice, obs["claim_handle"].as_str().unwrap(), run["run_id"].as_str().unwrap()).await;
+    assert_eq!((status, code(&err)), (404, "claim_handle_invalid"));
+    let path = format!("/api/agi/agent-run-observer/bindings/{}", obs["observer_binding_ref"].as_str().unwrap());
+    let cookie = session(&app, "alice", "tenant-a").await;
+    let (_, view) = read(browser(&app, reqwest::Method::GET, &path, &cookie).send().await.unwrap()).await;
+    assert_eq!(view["binding_status"], "expired");
+}
+
 async fn concurrent_claims_of_one_handle_have_exactly_one_consumer(backend: Backend) {
     let app = TestApp::spawn_with(backend, &[]).await;
     let alice = app.token_for("alice", "tenant-a", ALL).await;
@@ -655,6 +671,7 @@ on_both_backends!(
     the_policy_lock_blocks_rooms_but_not_withdrawals,
     the_observer_lane_is_cookie_same_origin_and_member_only,
     commands_are_never_executed,
+    an_expired_claim_handle_is_the_same_invalid_handle,
 );
 
 /// One payload of events/ through lambda_http's decoding and the Lambda adapter.
@@ -737,4 +754,69 @@ async fn every_room_and_observer_event_file_is_served_through_the_lambda_adapter
     assert_eq!(status, 200);
     let (status, d) = invoke_event(&app, "observer-disconnect.json", None, &o).await;
     assert_eq!((status, d["disconnect_status"].as_str()), (200, Some("disconnected")));
+}
+
+/// Store round trips per room operation (docs/round-trips.md, "Rooms"), counted at the
+/// store seam on a warm request; the principal's and the session's reads included.
+#[tokio::test]
+async fn room_operations_take_the_documented_round_trips() {
+    let app = TestApp::spawn().await;
+    let alice = app.token_for("alice", "tenant-a", ALL).await;
+    let cookie = session(&app, "alice", "tenant-a").await;
+    let run = app.started(&alice, research_run()).await;
+    let run_id = run["run_id"].as_str().unwrap().to_owned();
+    // Warm the session (its idle expiry is written at most every few minutes).
+    observe(&app, &cookie, json!({ "chat_id": "warm" })).await;
+    let mut table = vec![];
+    let mut measure = |name: &'static str, log: Vec<&'static str>| table.push((name, log));
+
+    app.faults.take_log();
+    let (_, created) = create_room(&app, &alice, "rt-room-create-1", json!({ "name": "Bench" })).await;
+    measure("create room", app.faults.take_log());
+    let room_id = created["room_id"].as_str().unwrap().to_owned();
+    read(app.get("/api/v1/rooms", &alice).send().await.unwrap()).await;
+    measure("list rooms", app.faults.take_log());
+    read(app.get(&format!("/api/v1/rooms/{room_id}"), &alice).send().await.unwrap()).await;
+    measure("inspect room", app.faults.take_log());
+    let (_, b) = bind(&app, &alice, &room_id, &run_id).await;
+    measure("bind run (new)", app.faults.take_log());
+    bind(&app, &alice, &room_id, &run_id).await;
+    measure("bind run (exact retry)", app.faults.take_log());
+    delete(&app, &alice, &format!("/api/v1/rooms/run-bindings/{}", b["binding_ref"].as_str().unwrap())).await;
+    measure("withdraw run binding", app.faults.take_log());
+    let (_, obs) =
+        observe(&app, &cookie, json!({ "chat_id": "c1", "snapshot": [{ "role": "user", "content": "hi" }] })).await;
+    measure("observer create", app.faults.take_log());
+    let (_, c) = claim(&app, &alice, obs["claim_handle"].as_str().unwrap(), &run_id).await;
+    measure("claim chat", app.faults.take_log());
+    let path = format!("/api/agi/agent-run-observer/bindings/{}", obs["observer_binding_ref"].as_str().unwrap());
+    read(browser(&app, reqwest::Method::GET, &path, &cookie).send().await.unwrap()).await;
+    measure("observer read", app.faults.take_log());
+    read(browser(&app, reqwest::Method::GET, &format!("{path}/events"), &cookie).send().await.unwrap()).await;
+    measure("observer events", app.faults.take_log());
+    delete(&app, &alice, &format!("/api/v1/rooms/chat-bindings/{}", c["binding_ref"].as_str().unwrap())).await;
+    measure("withdraw chat binding", app.faults.take_log());
+    read(browser(&app, reqwest::Method::DELETE, &path, &cookie).send().await.unwrap()).await;
+    measure("observer disconnect", app.faults.take_log());
+    for (name, log) in &table {
+        println!("{name:<24} {} {log:?}", log.len());
+    }
+    let counts: Vec<(&str, usize)> = table.iter().map(|(n, l)| (*n, l.len())).collect();
+    assert_eq!(
+        counts,
+        vec![
+            ("create room", 2),
+            ("list rooms", 3),
+            ("inspect room", 2),
+            ("bind run (new)", 3),
+            ("bind run (exact retry)", 3),
+            ("withdraw run binding", 3),
+            ("observer create", 3),
+            ("claim chat", 3),
+            ("observer read", 4),
+            ("observer events", 5),
+            ("withdraw chat binding", 3),
+            ("observer disconnect", 5),
+        ]
+    );
 }

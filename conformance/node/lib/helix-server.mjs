@@ -12,6 +12,7 @@ export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', 
 
 export const FULL_SCOPE = 'helix.agent_runs.read helix.agent_runs.write helix.data.research_library.read';
 export const READ_ONLY_SCOPE = 'helix.agent_runs.read helix.data.research_library.read';
+export const ROOM_SCOPE = `${FULL_SCOPE} helix.rooms.read helix.rooms.manage`;
 export const SUBJECT = 'conformance-node';
 export const TENANT = 'tenant-conformance';
 
@@ -65,8 +66,7 @@ export async function startHelix(env = {}) {
   const tokens = {
     full: mintToken(dataDir, FULL_SCOPE),
     readOnly: mintToken(dataDir, READ_ONLY_SCOPE),
-    // Rooms without run or source scopes: what a Device Check-only client holds (plus manage, to make a room).
-    rooms: mintToken(dataDir, 'helix.rooms.read helix.rooms.manage'),
+    rooms: mintToken(dataDir, ROOM_SCOPE),
   };
   const port = await freePort();
   const logPath = join(tmp, 'serve.log');

@@ -34,13 +34,18 @@ pub const REDACTED: &str = "[redacted]";
 
 /// The four answer-authority flags every room and binding receipt carries, always false:
 /// a room receipt is an observation or control receipt, never an answer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, JsonSchema)]
-pub struct FalseFlags {
-    pub answer_authority: bool,
-    pub assistant_answer: bool,
-    pub terminal_eligible: bool,
-    pub raw_content_included: bool,
-}
+pub type FalseFlags = super::wire::NotAnAnswer;
+
+use super::wire::constant;
+use schemars::{Schema, SchemaGenerator, json_schema};
+use serde::Serializer;
+use std::borrow::Cow;
+
+constant!(RoomSchemaName = ROOM_SCHEMA);
+constant!(RoomListSchemaName = ROOM_LIST_SCHEMA);
+constant!(RunBindingSchemaName = RUN_BINDING_SCHEMA);
+constant!(ChatBindingSchemaName = CHAT_BINDING_SCHEMA);
+constant!(RevocationSchemaName = REVOCATION_SCHEMA);
 
 // ---------- identifiers ----------
 
@@ -362,7 +367,7 @@ pub enum RoomRole {
 /// `helix.room.v1`: one room as a member sees it.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct RoomView {
-    pub schema: &'static str,
+    pub schema: RoomSchemaName,
     pub room_id: String,
     pub name: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -386,7 +391,7 @@ pub struct RoomView {
 /// `helix.room_list.v1`.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct RoomList {
-    pub schema: &'static str,
+    pub schema: RoomListSchemaName,
     pub rooms: Vec<RoomView>,
     pub has_more: bool,
     #[serde(flatten)]
@@ -403,7 +408,7 @@ pub enum BindingStatus {
 /// `helix.room_run_binding.v1`: a control receipt for one run-room binding.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct RunBindingReceipt {
-    pub schema: &'static str,
+    pub schema: RunBindingSchemaName,
     pub binding_ref: String,
     pub binding_status: BindingStatus,
     pub room_id: String,
@@ -417,7 +422,7 @@ pub struct RunBindingReceipt {
 /// carries the chat id or any chat catalog.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct ChatBindingReceipt {
-    pub schema: &'static str,
+    pub schema: ChatBindingSchemaName,
     pub binding_ref: String,
     pub binding_status: BindingStatus,
     pub run_id: String,
@@ -442,7 +447,7 @@ pub enum RevocationStatus {
 /// the run, room, chat or stored context.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct RevocationReceipt {
-    pub schema: &'static str,
+    pub schema: RevocationSchemaName,
     pub binding_ref: String,
     pub binding_status: BindingStatus,
     pub revocation_status: RevocationStatus,

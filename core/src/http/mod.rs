@@ -9,6 +9,8 @@ pub mod discovery;
 pub mod observer;
 pub mod ratelimit;
 pub mod redact;
+pub mod room_admin;
+pub mod room_pages;
 pub mod rooms;
 pub mod sources;
 

@@ -7,6 +7,7 @@
 pub mod catalog;
 pub mod device_check;
 pub mod preflight;
+pub mod rooms;
 pub mod schema;
 pub mod server;
 

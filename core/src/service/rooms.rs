@@ -136,7 +136,7 @@ fn room_view(room: &RoomRecord, member: &Item, account_id: &str) -> RoomView {
     let role = if member.s("role") == Some("owner") { RoomRole::Owner } else { RoomRole::Member };
     let accepted = member.n("consent_version").unwrap_or(0);
     RoomView {
-        schema: ROOM_SCHEMA,
+        schema: RoomSchemaName,
         room_id: room.room_id.clone(),
         name: room.name.clone(),
         description: room.description.clone(),
@@ -205,7 +205,7 @@ fn observer_of(item: &Item) -> Result<ObserverRecord, ApiError> {
 
 fn revocation(binding_ref: &str, status: RevocationStatus) -> RevocationReceipt {
     RevocationReceipt {
-        schema: REVOCATION_SCHEMA,
+        schema: RevocationSchemaName,
         binding_ref: binding_ref.to_owned(),
         binding_status: BindingStatus::Revoked,
         revocation_status: status,
@@ -266,8 +266,10 @@ impl Services {
             .with_n("consent_version", 1)
             .with_s(BODY, serde_json::to_string(&room).map_err(ApiError::internal)?);
         let mk = member_key(&room.room_id, &p.account_id);
-        let consent_receipt =
-            format!("consent_{}", &hash_parts(&["room-consent.v1", &room.room_id, &p.account_id, "1"])[..24]);
+        let consent_receipt = consent_receipt_ref(&room.room_id, &p.account_id, 1);
+        let ck = consent_key(&room.room_id, &p.account_id, 1);
+        let consent =
+            Item::new(ck.pk, ck.sk).with_s("consent_receipt", &consent_receipt).with_s("accepted_at", rfc3339(now));
         let member = Item::new(mk.pk, mk.sk)
             .with_s("role", "owner")
             .with_n("consent_version", 1)
@@ -288,6 +290,8 @@ impl Services {
             WriteOp::Put { item: room_item, cond: Some(Cond::NotExists) },
             WriteOp::Put { item: member, cond: Some(Cond::NotExists) },
             WriteOp::Put { item: entry, cond: Some(Cond::NotExists) },
+            // Creating the room is the owner's acceptance of its first consent version.
+            WriteOp::Put { item: consent, cond: Some(Cond::NotExists) },
         ];
         match self.store.transact(ops).await {
             Ok(()) => Ok(Mutation { status: 201, body: response, replayed: false }),
@@ -323,7 +327,7 @@ impl Services {
                 }
             }
         }
-        project(&RoomList { schema: ROOM_LIST_SCHEMA, rooms, has_more: page.has_more, flags: FalseFlags::default() })
+        project(&RoomList { schema: RoomListSchemaName, rooms, has_more: page.has_more, flags: FalseFlags::default() })
     }
 
     /// `GET /api/v1/rooms/{room_id}`: membership and policy checked; others' rooms are not found.
@@ -398,7 +402,7 @@ impl Services {
             match self.store.transact(ops).await {
                 Ok(()) => {
                     let receipt = RunBindingReceipt {
-                        schema: RUN_BINDING_SCHEMA,
+                        schema: RunBindingSchemaName,
                         binding_ref: binding_ref.to_string(),
                         binding_status: BindingStatus::Active,
                         room_id: room_id.to_string(),
@@ -429,7 +433,7 @@ impl Services {
             return Err(ApiError::RunAlreadyBound);
         }
         project(&RunBindingReceipt {
-            schema: RUN_BINDING_SCHEMA,
+            schema: RunBindingSchemaName,
             binding_ref: binding_ref.to_owned(),
             binding_status: BindingStatus::Active,
             room_id: room_id.to_owned(),
@@ -505,7 +509,9 @@ impl Services {
         let sk = run_chat_slot(run_id.as_str());
         for _ in 0..RACE_RETRIES {
             let got = self.store.batch_get(&[ck.clone(), run_key(run_id.as_str()), sk.clone()]).await?;
-            let claim = got[0].as_ref().filter(|c| c.s("account_id") == Some(p.account_id.as_str()));
+            let now = self.clock.epoch();
+            let claim =
+                got[0].as_ref().filter(|c| c.s("account_id") == Some(p.account_id.as_str()) && !c.is_expired(now));
             let claim = claim.ok_or(ApiError::ClaimHandleInvalid)?;
             let run = owned_run(p, got[1].as_ref())?;
             if got[2].is_some() {
@@ -545,7 +551,7 @@ impl Services {
             match self.store.transact(ops).await {
                 Ok(()) => {
                     return project(&ChatBindingReceipt {
-                        schema: CHAT_BINDING_SCHEMA,
+                        schema: ChatBindingSchemaName,
                         binding_ref: binding_ref.to_string(),
                         binding_status: BindingStatus::Active,
                         run_id: run.run_id,
@@ -736,7 +742,7 @@ impl Services {
             }
             match self.store.transact(ops).await {
                 Ok(()) => return project(&disconnect(&obs.observer_ref, "disconnected")),
-                Err(e) if matches!(e, StoreError::TransactionCanceled { .. }) => continue,
+                Err(StoreError::TransactionCanceled { .. }) => continue,
                 Err(e) => return Err(e.into()),
             }
         }
@@ -775,4 +781,282 @@ fn terminal_message(observer_ref: &str, run: &Run) -> Option<TerminalMessage> {
         content: redact_text(&product.text),
         terminal_authority_status: "authorized",
     })
+}
+
+// ---------- members, consent and invites (the browser lane) ----------
+
+/// How long an invite code stays usable.
+pub const INVITE_TTL_SECS: i64 = 7 * 24 * 3600;
+/// How many members one room lists.
+pub const MAX_MEMBERS: usize = 100;
+
+/// An invite, by the hash of its show-once code (TTL; consumed by a conditional delete).
+pub fn invite_key(code_hash: &str) -> Key {
+    Key::new(format!("INVITE#{code_hash}"), "INVITE")
+}
+
+/// The durable consent receipt of one member for one consent version.
+pub fn consent_key(room_id: &str, account_id: &str, version: u32) -> Key {
+    Key::new(format!("ROOM#{room_id}"), format!("CONSENT#{account_id}#{version:010}"))
+}
+
+fn consent_receipt_ref(room_id: &str, account_id: &str, version: u32) -> String {
+    format!("consent_{}", &hash_parts(&["room-consent.v1", room_id, account_id, &version.to_string()])[..24])
+}
+
+/// One member as the owner sees it (an opaque account reference, never an identity).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MemberView {
+    pub account_ref: String,
+    pub role: RoomRole,
+    pub consent_current: bool,
+    pub is_caller: bool,
+}
+
+/// One room on the owner page.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RoomAdminView {
+    pub room: RoomView,
+    /// Listed for the owner only.
+    pub members: Vec<MemberView>,
+}
+
+/// What an invite code leads to, shown before the invitee accepts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InvitePreview {
+    pub room_name: String,
+    pub consent_version: u32,
+}
+
+impl Services {
+    async fn room_and_member(&self, room_id: &str, account_id: &str) -> Result<(RoomRecord, Item), ApiError> {
+        let id = RoomId::parse(room_id).ok_or(ApiError::NotFound)?;
+        let got = self.store.batch_get(&[room_key(id.as_str()), member_key(id.as_str(), account_id)]).await?;
+        let (Some(room), Some(member)) = (&got[0], &got[1]) else { return Err(ApiError::NotFound) };
+        let room = room_of(room)?;
+        if room.status != "active" {
+            return Err(ApiError::NotFound);
+        }
+        Ok((room, member.clone()))
+    }
+
+    /// The owner's room and the caller's membership; a non-owner is not found.
+    async fn owned_room(&self, s: &Session, room_id: &str) -> Result<(RoomRecord, Item), ApiError> {
+        let (room, member) = self.room_and_member(room_id, &s.account_id).await?;
+        if room.owner_account != s.account_id {
+            return Err(ApiError::NotFound);
+        }
+        Ok((room, member))
+    }
+
+    /// The rooms of a signed-in browser, with the member list of each room it owns.
+    pub async fn rooms_for_session(&self, s: &Session) -> Result<Vec<RoomAdminView>, ApiError> {
+        s.require_member()?;
+        unlocked(s.policy.rooms_locked)?;
+        let page = self.store.query(&format!("ACCOUNT#{}", s.account_id), "ROOM#", None, MAX_LISTED_ROOMS).await?;
+        let ids: Vec<String> = page.items.iter().filter_map(|i| i.s("room_id").map(str::to_owned)).collect();
+        if ids.is_empty() {
+            return Ok(vec![]);
+        }
+        let keys: Vec<Key> = ids.iter().flat_map(|id| [room_key(id), member_key(id, &s.account_id)]).collect();
+        let got = self.store.batch_get(&keys).await?;
+        let mut out = vec![];
+        for pair in got.chunks(2) {
+            let [Some(room), Some(member)] = pair else { continue };
+            let room = room_of(room)?;
+            if room.status != "active" {
+                continue;
+            }
+            let mut members = vec![];
+            if room.owner_account == s.account_id {
+                let page = self.store.query(&room_key(&room.room_id).pk, "MEM#", None, MAX_MEMBERS).await?;
+                for m in &page.items {
+                    let account_id = m.sk.trim_start_matches("MEM#");
+                    members.push(MemberView {
+                        account_ref: crate::domain::account::account_ref(account_id),
+                        role: if m.s("role") == Some("owner") { RoomRole::Owner } else { RoomRole::Member },
+                        consent_current: m.n("consent_version") == Some(room.consent_version as i64),
+                        is_caller: account_id == s.account_id,
+                    });
+                }
+            }
+            out.push(RoomAdminView { room: room_view(&room, member, &s.account_id), members });
+        }
+        Ok(out)
+    }
+
+    /// The owner issues a single-use, expiring invite; the code is shown once and stored hashed.
+    pub async fn create_invite(&self, s: &Session, room_id: &str) -> Result<(String, String), ApiError> {
+        s.require_member()?;
+        unlocked(s.policy.rooms_locked)?;
+        let (room, _) = self.owned_room(s, room_id).await?;
+        let code = format!("hri_{}", crate::domain::random_hex(32));
+        let expires = self.clock.epoch() + INVITE_TTL_SECS;
+        let k = invite_key(&hash_parts(&["room-invite.v1", &code]));
+        let item = Item::new(k.pk, k.sk)
+            .with_s("room_id", &room.room_id)
+            .with_s("created_by", &s.account_id)
+            .with_n(EXPIRES_AT, expires);
+        self.store.put(item, Some(Cond::NotExists)).await?;
+        Ok((code, epoch_rfc3339(expires)))
+    }
+
+    async fn live_invite(&self, code: &str) -> Result<(Key, RoomRecord), ApiError> {
+        let valid =
+            code.strip_prefix("hri_").is_some_and(|h| h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit()));
+        if !valid {
+            return Err(ApiError::InviteInvalid);
+        }
+        let k = invite_key(&hash_parts(&["room-invite.v1", code]));
+        let invite = self.store.get(&k).await?.filter(|i| !i.is_expired(self.clock.epoch()));
+        let invite = invite.ok_or(ApiError::InviteInvalid)?;
+        let room_id = invite.s("room_id").ok_or(ApiError::InviteInvalid)?;
+        let room = self.store.get(&room_key(room_id)).await?.ok_or(ApiError::InviteInvalid)?;
+        let room = room_of(&room)?;
+        if room.status != "active" {
+            return Err(ApiError::InviteInvalid);
+        }
+        Ok((k, room))
+    }
+
+    /// What the invitee is about to accept (room name and current consent version).
+    pub async fn preview_invite(&self, s: &Session, code: &str) -> Result<InvitePreview, ApiError> {
+        s.require_member()?;
+        unlocked(s.policy.rooms_locked)?;
+        let (_, room) = self.live_invite(code).await?;
+        Ok(InvitePreview { room_name: room.name, consent_version: room.consent_version })
+    }
+
+    /// A signed-in invitee accepts the room's current consent version: one transaction
+    /// consumes the invite, writes the membership, the durable consent receipt and the
+    /// listing entry, and checks the room still has that consent version.
+    pub async fn accept_invite(&self, s: &Session, code: &str, consent_version: u32) -> Result<String, ApiError> {
+        s.require_member()?;
+        unlocked(s.policy.rooms_locked)?;
+        let (ik, room) = self.live_invite(code).await?;
+        if consent_version != room.consent_version {
+            return Err(ApiError::ConsentRequired);
+        }
+        let now = rfc3339(self.room_now());
+        let receipt = consent_receipt_ref(&room.room_id, &s.account_id, consent_version);
+        let mk = member_key(&room.room_id, &s.account_id);
+        let member = Item::new(mk.pk, mk.sk)
+            .with_s("role", "member")
+            .with_n("consent_version", consent_version as i64)
+            .with_s("consent_receipt", &receipt)
+            .with_s("accepted_at", &now);
+        let ck = consent_key(&room.room_id, &s.account_id, consent_version);
+        let consent = Item::new(ck.pk, ck.sk).with_s("consent_receipt", &receipt).with_s("accepted_at", &now);
+        let ek = account_room_key(&s.account_id, &room.room_id);
+        let ops = vec![
+            WriteOp::Delete { key: ik, cond: Some(Cond::Exists) },
+            WriteOp::Put { item: member, cond: Some(Cond::NotExists) },
+            WriteOp::Put { item: consent, cond: Some(Cond::NotExists) },
+            WriteOp::Put { item: Item::new(ek.pk, ek.sk).with_s("room_id", &room.room_id), cond: None },
+            WriteOp::Check {
+                key: room_key(&room.room_id),
+                cond: Cond::eq_n("consent_version", consent_version as i64),
+            },
+        ];
+        match self.store.transact(ops).await {
+            Ok(()) => Ok(room.room_id),
+            Err(e) if failed(&e, 0) => Err(ApiError::InviteInvalid),
+            Err(e) if failed(&e, 1) || failed(&e, 2) => {
+                Err(ApiError::InvalidRequest("this account is already a member of the room".into()))
+            }
+            Err(e) if failed(&e, 4) => Err(ApiError::ConsentRequired),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// A member accepts the room's current consent version again (after the owner raised it).
+    pub async fn accept_consent(&self, s: &Session, room_id: &str, consent_version: u32) -> Result<(), ApiError> {
+        s.require_member()?;
+        unlocked(s.policy.rooms_locked)?;
+        let (room, member) = self.room_and_member(room_id, &s.account_id).await?;
+        if consent_version != room.consent_version {
+            return Err(ApiError::ConsentRequired);
+        }
+        let now = rfc3339(self.room_now());
+        let receipt = consent_receipt_ref(&room.room_id, &s.account_id, consent_version);
+        let mut updated = member.clone();
+        updated.attrs.insert("consent_version".into(), crate::store::Attr::N(consent_version as i64));
+        updated.attrs.insert("consent_receipt".into(), crate::store::Attr::S(receipt.clone()));
+        updated.attrs.insert("accepted_at".into(), crate::store::Attr::S(now.clone()));
+        let ck = consent_key(&room.room_id, &s.account_id, consent_version);
+        let ops = vec![
+            WriteOp::Put { item: updated, cond: Some(Cond::Exists) },
+            WriteOp::Put {
+                item: Item::new(ck.pk, ck.sk).with_s("consent_receipt", &receipt).with_s("accepted_at", &now),
+                cond: None,
+            },
+            WriteOp::Check {
+                key: room_key(&room.room_id),
+                cond: Cond::eq_n("consent_version", consent_version as i64),
+            },
+        ];
+        match self.store.transact(ops).await {
+            Ok(()) => Ok(()),
+            Err(e) if failed(&e, 0) => Err(ApiError::NotFound),
+            Err(e) if failed(&e, 2) => Err(ApiError::ConsentRequired),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// The owner raises the consent version: every other member must accept again before
+    /// their next bind (the owner's own acceptance is written in the same transaction).
+    pub async fn raise_consent(&self, s: &Session, room_id: &str) -> Result<u32, ApiError> {
+        s.require_member()?;
+        unlocked(s.policy.rooms_locked)?;
+        let (mut room, member) = self.owned_room(s, room_id).await?;
+        let old = room.consent_version;
+        room.consent_version = old + 1;
+        let rk = room_key(&room.room_id);
+        let room_item = Item::new(rk.pk, rk.sk)
+            .with_s("owner_account", &room.owner_account)
+            .with_s("status", &room.status)
+            .with_n("consent_version", room.consent_version as i64)
+            .with_s(BODY, serde_json::to_string(&room).map_err(ApiError::internal)?);
+        let now = rfc3339(self.room_now());
+        let receipt = consent_receipt_ref(&room.room_id, &s.account_id, room.consent_version);
+        let mut owner = member;
+        owner.attrs.insert("consent_version".into(), crate::store::Attr::N(room.consent_version as i64));
+        owner.attrs.insert("consent_receipt".into(), crate::store::Attr::S(receipt.clone()));
+        let ck = consent_key(&room.room_id, &s.account_id, room.consent_version);
+        let ops = vec![
+            WriteOp::Put { item: room_item, cond: Some(Cond::eq_n("consent_version", old as i64)) },
+            WriteOp::Put { item: owner, cond: Some(Cond::Exists) },
+            WriteOp::Put {
+                item: Item::new(ck.pk, ck.sk).with_s("consent_receipt", &receipt).with_s("accepted_at", &now),
+                cond: None,
+            },
+        ];
+        match self.store.transact(ops).await {
+            Ok(()) => Ok(room.consent_version),
+            Err(StoreError::TransactionCanceled { .. }) => Err(ApiError::RunBusy),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// The owner removes a member (by opaque account reference). Works under the policy
+    /// lock: it only takes access away.
+    pub async fn remove_member(&self, s: &Session, room_id: &str, member_ref: &str) -> Result<(), ApiError> {
+        let (room, _) = self.owned_room(s, room_id).await?;
+        let page = self.store.query(&room_key(&room.room_id).pk, "MEM#", None, MAX_MEMBERS).await?;
+        let target = page
+            .items
+            .iter()
+            .map(|m| m.sk.trim_start_matches("MEM#").to_owned())
+            .find(|a| crate::domain::account::account_ref(a) == member_ref && *a != room.owner_account)
+            .ok_or(ApiError::NotFound)?;
+        let ops = vec![
+            WriteOp::Delete { key: member_key(&room.room_id, &target), cond: Some(Cond::Exists) },
+            WriteOp::Delete { key: account_room_key(&target, &room.room_id), cond: None },
+        ];
+        match self.store.transact(ops).await {
+            Ok(()) => Ok(()),
+            Err(e) if failed(&e, 0) => Err(ApiError::NotFound),
+            Err(e) => Err(e.into()),
+        }
+    }
 }

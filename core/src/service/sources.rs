@@ -214,7 +214,7 @@ impl Services {
     }
 
     /// The room (active, owned by `account`) and the owner's membership, or not found.
-    async fn owned_room(&self, room_id: &str, account: &str) -> Result<RoomId, ApiError> {
+    async fn source_room(&self, room_id: &str, account: &str) -> Result<RoomId, ApiError> {
         let id = RoomId::parse(room_id).ok_or(ApiError::NotFound)?;
         let got = self.store.batch_get(&[room_key(id.as_str()), member_key(id.as_str(), account)]).await?;
         if !owner_ok(got[0].as_ref(), got[1].as_ref(), account) {
@@ -239,7 +239,7 @@ impl Services {
         p.require(&[ROOM_SOURCES_MANAGE])?;
         developer(&p.policy)?;
         let profile = req.validate()?;
-        let room = self.owned_room(room_id, &p.account_id).await?;
+        let room = self.source_room(room_id, &p.account_id).await?;
         let body = serde_json::to_value(&req).map_err(ApiError::internal)?;
         let hash =
             hash_parts(&["room_source.request.v1", &p.owner_hash(), OP_CREATE, room.as_str(), &body.to_string()]);
@@ -331,7 +331,7 @@ impl Services {
         if p.policy.rooms_locked {
             return Err(ApiError::RoomFeatureLocked);
         }
-        let room = self.owned_room(room_id, &p.account_id).await?;
+        let room = self.source_room(room_id, &p.account_id).await?;
         let page = self.store.query(&room_key(room.as_str()).pk, "SRC#", None, MAX_LISTED_SOURCES).await?;
         let sources = page.items.iter().map(|i| Source::from_item(i).view()).collect();
         project(&SourceList {
