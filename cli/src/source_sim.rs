@@ -84,7 +84,7 @@ fn observation(profile: &AdapterProfile, world: &str, seed: u64, session: &str, 
     let player = PLAYERS[(n % PLAYERS.len() as u64) as usize];
     let at = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
     let request_id = format!("sim-{session}-t{t:06}-{i:02}");
-    if i == 0 && t % 5 == 0 {
+    if i == 0 && t.is_multiple_of(5) {
         return json!({
             "request_id": request_id,
             "kind": "snapshot",
