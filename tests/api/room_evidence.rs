@@ -305,6 +305,25 @@ async fn a_consent_bump_during_the_turn_blocks_its_projection(backend: Backend) 
     assert!(evidence["evidence"].as_array().unwrap().is_empty(), "{evidence}");
 }
 
+async fn the_newest_fresh_observations_reach_the_executor(backend: Backend) {
+    let app = TestApp::spawn_with(backend, &config()).await;
+    let w = world(&app).await;
+    for (prefix, age) in [("old", 3_000), ("mid", 2_000), ("new", 1_000)] {
+        let ids: Vec<String> = (0..25).map(|i| format!("{prefix}-{i:04}")).collect();
+        let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+        let (status, v) = ingress(&app, &w.bearer, "observations", &batch("overworld", 1, &ids, age)).await;
+        assert_eq!(status, 202, "{v}");
+    }
+    let run_id = bound_run(&app, &w).await;
+    app.script(room_step(&w.source_id, &["new-0024"], true));
+    let v = turn(&app, &w.token, &run_id).await;
+    assert_eq!(v["completion_status"], "completed", "{v}");
+    let seen = app.executor.seen.lock().unwrap().last().cloned().unwrap();
+    let obs = seen.room_evidence.unwrap().observations;
+    assert_eq!(obs.len(), 20, "bounded");
+    assert!(obs.iter().all(|o| o.provenance.request_id.starts_with("new-")), "the newest, not the oldest");
+}
+
 macro_rules! on_both_backends {
     ($($name:ident),* $(,)?) => {
         mod embedded {
@@ -323,4 +342,5 @@ on_both_backends!(
     the_executor_receives_admitted_observations_and_the_family_needs_current_refs,
     each_room_recheck_fails_the_turn_with_its_own_code,
     a_consent_bump_during_the_turn_blocks_its_projection,
+    the_newest_fresh_observations_reach_the_executor,
 );

@@ -34,6 +34,9 @@ pub const MAX_LISTED_SOURCES: usize = 50;
 /// The page the claim URL names.
 pub const CLAIM_PAGE_PATH: &str = "/account/room-sources/claim";
 const RACE_RETRIES: usize = 6;
+/// Page size and page bound of a freshness-window read.
+const WINDOW_PAGE: usize = 100;
+const MAX_WINDOW_PAGES: usize = 10;
 
 // ---------- keys ----------
 
@@ -498,6 +501,7 @@ impl Services {
         let lookup = Item::new(bk.pk, bk.sk)
             .with_s("room_id", &source.room_id)
             .with_s("source_id", &source.source_id)
+            .with_s("owner_account", &source.owner_account)
             .with_n("generation", generation as i64);
         let credential = SourceCredential {
             schema: SOURCE_CREDENTIAL_SCHEMA,
@@ -530,16 +534,23 @@ impl Services {
         let hash = bearer.hash();
         let lookup = self.store.get(&bearer_key(&hash)).await?.ok_or(ApiError::SourceCredentialInvalid)?;
         let (room_id, source_id) = (lookup.s("room_id").unwrap_or(""), lookup.s("source_id").unwrap_or(""));
-        let source = self.store.get(&source_key(room_id, source_id)).await?.ok_or(ApiError::SourceCredentialInvalid)?;
-        let source = Source::from_item(&source);
+        let owner = lookup.s("owner_account").unwrap_or("");
+        // One BatchGetItem after the lookup: the source, its room, the owner's membership
+        // and the owner's account (policy).
         let got = self
             .store
             .batch_get(&[
+                source_key(room_id, source_id),
                 room_key(room_id),
-                member_key(room_id, &source.owner_account),
-                account_key(&source.owner_account),
+                member_key(room_id, owner),
+                account_key(owner),
             ])
             .await?;
+        let source = got[0].as_ref().map(Source::from_item).ok_or(ApiError::SourceCredentialInvalid)?;
+        if source.owner_account != owner {
+            return Err(ApiError::SourceCredentialInvalid);
+        }
+        let got = &got[1..];
         let current = source.bearer_hash.as_deref().is_some_and(|h| hashes_equal(h, &hash));
         let policy_ok = got[2].as_ref().map(policy_of).is_some_and(|p| developer(&p).is_ok());
         if source.status != SourceStatus::Active
@@ -694,7 +705,9 @@ impl Services {
         })
     }
 
-    /// The stored observations of a source observed within `max_age_ms` of now, oldest first.
+    /// The newest (at most `limit`) stored observations of a source observed within
+    /// `max_age_ms` of now, oldest first. The store reads ascending, so the window is paged
+    /// through (at most `MAX_WINDOW_PAGES` pages) keeping its tail.
     pub async fn fresh_observations(
         &self,
         source_id: &str,
@@ -702,10 +715,25 @@ impl Services {
         limit: usize,
     ) -> Result<Vec<StoredObservation>, ApiError> {
         let since = self.clock.now().timestamp_millis() - max_age_ms;
-        let after = observation_sk(since, "");
-        let page = self.store.query(&observations_pk(source_id), "OBS#", Some(&after), limit).await?;
-        page.items
-            .iter()
+        let mut after = observation_sk(since, "");
+        let pk = observations_pk(source_id);
+        let mut tail: std::collections::VecDeque<Item> = std::collections::VecDeque::with_capacity(limit + 1);
+        for _ in 0..MAX_WINDOW_PAGES {
+            let page = self.store.query(&pk, "OBS#", Some(&after), WINDOW_PAGE).await?;
+            if let Some(last) = page.items.last() {
+                after = last.sk.clone();
+            }
+            for item in page.items {
+                tail.push_back(item);
+                if tail.len() > limit {
+                    tail.pop_front();
+                }
+            }
+            if !page.has_more {
+                break;
+            }
+        }
+        tail.iter()
             .map(|i| serde_json::from_str(i.s(BODY).unwrap_or_default()).map_err(ApiError::internal))
             .collect()
     }
