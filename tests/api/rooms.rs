@@ -820,3 +820,29 @@ async fn room_operations_take_the_documented_round_trips() {
         ]
     );
 }
+
+#[tokio::test]
+async fn the_room_and_observer_limits_have_their_own_variables() {
+    let app = TestApp::spawn_with(
+        Backend::Embedded,
+        &[("HELIX_ROOM_AGENT_PRINCIPAL_RATE_LIMIT", "2"), ("HELIX_AGENT_RUN_OBSERVER_ACCOUNT_RATE_LIMIT", "1")],
+    )
+    .await;
+    let alice = app.token_for("alice", "tenant-a", ALL).await;
+    let statuses = [
+        app.get("/api/v1/rooms", &alice).send().await.unwrap().status().as_u16(),
+        app.get("/api/v1/rooms", &alice).send().await.unwrap().status().as_u16(),
+        app.get("/api/v1/rooms", &alice).send().await.unwrap().status().as_u16(),
+    ];
+    assert_eq!(statuses, [200, 200, 429]);
+    // The run routes keep their own (default) limit.
+    assert_eq!(app.start(&alice, "limits-run-0001", research_run()).await.status(), 201);
+    let cookie = session(&app, "alice", "tenant-a").await;
+    assert_eq!(observe(&app, &cookie, json!({ "chat_id": "c1" })).await.0, 201);
+    let (status, err) = observe(&app, &cookie, json!({ "chat_id": "c2" })).await;
+    assert_eq!((status, code(&err)), (429, "rate_limited"));
+    let ip_limited = TestApp::spawn_with(Backend::Embedded, &[("HELIX_ROOM_AGENT_IP_RATE_LIMIT", "1")]).await;
+    let t = ip_limited.token_for("alice", "tenant-a", ALL).await;
+    assert_eq!(ip_limited.get("/api/v1/rooms", &t).send().await.unwrap().status(), 200);
+    assert_eq!(ip_limited.get("/api/v1/rooms", &t).send().await.unwrap().status(), 429);
+}
