@@ -754,6 +754,10 @@ async fn every_room_and_observer_event_file_is_served_through_the_lambda_adapter
     assert_eq!(status, 200);
     let (status, d) = invoke_event(&app, "observer-disconnect.json", None, &o).await;
     assert_eq!((status, d["disconnect_status"].as_str()), (200, Some("disconnected")));
+    // The room pages (HTML and the chat script: not JSON, so only the status is read).
+    for file in ["chat-page.json", "chat-script.json", "rooms-page.json"] {
+        assert_eq!(invoke_event(&app, file, None, &s).await.0, 200, "{file}");
+    }
 }
 
 /// Store round trips per room operation (docs/round-trips.md, "Rooms"), counted at the
