@@ -622,7 +622,7 @@ mod tests {
         assert!(r("  ").is_err());
         assert!(r(&"n".repeat(121)).is_err());
         assert_eq!(r("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJl"), Err(RoomInvalid::CredentialShaped("name")));
-        assert!(r("my ghp_abcdef room").is_err());
+        assert!(r("my ghp_abcdefghijkl0123 room").is_err());
         assert!(r("Token economics: password policy").is_ok(), "plain words are prose, not credentials");
         assert!(r("password=hunter2hunter2").is_err());
     }
