@@ -28,7 +28,9 @@ where
         .ok()
         .filter(|_| !directives.trim().is_empty())
         .unwrap_or_else(|| tracing_subscriber::EnvFilter::new("info"));
-    let fmt = tracing_subscriber::fmt::layer().with_target(false).with_writer(writer);
+    // Colour only on a terminal: a log file or collector gets plain text.
+    let ansi = !json && std::io::IsTerminal::is_terminal(&std::io::stdout());
+    let fmt = tracing_subscriber::fmt::layer().with_target(false).with_ansi(ansi).with_writer(writer);
     let base = tracing_subscriber::registry().with(env).with(log_ceiling());
     if json { Box::new(base.with(fmt.json())) } else { Box::new(base.with(fmt.compact())) }
 }

@@ -295,6 +295,35 @@ async fn a_run_binds_once_retries_return_it_and_rebinding_elsewhere_conflicts(ba
     assert_eq!(delete(&app, &alice, &format!("/api/v1/rooms/chat-bindings/{fresh_ref}")).await.0, 404);
 }
 
+async fn a_withdrawal_never_frees_a_slot_it_does_not_hold(backend: Backend) {
+    let app = TestApp::spawn_with(backend, &[]).await;
+    let alice = app.token_for("alice", "tenant-a", ALL).await;
+    let room_id = room(&app, &alice, "One").await;
+    let run = app.started(&alice, research_run()).await;
+    let run_id = run["run_id"].as_str().unwrap();
+    let (_, first) = bind(&app, &alice, &room_id, run_id).await;
+    let first_ref = first["binding_ref"].as_str().unwrap().to_owned();
+    // A slot lost (or never written) does not block the owner's cleanup ...
+    let slot = helix_core::service::rooms::run_room_slot(run_id);
+    app.state
+        .services
+        .store
+        .transact(vec![helix_core::store::WriteOp::Delete { key: slot.clone(), cond: None }])
+        .await
+        .unwrap();
+    let (status, rev) = delete(&app, &alice, &format!("/api/v1/rooms/run-bindings/{first_ref}")).await;
+    assert_eq!((status, rev["revocation_status"].as_str()), (200, Some("revoked")));
+    // ... and a stale withdrawal never deletes the slot of the binding that replaced it.
+    let (_, second) = bind(&app, &alice, &room_id, run_id).await;
+    assert_eq!(
+        delete(&app, &alice, &format!("/api/v1/rooms/run-bindings/{first_ref}")).await.1["revocation_status"],
+        "already_revoked"
+    );
+    let held = app.state.services.store.get(&slot).await.unwrap().expect("the slot stays");
+    assert_eq!(held.s("binding_ref"), second["binding_ref"].as_str());
+    assert_eq!(bind(&app, &alice, &room_id, run_id).await.1["binding_ref"], second["binding_ref"]);
+}
+
 async fn sixteen_concurrent_binds_of_one_run_make_exactly_one_binding(backend: Backend) {
     let app = TestApp::spawn_with(backend, &[]).await;
     let alice = app.token_for("alice", "tenant-a", ALL).await;
@@ -672,6 +701,7 @@ on_both_backends!(
     the_observer_lane_is_cookie_same_origin_and_member_only,
     commands_are_never_executed,
     an_expired_claim_handle_is_the_same_invalid_handle,
+    a_withdrawal_never_frees_a_slot_it_does_not_hold,
 );
 
 /// One payload of events/ through lambda_http's decoding and the Lambda adapter.
@@ -754,6 +784,10 @@ async fn every_room_and_observer_event_file_is_served_through_the_lambda_adapter
     assert_eq!(status, 200);
     let (status, d) = invoke_event(&app, "observer-disconnect.json", None, &o).await;
     assert_eq!((status, d["disconnect_status"].as_str()), (200, Some("disconnected")));
+    // The room pages (HTML and the chat script: not JSON, so only the status is read).
+    for file in ["chat-page.json", "chat-script.json", "rooms-page.json"] {
+        assert_eq!(invoke_event(&app, file, None, &s).await.0, 200, "{file}");
+    }
 }
 
 /// Store round trips per room operation (docs/round-trips.md, "Rooms"), counted at the
@@ -819,4 +853,30 @@ async fn room_operations_take_the_documented_round_trips() {
             ("observer disconnect", 5),
         ]
     );
+}
+
+#[tokio::test]
+async fn the_room_and_observer_limits_have_their_own_variables() {
+    let app = TestApp::spawn_with(
+        Backend::Embedded,
+        &[("HELIX_ROOM_AGENT_PRINCIPAL_RATE_LIMIT", "2"), ("HELIX_AGENT_RUN_OBSERVER_ACCOUNT_RATE_LIMIT", "1")],
+    )
+    .await;
+    let alice = app.token_for("alice", "tenant-a", ALL).await;
+    let statuses = [
+        app.get("/api/v1/rooms", &alice).send().await.unwrap().status().as_u16(),
+        app.get("/api/v1/rooms", &alice).send().await.unwrap().status().as_u16(),
+        app.get("/api/v1/rooms", &alice).send().await.unwrap().status().as_u16(),
+    ];
+    assert_eq!(statuses, [200, 200, 429]);
+    // The run routes keep their own (default) limit.
+    assert_eq!(app.start(&alice, "limits-run-0001", research_run()).await.status(), 201);
+    let cookie = session(&app, "alice", "tenant-a").await;
+    assert_eq!(observe(&app, &cookie, json!({ "chat_id": "c1" })).await.0, 201);
+    let (status, err) = observe(&app, &cookie, json!({ "chat_id": "c2" })).await;
+    assert_eq!((status, code(&err)), (429, "rate_limited"));
+    let ip_limited = TestApp::spawn_with(Backend::Embedded, &[("HELIX_ROOM_AGENT_IP_RATE_LIMIT", "1")]).await;
+    let t = ip_limited.token_for("alice", "tenant-a", ALL).await;
+    assert_eq!(ip_limited.get("/api/v1/rooms", &t).send().await.unwrap().status(), 200);
+    assert_eq!(ip_limited.get("/api/v1/rooms", &t).send().await.unwrap().status(), 429);
 }

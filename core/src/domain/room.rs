@@ -148,10 +148,11 @@ pub fn is_own_identifier(s: &str) -> bool {
 
 // ---------- credential shapes and redaction ----------
 
-/// True for values shaped like a credential (one rule, shared with the request-id check
-/// and the MCP preflight). Claim handles are credential-shaped too.
+/// True when a value carries a credential (the shared rule the MCP preflight applies to
+/// free text: credential-shaped words, `Bearer <value>`, `password=…`), or a claim handle
+/// anywhere. Plain words such as "token" stay admissible in names and chat text.
 pub fn credential_shaped(value: &str) -> bool {
-    crate::domain::credential::looks_like_credential(value) || is_claim_handle(value)
+    crate::domain::credential::text_carries_credential(value) || value.split_whitespace().any(is_claim_handle)
 }
 
 /// Redacts a free-text value word by word: credential-shaped words, and the word after
@@ -257,14 +258,14 @@ impl CreateRoomRequest {
         if name.chars().any(char::is_control) {
             return Err(RoomInvalid::Invalid("name: control characters are refused".into()));
         }
-        if self.name.split_whitespace().any(credential_shaped) || credential_shaped(name) {
+        if credential_shaped(name) {
             return Err(RoomInvalid::CredentialShaped("name"));
         }
         if let Some(d) = &self.description {
             if d.chars().count() > 1_000 {
                 return Err(RoomInvalid::Invalid("description: at most 1000 characters".into()));
             }
-            if d.split_whitespace().any(credential_shaped) {
+            if credential_shaped(d) {
                 return Err(RoomInvalid::CredentialShaped("description"));
             }
         }
@@ -621,7 +622,9 @@ mod tests {
         assert!(r("  ").is_err());
         assert!(r(&"n".repeat(121)).is_err());
         assert_eq!(r("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJl"), Err(RoomInvalid::CredentialShaped("name")));
-        assert!(r("my ghp_abcdef room").is_err());
+        assert!(r("my ghp_abcdefghijkl0123 room").is_err());
+        assert!(r("Token economics: password policy").is_ok(), "plain words are prose, not credentials");
+        assert!(r("password=hunter2hunter2").is_err());
     }
 
     #[test]

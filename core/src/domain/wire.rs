@@ -334,3 +334,100 @@ pub struct McpErrorView {
 pub fn to_value(view: &impl Serialize) -> serde_json::Value {
     serde_json::to_value(view).expect("wire DTOs serialize to JSON")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::ids::RunId;
+    use crate::domain::run::{Claim, StartRequest};
+
+    fn run() -> Run {
+        let spec = serde_json::from_value::<StartRequest>(serde_json::json!({"objective": "x"})).unwrap().validate();
+        let owner = Ownership { owner_ref: "o".into(), tenant_ref: "t".into(), account_ref: "a".into() };
+        Run::new(&RunId::parse("run_abcdefgh").unwrap(), "h".into(), owner, spec.unwrap(), &["f"], Utc::now())
+    }
+
+    fn keys(v: &serde_json::Value) -> Vec<&str> {
+        v.as_object().unwrap().keys().map(String::as_str).collect()
+    }
+
+    #[test]
+    fn the_run_keeps_exactly_the_documented_fields_and_flags() {
+        let public = run().to_public();
+        let mut want = vec![
+            "schema",
+            "run_id",
+            "ownership",
+            "objective",
+            "objective_hash",
+            "runtime_provider",
+            "lifecycle_status",
+            "completion_status",
+            "terminal_authority_status",
+            "version",
+            "completion_contract",
+            "constraints",
+            "database_scope",
+            "budget",
+            "unresolved_requirements",
+            "contradictions",
+            "pending_questions",
+            "evidence",
+            "latest_result",
+            "recommended_next_action",
+            "created_at",
+            "updated_at",
+            "completed_at",
+            "cancelled_at",
+            "answer_authority",
+            "assistant_answer",
+            "terminal_eligible",
+            "raw_content_included",
+        ];
+        want.sort();
+        assert_eq!(keys(&public), want);
+        assert_eq!(public["schema"], RUN_SCHEMA);
+        assert_eq!(public["runtime_provider"], "helix_ask");
+        assert_eq!(public["budget"]["steps_remaining"], 12);
+        assert_eq!(public["latest_result"], serde_json::Value::Null);
+        assert_eq!(public["recommended_next_action"], "continue");
+    }
+
+    #[test]
+    fn a_live_claim_is_observed_as_running_pending_wait() {
+        let mut r = run();
+        r.claim = Some(Claim { token: "c".into(), lease_until: 100, key_ref: "k".into() });
+        let live = r.observed(99);
+        assert_eq!(
+            (live["lifecycle_status"].as_str(), live["completion_status"].as_str()),
+            (Some("running"), Some("pending"))
+        );
+        assert_eq!(live["recommended_next_action"], "wait");
+        assert_eq!(r.observed(100)["recommended_next_action"], "continue", "an expired claim is not a live turn");
+    }
+
+    #[test]
+    fn events_pages_and_mcp_errors_carry_the_four_false_flags() {
+        let mut log = crate::domain::event::EventLog::after("run_abcdefgh", 0, Utc::now());
+        log.push(crate::domain::event::EventKind::RunStarted, 1, serde_json::json!({}));
+        let page = to_value(&EventPageView::new("run_abcdefgh", log.events, 0, false));
+        let error = McpErrorView {
+            envelope: ErrorEnvelope {
+                schema: ErrorSchemaName,
+                error: ErrorDetail { code: "not_found".into(), message: "m".into(), retryable: false, details: None },
+                request_id: "r".into(),
+            },
+            flags: NotAnAnswer::default(),
+        };
+        let error = to_value(&error);
+        assert!(error["error"].get("details").is_none(), "absent details are omitted");
+        let bundle = to_value(&EvidenceBundleView::of(&run()));
+        for v in [&page, &page["events"][0], &error, &bundle] {
+            for flag in ["answer_authority", "assistant_answer", "terminal_eligible", "raw_content_included"] {
+                assert_eq!(v[flag], false, "{flag} in {v}");
+            }
+        }
+        assert_eq!(page["next_after_seq"], 1);
+        assert_eq!(page["events"][0]["schema"], EVENT_SCHEMA);
+    }
+}

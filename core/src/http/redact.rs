@@ -64,6 +64,12 @@ mod tests {
             "How do bearer tokens and API keys differ in token-based auth?",
             "Measure the Casimir force; password policy is out of scope.",
             "The token: a unit of text",
+            "Asian and Asia-Pacific labs; xoxo",
+            "See https://www.researchgate.net/publication/12345678_Demonstration_of_the_Casimir_Force",
+            "Compare /wiki/Casimir_effect_and_the_proximity_force_approximation pages",
+            "Lamoreaux_1997_torsion_pendulum_measurement_and_follow_ups",
+            "ProximityForceApproximationForSpheres",
+            "the sk-learn and sk_ prefixes",
         ] {
             assert!(!text_carries_credential(prose), "{prose}");
         }
@@ -75,7 +81,11 @@ mod tests {
             "password=hunter2hunter2",
             "api_key: \"AKIA0123456789\"",
             "0123456789abcdef0123456789abcdef0123",
-            "(ghp_abcdefghijkl)",
+            "(ghp_abcdefghijkl0123)",
+            "AKIAIOSFODNN7EXAMPLE",
+            "wJalrXUtnFEMIK7MDENGbPxRfiCYzq/Xw+Lk9 is the secret",
+            "3f786850e387550fdab836ed7e6dc881de23001b",
+            "xoxb-1234567890-abcdef",
         ] {
             assert!(text_carries_credential(secret), "{secret}");
         }

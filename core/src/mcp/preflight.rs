@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 
 use super::catalog;
 use super::schema::validate;
-use crate::http::redact::{identifier_carries_credential, looks_like_credential, text_carries_credential};
+use crate::http::redact::{identifier_carries_credential, looks_like_credential};
 
 /// Longest JSON-RPC string id admitted.
 pub const MAX_ID_CHARS: usize = 128;
@@ -217,14 +217,16 @@ const IDENTIFIER_ARGUMENTS: &[&str] = &["run_id", "idempotency_key", "question_i
 /// credential-shaped id or tool name, and nothing of it reaches the services or a log.
 fn carries_credential(key: Option<&str>, value: &Value) -> bool {
     match value {
-        // A claim handle is an identifier-like credential: refused under every identifier
-        // name too (its one admitted place is removed before this check).
+        // A claim handle is a credential wherever it appears, identifiers included (its one
+        // admitted place is removed before this check), random-looking or not.
         Value::String(s) if key.is_some_and(|k| IDENTIFIER_ARGUMENTS.contains(&k)) => {
             identifier_carries_credential(s) || crate::domain::room::is_claim_handle(s)
         }
-        Value::String(s) => text_carries_credential(s),
+        Value::String(s) => crate::domain::room::credential_shaped(s),
         Value::Array(items) => items.iter().any(|v| carries_credential(None, v)),
-        Value::Object(map) => map.iter().any(|(k, v)| text_carries_credential(k) || carries_credential(Some(k), v)),
+        Value::Object(map) => {
+            map.iter().any(|(k, v)| crate::domain::room::credential_shaped(k) || carries_credential(Some(k), v))
+        }
         _ => false,
     }
 }

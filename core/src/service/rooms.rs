@@ -490,7 +490,12 @@ impl Services {
         let slot = if b.kind == KIND_RUN_ROOM { run_room_slot(&b.run_id) } else { run_chat_slot(&b.run_id) };
         Ok(vec![
             WriteOp::Put { item: revoked, cond: Some(Cond::eq_s("status", "active")) },
-            WriteOp::Delete { key: slot, cond: Some(Cond::eq_s("binding_ref", binding_ref)) },
+            // A slot naming another binding is never deleted; a missing slot does not block
+            // the owner's cleanup.
+            WriteOp::Delete {
+                key: slot,
+                cond: Some(Cond::Or(vec![Cond::NotExists, Cond::eq_s("binding_ref", binding_ref)])),
+            },
         ])
     }
 
