@@ -689,7 +689,10 @@ mod tests {
         assert!(r("factorio", "w").validate().is_err());
         assert!(r("minecraft", "").validate().is_err());
         assert!(r("minecraft", "a/b").validate().is_err());
-        assert_eq!(r("minecraft", "ghp_abcdefabcdef").validate(), Err(SourceInvalid::CredentialShaped("world_id")));
+        assert_eq!(
+            r("minecraft", "ghp_abcdef0123456789abcd").validate(),
+            Err(SourceInvalid::CredentialShaped("world_id"))
+        );
     }
 
     fn manifest(world: &str) -> Manifest {

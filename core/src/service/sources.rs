@@ -733,9 +733,7 @@ impl Services {
                 break;
             }
         }
-        tail.iter()
-            .map(|i| serde_json::from_str(i.s(BODY).unwrap_or_default()).map_err(ApiError::internal))
-            .collect()
+        tail.iter().map(|i| serde_json::from_str(i.s(BODY).unwrap_or_default()).map_err(ApiError::internal)).collect()
     }
 }
 
