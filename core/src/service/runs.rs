@@ -164,14 +164,8 @@ impl Services {
         let after = (after_seq > 0).then(|| event_sk(after_seq));
         let page = self.store.query(&run_key(&run.run_id).pk, "EVT#", after.as_deref(), limit as usize).await?;
         let events = page.items.iter().map(event_from_item).collect::<Result<Vec<Event>, _>>()?;
-        let next = events.last().map(|e| e.seq).unwrap_or(after_seq);
-        Ok(json!({
-            "schema": "helix.agent_run.event_page.v1",
-            "run_id": run.run_id,
-            "events": events,
-            "next_after_seq": next,
-            "has_more": page.has_more,
-        }))
+        let view = crate::domain::wire::EventPageView::new(&run.run_id, events, after_seq, page.has_more);
+        Ok(crate::domain::wire::to_value(&view))
     }
 
     /// The run and the receipt: on a first read, from the authentication read when the
