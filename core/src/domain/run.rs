@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use super::ids::RunId;
 use super::sha256_hex;
+use super::turn::SolverStatus;
 
 pub const RUN_SCHEMA: &str = "helix.agent_run.v1";
 pub const RUNTIME_PROVIDER: &str = "helix_ask";
@@ -45,6 +46,21 @@ pub enum Completion {
 impl Completion {
     pub fn is_terminal(self) -> bool {
         matches!(self, Self::Completed | Self::Failed | Self::BudgetExhausted | Self::Cancelled)
+    }
+
+    /// The wire name (the serde name), for error details.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "pending",
+            Self::Completed => "completed",
+            Self::NeedsMoreEvidence => "needs_more_evidence",
+            Self::NeedsInput => "needs_input",
+            Self::ConflictDetected => "conflict_detected",
+            Self::Blocked => "blocked",
+            Self::Failed => "failed",
+            Self::BudgetExhausted => "budget_exhausted",
+            Self::Cancelled => "cancelled",
+        }
     }
 }
 
@@ -165,8 +181,48 @@ pub struct Budget {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Requirement {
     pub id: String,
-    pub kind: String,
+    #[schemars(with = "String")]
+    pub kind: RequirementKind,
     pub detail: String,
+}
+
+/// What kind of requirement: the two the service owns (rebuilt by it on every turn,
+/// never taken from a solver), or a solver's own kind (e.g. `capability`), kept as sent.
+/// On the wire it is the plain string, as before.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "String", into = "String")]
+pub enum RequirementKind {
+    /// `required_evidence:<family>`: the hard gate of a logical scope.
+    RequiredEvidence,
+    /// `turn_failure:<code>`: the step ended without a solver artifact.
+    TurnFailure,
+    Solver(String),
+}
+
+impl RequirementKind {
+    pub fn is_service_owned(&self) -> bool {
+        !matches!(self, Self::Solver(_))
+    }
+}
+
+impl From<String> for RequirementKind {
+    fn from(s: String) -> Self {
+        match s.as_str() {
+            "required_evidence" => Self::RequiredEvidence,
+            "turn_failure" => Self::TurnFailure,
+            _ => Self::Solver(s),
+        }
+    }
+}
+
+impl From<RequirementKind> for String {
+    fn from(k: RequirementKind) -> Self {
+        match k {
+            RequirementKind::RequiredEvidence => "required_evidence".into(),
+            RequirementKind::TurnFailure => "turn_failure".into(),
+            RequirementKind::Solver(s) => s,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -211,7 +267,7 @@ pub struct TerminalProduct {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LatestResult {
     pub step: u32,
-    pub solver_status: String,
+    pub solver_status: SolverStatus,
     pub summary: String,
     pub terminal_product: Option<TerminalProduct>,
     pub failure_code: Option<String>,
@@ -499,7 +555,7 @@ impl Run {
 pub fn required_evidence(family: &str) -> Requirement {
     Requirement {
         id: format!("required_evidence:{family}"),
-        kind: "required_evidence".into(),
+        kind: RequirementKind::RequiredEvidence,
         detail: format!("a current turn must supply {family} with current artifact references"),
     }
 }
@@ -554,6 +610,20 @@ mod tests {
             )
             .is_err()
         );
+    }
+
+    #[test]
+    fn requirement_kinds_keep_their_wire_strings() {
+        for kind in ["required_evidence", "turn_failure", "capability"] {
+            let r: Requirement =
+                serde_json::from_value(serde_json::json!({"id": "x", "kind": kind, "detail": "d"})).unwrap();
+            assert_eq!(serde_json::to_value(&r).unwrap()["kind"], kind);
+            assert_eq!(r.kind.is_service_owned(), kind != "capability");
+        }
+        assert_eq!(Completion::BudgetExhausted.as_str(), "budget_exhausted");
+        for c in [Completion::Pending, Completion::NeedsMoreEvidence, Completion::Cancelled] {
+            assert_eq!(serde_json::to_value(c).unwrap(), c.as_str());
+        }
     }
 
     #[test]
