@@ -96,7 +96,11 @@ impl TestApp {
         let app = compose(state.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
-        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        let limits = state.services.config.server;
+        // The same socket server as `helix serve`: its limits are part of what is tested.
+        tokio::spawn(async move {
+            helix_core::http::server::serve(listener, app, limits, std::future::pending()).await.unwrap()
+        });
         TestApp { base, faults, state, executor, http: reqwest::Client::new(), _dir: dir }
     }
 

@@ -14,6 +14,7 @@ pub fn init_tracing(json: bool) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
     let builder = tracing_subscriber::fmt().with_env_filter(filter).with_target(false);
     let _ = if json { builder.json().try_init() } else { builder.compact().try_init() };
+    crate::http::server::install_panic_hook();
 }
 
 /// The executor the configuration names. `Local` is wired by the CLI, which owns
