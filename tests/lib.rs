@@ -43,6 +43,7 @@ pub fn test_config(extra: &[(&str, &str)]) -> Config {
         ("HELIX_AGENT_LOCAL_JWT_SECRET".into(), SECRET.into()),
         ("HELIX_AGENT_DATABASE_SCOPES".into(), "research_library,public_web".into()),
         ("CASIMIR_PUBLIC_BASE_URL".into(), "http://127.0.0.1:9000".into()),
+        ("HELIX_AGENT_OAUTH_AUDIENCE".into(), "http://127.0.0.1:9000/mcp".into()),
     ];
     for (k, v) in extra {
         vars.retain(|(name, _)| name != k);
@@ -50,6 +51,37 @@ pub fn test_config(extra: &[(&str, &str)]) -> Config {
     }
     Config::from_lookup(DefaultMode::Development, &move |k| vars.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()))
         .expect("test config")
+}
+
+/// Variables of a production configuration (no local HS256; proxies on loopback trusted).
+pub const PRODUCTION: &[(&str, &str)] = &[
+    ("HELIX_ENV", "production"),
+    ("HELIX_AGENT_ALLOW_LOCAL_HS256", "0"),
+    ("CASIMIR_PUBLIC_BASE_URL", "https://api.example.com"),
+    ("HELIX_AGENT_OAUTH_ISSUER", "https://issuer.example.com/"),
+    ("HELIX_AGENT_OAUTH_AUDIENCE", "https://api.example.com/mcp"),
+    ("HELIX_AGENT_OAUTH_JWKS_URL", "https://issuer.example.com/.well-known/jwks.json"),
+    ("HELIX_AGENT_OAUTH_PROVIDER", "auth0"),
+    ("HELIX_AGENT_ALLOWED_HOSTS", "api.example.com"),
+    ("TRUST_PROXY", "loopback"),
+];
+
+/// One request over a fresh TCP connection, written as raw bytes; the answer is read
+/// until the server closes the connection or `wait` passes.
+pub async fn raw_exchange(base: &str, request: &[u8], wait: std::time::Duration) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let addr = base.trim_start_matches("http://");
+    let mut sock = tokio::net::TcpStream::connect(addr).await.unwrap();
+    sock.write_all(request).await.unwrap();
+    let mut out = vec![];
+    let _ = tokio::time::timeout(wait, sock.read_to_end(&mut out)).await;
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The JSON body of a raw HTTP/1.1 answer with a Content-Length body.
+pub fn raw_json(answer: &str) -> Value {
+    let body = answer.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or("");
+    serde_json::from_str(body).unwrap_or(Value::Null)
 }
 
 pub fn signer() -> TerminalSigner {

@@ -126,12 +126,20 @@ struct Activity {
     idle_since: AtomicU64,
     /// Milliseconds since `start` (+1) of the first byte of a pending request head; 0 = none.
     head_since: AtomicU64,
+    /// Wakes the watchdog when the deadline may have moved.
+    changed: tokio::sync::Notify,
 }
 
 impl Activity {
     fn new() -> Self {
         // Waiting for the first request head counts from accept.
-        Activity { start: Instant::now(), in_flight: 0.into(), idle_since: 0.into(), head_since: 1.into() }
+        Activity {
+            start: Instant::now(),
+            in_flight: 0.into(),
+            idle_since: 0.into(),
+            head_since: 1.into(),
+            changed: tokio::sync::Notify::new(),
+        }
     }
     fn now_ms(&self) -> u64 {
         self.start.elapsed().as_millis() as u64
@@ -139,11 +147,13 @@ impl Activity {
     fn on_bytes(&self) {
         if self.in_flight.load(Ordering::SeqCst) == 0 && self.head_since.load(Ordering::SeqCst) == 0 {
             self.head_since.store(self.now_ms() + 1, Ordering::SeqCst);
+            self.changed.notify_one();
         }
     }
     fn begin(self: &Arc<Self>) -> InFlight {
         self.in_flight.fetch_add(1, Ordering::SeqCst);
         self.head_since.store(0, Ordering::SeqCst);
+        self.changed.notify_one();
         InFlight(self.clone())
     }
     /// When this connection may be closed if nothing changes; None while a request runs.
@@ -166,6 +176,7 @@ impl Drop for InFlight {
     fn drop(&mut self) {
         if self.0.in_flight.fetch_sub(1, Ordering::SeqCst) == 1 {
             self.0.idle_since.store(self.0.now_ms(), Ordering::SeqCst);
+            self.0.changed.notify_one();
         }
     }
 }
@@ -193,11 +204,12 @@ async fn connection(
     let conn = builder.serve_connection(io, service);
     tokio::pin!(conn);
     loop {
-        // While a request runs, look again after an idle period.
-        let wake = activity.deadline(&limits).unwrap_or_else(|| Instant::now() + limits.idle_timeout);
+        // While a request runs there is no deadline: the end of the request notifies.
+        let wake = activity.deadline(&limits).unwrap_or_else(|| Instant::now() + Duration::from_secs(3600));
         tokio::select! {
             _ = conn.as_mut() => return,
             _ = stop.cancelled() => break,
+            _ = activity.changed.notified() => {}
             _ = tokio::time::sleep_until(wake) => {
                 if activity.deadline(&limits).is_some_and(|d| d <= Instant::now()) {
                     break;
