@@ -40,3 +40,28 @@ async fn access_logs_carry_status_and_code_but_never_credentials() {
         assert!(!logs.contains(secret), "a credential reached the log");
     }
 }
+
+#[tokio::test]
+async fn the_per_turn_log_line_carries_its_request_id() {
+    let captured = Captured::default();
+    let sink = captured.clone();
+    let subscriber = tracing_subscriber::fmt().with_writer(move || sink.clone()).with_ansi(false).finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let app = TestApp::spawn().await;
+    let token = app.token().await;
+    let run = app.started(&token, research_run()).await;
+    let id = run["run_id"].as_str().unwrap();
+    app.script(completing_step(1));
+    let res = app
+        .post(&format!("/api/v1/agent-runs/{id}/continue"), &token)
+        .header("Idempotency-Key", "turn-log-key-01")
+        .header("X-Request-Id", "trace-turn-4242")
+        .json(&serde_json::json!({ "expected_version": 1, "instruction": "Find the measured force." }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    let logs = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let turn = logs.lines().find(|l| l.contains(" turn") && l.contains(id)).unwrap_or_else(|| panic!("{logs}"));
+    assert!(turn.contains("trace-turn-4242"), "{turn}");
+}
