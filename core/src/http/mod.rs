@@ -6,6 +6,8 @@
 pub mod admission;
 pub mod agent_runs;
 pub mod discovery;
+#[cfg(test)]
+mod fuzz;
 pub mod ratelimit;
 pub mod redact;
 pub mod server;
