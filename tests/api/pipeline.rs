@@ -119,6 +119,11 @@ async fn unknown_paths_are_404_and_wrong_methods_405_with_allow() {
     assert_eq!(res.headers()["allow"], "GET");
 }
 
+async fn metadata(app: &TestApp, path: &str) -> Value {
+    let url = format!("{}/.well-known/oauth-protected-resource{path}", app.base);
+    app.http.get(url).send().await.unwrap().json().await.unwrap()
+}
+
 #[tokio::test]
 async fn discovery_serves_rfc9728_metadata_at_every_well_known_path() {
     let app = TestApp::spawn().await;
@@ -135,15 +140,7 @@ async fn discovery_serves_rfc9728_metadata_at_every_well_known_path() {
         assert!(scopes.iter().any(|s| s == "helix.agent_runs.write"));
         assert!(scopes.iter().any(|s| s == "helix.data.research_library.read"));
     }
-    let device: Value = app
-        .http
-        .get(format!("{}/.well-known/oauth-protected-resource/mcp/device-check", app.base))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let device = metadata(&app, "/mcp/device-check").await;
     assert_eq!(device["scopes_supported"], serde_json::json!(["helix.rooms.read"]));
     assert_eq!(device["resource"], "http://127.0.0.1:9000/mcp");
 }
@@ -481,16 +478,7 @@ async fn production_admits_only_https_proven_by_a_trusted_proxy() {
 async fn the_metadata_resource_is_the_configured_audience() {
     let app =
         TestApp::spawn_with(Backend::Embedded, &[("HELIX_AGENT_OAUTH_AUDIENCE", "http://127.0.0.1:9000/api")]).await;
-    let meta: Value = app
-        .http
-        .get(format!("{}/.well-known/oauth-protected-resource/mcp", app.base))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    assert_eq!(meta["resource"], "http://127.0.0.1:9000/api");
+    assert_eq!(metadata(&app, "/mcp").await["resource"], "http://127.0.0.1:9000/api");
     let token = app.token().await;
     let res = app.get("/api/v1/agent-runs/run_missing0001", &token).send().await.unwrap();
     assert_eq!(res.status(), 404, "tokens for that audience are accepted");
