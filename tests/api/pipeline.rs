@@ -363,10 +363,12 @@ async fn a_stalled_body_is_answered_408_with_connection_close() {
         "POST /api/v1/agent-runs HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}\r\n\
          Idempotency-Key: stalled-body-01\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{{\"objec"
     );
-    let answer = raw_exchange(&app.base, request.as_bytes(), Duration::from_secs(10)).await;
-    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
-    assert!(answer.to_ascii_lowercase().contains("connection: close"), "{answer}");
-    assert_eq!(raw_json(&answer)["error"]["code"], "request_timeout");
+    for request in [request.clone(), request.replace("/api/v1/agent-runs", "/mcp")] {
+        let answer = raw_exchange(&app.base, request.as_bytes(), Duration::from_secs(10)).await;
+        assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+        assert!(answer.to_ascii_lowercase().contains("connection: close"), "{answer}");
+        assert_eq!(raw_json(&answer)["error"]["code"], "request_timeout");
+    }
 }
 
 #[tokio::test]
