@@ -169,8 +169,12 @@ impl Config {
         let env = Env { lookup };
         let mode = mode(&env, default_mode)?;
         let prod = mode == Mode::Production;
+        // The order of these steps is the order in which a broken deployment hears about
+        // its problems: the unsafe production paths first.
+        let local_hs256_secret = local_hs256(&env, prod)?;
+        let algorithms = algorithms(&env)?;
         let public_base_url = public_base_url(&env, prod)?;
-        let oauth = oauth(&env, prod)?;
+        let oauth = oauth(&env, prod, local_hs256_secret, algorithms)?;
         check_resource(&env, &public_base_url, &oauth.audience)?;
         let (allowed_hosts, allowed_origins) = hosts_and_origins(&env, prod)?;
         let turn_ms = env.number("HELIX_AGENT_TURN_TIMEOUT_MS", 120_000)?.clamp(1_000, 900_000);
@@ -251,10 +255,9 @@ fn dev_default(env: &Env, prod: bool, name: &'static str, default: &str) -> Resu
     }
 }
 
-fn oauth(env: &Env, prod: bool) -> Result<OAuthConfig, ConfigError> {
-    let local_hs256_secret = local_hs256(env, prod)?;
-    let algorithms = match env.get("HELIX_AGENT_OAUTH_ALGORITHMS") {
-        None => vec![Algorithm::RS256],
+fn algorithms(env: &Env) -> Result<Vec<Algorithm>, ConfigError> {
+    match env.get("HELIX_AGENT_OAUTH_ALGORITHMS") {
+        None => Ok(vec![Algorithm::RS256]),
         Some(list) => list
             .split(',')
             .map(|a| {
@@ -262,8 +265,16 @@ fn oauth(env: &Env, prod: bool) -> Result<OAuthConfig, ConfigError> {
                     malformed("HELIX_AGENT_OAUTH_ALGORITHMS", format!("{a:?} is not an admitted asymmetric algorithm"))
                 })
             })
-            .collect::<Result<Vec<_>, _>>()?,
-    };
+            .collect(),
+    }
+}
+
+fn oauth(
+    env: &Env,
+    prod: bool,
+    local_hs256_secret: Option<Secret>,
+    algorithms: Vec<Algorithm>,
+) -> Result<OAuthConfig, ConfigError> {
     let issuer = dev_default(env, prod, "HELIX_AGENT_OAUTH_ISSUER", "helix-local-issuer")?;
     let audience = dev_default(env, prod, "HELIX_AGENT_OAUTH_AUDIENCE", "helix-local-resource")?;
     let provider = dev_default(env, prod, "HELIX_AGENT_OAUTH_PROVIDER", "helix-local")?;
