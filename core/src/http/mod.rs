@@ -3,8 +3,10 @@
 //! strict JSON, bearer and scope checks, one error envelope, panics caught). Handlers
 //! only frame service calls. `server` is the socket transport of `helix serve`.
 
+pub mod account;
 pub mod admission;
 pub mod agent_runs;
+pub mod dev_oidc;
 pub mod discovery;
 #[cfg(test)]
 mod fuzz;
@@ -44,13 +46,19 @@ pub struct AppState {
     pub services: Services,
     pub verifier: Arc<TokenVerifier>,
     pub limiter: Arc<RateLimiter>,
+    /// The browser lane's OpenID Connect client (None: sign-in is not configured).
+    pub oidc: Option<Arc<crate::auth::oidc::OidcClient>>,
 }
 
 impl AppState {
     pub fn new(services: Services) -> Self {
         let http = reqwest::Client::builder().timeout(std::time::Duration::from_secs(5)).build().expect("HTTP client");
         let verifier = Arc::new(TokenVerifier::new(&services.config.oauth, http));
-        Self { services, verifier, limiter: Arc::new(RateLimiter::default()) }
+        let oidc = services.config.browser.oidc.clone().map(|o| {
+            let redirect = format!("{}{}", services.config.public_base_url, account::CALLBACK_PATH);
+            Arc::new(crate::auth::oidc::OidcClient::new(o, redirect))
+        });
+        Self { services, verifier, limiter: Arc::new(RateLimiter::default()), oidc }
     }
 }
 
@@ -60,13 +68,15 @@ pub enum Group {
     AgentRuns,
     Mcp,
     Discovery,
+    /// The cookie lane and pages (`/account`, `/agent-access`, `/api/account/…`).
+    Account,
 }
 
 impl Group {
     pub fn resource_path(self) -> &'static str {
         match self {
             Group::AgentRuns => "/api/v1/agent-runs",
-            Group::Mcp | Group::Discovery => "/mcp",
+            Group::Mcp | Group::Discovery | Group::Account => "/mcp",
         }
     }
     fn limits(self, state: &AppState) -> Limits {

@@ -5,6 +5,7 @@
 pub mod accounts;
 pub mod records;
 pub mod runs;
+pub mod sessions;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
