@@ -782,6 +782,7 @@ mod browser_tests {
         ("HELIX_AGENT_OAUTH_JWKS_URL", "https://issuer.example.com/.well-known/jwks.json"),
         ("HELIX_AGENT_OAUTH_PROVIDER", "auth0"),
         ("HELIX_AGENT_ALLOWED_HOSTS", "api.example.com"),
+        ("TRUST_PROXY", "apigateway"),
     ];
     const DEV: &[(&str, &str)] =
         &[("HELIX_AGENT_ALLOW_LOCAL_HS256", "1"), ("HELIX_AGENT_LOCAL_JWT_SECRET", "0123456789abcdef0123456789abcdef")];
