@@ -91,6 +91,8 @@ pub struct ServerLimits {
 pub struct Config {
     pub mode: Mode,
     pub public_base_url: String,
+    /// The protected resource the metadata names: the configured audience (see `resource`).
+    pub resource: String,
     pub oauth: OAuthConfig,
     pub allowed_hosts: Vec<String>,
     pub allowed_origins: Vec<String>,
@@ -289,7 +291,7 @@ impl Config {
         let algorithms = algorithms(&env)?;
         let public_base_url = public_base_url(&env, prod)?;
         let oauth = oauth(&env, prod, local_hs256_secret, algorithms)?;
-        check_resource(&env, &public_base_url, &oauth.audience)?;
+        let resource = resource(&env, &public_base_url, &oauth.audience)?;
         let (allowed_hosts, allowed_origins) = hosts_and_origins(&env, prod)?;
         let turn_ms = env.number("HELIX_AGENT_TURN_TIMEOUT_MS", 120_000)?.clamp(1_000, 900_000);
         let gateway_timeout = match env.get("HELIX_GATEWAY_TIMEOUT_MS") {
@@ -301,6 +303,7 @@ impl Config {
             browser,
             mode,
             public_base_url,
+            resource,
             oauth,
             allowed_hosts,
             allowed_origins,
@@ -424,14 +427,15 @@ fn local_hs256(env: &Env, prod: bool) -> Result<Option<Secret>, ConfigError> {
     Ok(Some(Secret::new(secret)))
 }
 
-/// The audience is the protected resource's identifier, published as the metadata's
+/// The protected resource is the configured audience, published as the metadata's
 /// `resource`. It agrees with the public base URL when it is an absolute URL on the
-/// same origin (scheme, host, port), with no userinfo, query or fragment. Checked
-/// whenever the audience is configured (always in production); the development
-/// default (`helix-local-resource`) names no origin and is left alone.
-fn check_resource(env: &Env, base: &str, audience: &str) -> Result<(), ConfigError> {
+/// same origin (scheme, host, port), with no userinfo, query or fragment; otherwise the
+/// process refuses to start. Only the development default audience
+/// (`helix-local-resource`, kept port-independent so `helix dev-token` tokens work against
+/// a server on any port) names no URL: the resource is then `{public base URL}/mcp`.
+fn resource(env: &Env, base: &str, audience: &str) -> Result<String, ConfigError> {
     if env.get("HELIX_AGENT_OAUTH_AUDIENCE").is_none() {
-        return Ok(());
+        return Ok(format!("{base}/mcp"));
     }
     let disagree = |why: &str| {
         ConfigError::Inconsistent(format!(
@@ -450,7 +454,7 @@ fn check_resource(env: &Env, base: &str, audience: &str) -> Result<(), ConfigErr
     if aud.origin() != base.origin() {
         return Err(disagree("is on another origin than CASIMIR_PUBLIC_BASE_URL"));
     }
-    Ok(())
+    Ok(audience.to_owned())
 }
 
 fn hosts_and_origins(env: &Env, prod: bool) -> Result<(Vec<String>, Vec<String>), ConfigError> {
@@ -628,7 +632,7 @@ pub(crate) mod tests {
             );
         }
         for audience in ["https://api.example.com/mcp", "https://API.example.com:443/", "https://api.example.com"] {
-            assert!(prod_with(&[("HELIX_AGENT_OAUTH_AUDIENCE", audience)]).is_ok(), "{audience}");
+            assert_eq!(prod_with(&[("HELIX_AGENT_OAUTH_AUDIENCE", audience)]).unwrap().resource, audience);
         }
     }
 
@@ -645,7 +649,10 @@ pub(crate) mod tests {
         vars.pop();
         vars.push(("HELIX_AGENT_OAUTH_AUDIENCE", "http://127.0.0.1:9000/mcp"));
         assert!(cfg(DefaultMode::Development, &vars).is_ok());
-        assert_eq!(cfg(DefaultMode::Development, &base).unwrap().oauth.audience, "helix-local-resource");
+        let default = cfg(DefaultMode::Development, &base).unwrap();
+        assert_eq!(default.oauth.audience, "helix-local-resource");
+        assert_eq!(default.resource, "http://127.0.0.1:9000/mcp", "the development default names no URL");
+        assert_eq!(cfg(DefaultMode::Development, &vars).unwrap().resource, "http://127.0.0.1:9000/mcp");
     }
 
     #[test]

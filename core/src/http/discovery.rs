@@ -26,7 +26,7 @@ pub fn router(state: AppState) -> Router {
 pub fn metadata(state: &AppState, scopes: Vec<&str>) -> Value {
     let config = &state.services.config;
     json!({
-        "resource": config.oauth.audience,
+        "resource": config.resource,
         "authorization_servers": config.oauth.authorization_servers,
         "scopes_supported": scopes,
         "bearer_methods_supported": ["header"],
