@@ -17,12 +17,17 @@ impl std::io::Write for Captured {
     }
 }
 
-#[tokio::test]
-async fn access_logs_carry_status_and_code_but_never_credentials() {
+/// Captures this thread's log lines (the tests' runtime is single-threaded) until the guard drops.
+fn capture() -> (Captured, tracing::subscriber::DefaultGuard) {
     let captured = Captured::default();
     let sink = captured.clone();
     let subscriber = tracing_subscriber::fmt().with_writer(move || sink.clone()).with_ansi(false).finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    (captured, tracing::subscriber::set_default(subscriber))
+}
+
+#[tokio::test]
+async fn access_logs_carry_status_and_code_but_never_credentials() {
+    let (captured, _guard) = capture();
     let app = TestApp::spawn().await;
     let token = app.token().await;
     let run = app.started(&token, research_run()).await;
