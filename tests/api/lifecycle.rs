@@ -533,6 +533,39 @@ async fn a_continuation_whose_client_disconnects_mid_turn_still_finalizes(backen
     assert_eq!(app.executor.seen.lock().unwrap().len(), 1, "one turn executed");
 }
 
+/// Item 2: a turn whose client went away is still this process's running turn: a cancel
+/// stops it, its result is discarded, and its key replays the refusal.
+async fn a_cancel_stops_a_turn_whose_client_went_away(backend: Backend) {
+    let app = Arc::new(TestApp::spawn_with(backend, &[]).await);
+    let token = app.token().await;
+    let id = start(&app, &token, research_run()).await;
+    app.script(Step::Delay(Duration::from_secs(20), Box::new(completing_step(1))));
+    let impatient = reqwest::Client::builder().timeout(Duration::from_millis(400)).build().unwrap();
+    let gone = impatient
+        .post(format!("{}/api/v1/agent-runs/{id}/continue", app.base))
+        .bearer_auth(&token)
+        .header("Idempotency-Key", "gone-turn-00001")
+        .json(&go(1))
+        .send()
+        .await;
+    assert!(gone.is_err_and(|e| e.is_timeout()));
+    until_running(&app, &token, &id).await;
+    let (status, _) = body(app.cancel(&token, &id, "cancel-gone-0001", json!({"expected_version": 1})).await).await;
+    assert_eq!(status, 200);
+    let mut replay = (0, Value::Null);
+    for _ in 0..25 {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        replay = body(app.continue_run(&token, &id, "gone-turn-00001", go(1)).await).await;
+        if replay.1["error"]["code"] != "idempotency_in_progress" {
+            break;
+        }
+    }
+    assert_eq!((replay.0, replay.1["error"]["code"].as_str()), (409, Some("run_not_continuable")), "{replay:?}");
+    let events = app.events(&token, &id).await;
+    assert_contiguous(&events);
+    assert_eq!(kinds(&events), ["run_started", "run_cancelled"]);
+}
+
 /// Item 11: only a successful solver artifact projects evidence, and when terminal grounding
 /// is required only what the verified authority cites.
 async fn evidence_is_projected_only_from_a_successful_turn_within_the_authority_refs(backend: Backend) {
@@ -696,6 +729,7 @@ on_both_backends!(
     a_contended_finalize_is_retried_not_discarded,
     concurrent_starts_with_one_key_create_one_run,
     a_continuation_whose_client_disconnects_mid_turn_still_finalizes,
+    a_cancel_stops_a_turn_whose_client_went_away,
     evidence_is_projected_only_from_a_successful_turn_within_the_authority_refs,
     terminal_candidate_ref_follows_the_latest_turn,
     a_run_holding_a_room_scope_is_refused_at_continue,
