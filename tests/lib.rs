@@ -334,6 +334,12 @@ impl Store for FaultyStore {
     ) -> Result<helix_core::store::Page, helix_core::store::StoreError> {
         faulty!(self, "query", self.inner.query(pk, prefix, after, limit))
     }
+    async fn count(&self, key: &helix_core::store::Key, expires_at: i64) -> Result<i64, helix_core::store::StoreError> {
+        faulty!(self, "count", self.inner.count(key, expires_at))
+    }
+    fn is_shared(&self) -> bool {
+        self.inner.is_shared()
+    }
 }
 
 /// Asserts events are numbered 1..=n without gaps.

@@ -18,7 +18,8 @@ use http::request::Parts;
 use http::{HeaderMap, HeaderValue, StatusCode};
 use serde::de::DeserializeOwned;
 
-use crate::auth::jwt::{TenantHeaders, TokenVerifier, bearer_from_header};
+use crate::auth::jwt::{TenantHeaders, TokenVerifier, VerifiedToken, bearer_from_header};
+use crate::auth::principal::binding_hash;
 use crate::config::{Limits, Mode};
 use crate::domain::ids::IdempotencyKey;
 use crate::domain::random_hex;
@@ -26,7 +27,7 @@ use crate::error::ApiError;
 use crate::service::runs::{RunMutation, prefetch_keys};
 use crate::service::{Caller, Services};
 use crate::store::Key;
-use ratelimit::RateLimiter;
+use ratelimit::{RateLimits, Window};
 
 pub const REQUEST_ID: &str = "x-request-id";
 
@@ -35,14 +36,15 @@ pub const REQUEST_ID: &str = "x-request-id";
 pub struct AppState {
     pub services: Services,
     pub verifier: Arc<TokenVerifier>,
-    pub limiter: Arc<RateLimiter>,
+    pub limits: Arc<RateLimits>,
 }
 
 impl AppState {
     pub fn new(services: Services) -> Self {
         let http = reqwest::Client::builder().timeout(std::time::Duration::from_secs(5)).build().expect("HTTP client");
         let verifier = Arc::new(TokenVerifier::new(&services.config.oauth, http));
-        Self { services, verifier, limiter: Arc::new(RateLimiter::default()) }
+        let limits = Arc::new(RateLimits::new(services.store.clone()));
+        Self { services, verifier, limits }
     }
 }
 
@@ -140,8 +142,8 @@ fn is_loopback(host: &str) -> bool {
     matches!(host, "127.0.0.1" | "localhost" | "[::1]") || host.starts_with("127.")
 }
 
-/// Admission before any parsing: host, origin, declared body size, pre-auth rate.
-fn admit(state: &AppState, group: Group, headers: &HeaderMap, ip: &str) -> Result<(), ApiError> {
+/// Admission before any parsing: host, origin, declared body size.
+fn admit(state: &AppState, group: Group, headers: &HeaderMap) -> Result<(), ApiError> {
     let config = &state.services.config;
     let host = headers.get(HOST).and_then(|h| h.to_str().ok()).map(host_name).ok_or(ApiError::HostNotAllowed)?;
     let allowed = config.allowed_hosts.iter().any(|a| a.eq_ignore_ascii_case(host));
@@ -169,10 +171,14 @@ fn admit(state: &AppState, group: Group, headers: &HeaderMap, ip: &str) -> Resul
     if declared.is_some_and(|n| n > limits.body_bytes) {
         return Err(ApiError::PayloadTooLarge { limit: limits.body_bytes });
     }
-    state
-        .limiter
-        .check(&format!("ip:{group:?}:{ip}"), limits.ip_per_minute, state.services.clock.epoch())
-        .map_err(|retry_after_secs| ApiError::RateLimited { retry_after_secs })
+    Ok(())
+}
+
+/// The pre-auth per-IP window. Its shared count (if any) overlaps the request's work:
+/// `authenticate` awaits it before anything with an effect, the pipeline after the rest.
+fn limit_ip(state: &AppState, group: Group, ip: &str) -> Result<Window, ApiError> {
+    let limit = group.limits(state).ip_per_minute;
+    Ok(state.limits.start(format!("ip:{group:?}:{ip}"), limit, state.services.clock.epoch())?)
 }
 
 /// The pipeline every route group runs behind (`from_fn_with_state((state, group), pipeline)`).
@@ -190,8 +196,16 @@ pub async fn pipeline(State((state, group)): State<(AppState, Group)>, mut req: 
     let metadata_url = resource_metadata_url(&state.services.config.public_base_url, group);
     let (method, started) = (req.method().clone(), std::time::Instant::now());
 
-    let mut res = match admit(&state, group, req.headers(), &ip) {
-        Ok(()) => next.run(req).await,
+    let mut res = match admit(&state, group, req.headers()).and_then(|()| limit_ip(&state, group, &ip)) {
+        Ok(window) => {
+            req.extensions_mut().insert(window.clone());
+            let res = next.run(req).await;
+            // Handlers that did not authenticate (read-only) learn the verdict here.
+            match window.verdict().await {
+                Ok(()) => res,
+                Err(refusal) => ApiError::from(refusal).into_response(),
+            }
+        }
         Err(e) => e.into_response(),
     };
     let mut code = None;
@@ -231,10 +245,7 @@ impl FromRequestParts<AppState> for Authed {
             Some(id) => prefetch_keys(identity, id, mutation.zip(idem.as_deref())),
             None => vec![],
         };
-        let caller = authenticate(state, &parts.headers, plan).await?;
-        let group = parts.extensions.get::<Group>().copied().unwrap_or(Group::AgentRuns);
-        limit_principal(state, group, &caller)?;
-        Ok(Authed(caller))
+        Ok(Authed(authenticate(state, parts, plan).await?))
     }
 }
 
@@ -251,22 +262,42 @@ fn run_route(path: &str) -> (Option<&str>, Option<RunMutation>) {
     (run_id, mutation)
 }
 
-/// The per-minute limit of one verified principal in a route group.
-pub fn limit_principal(state: &AppState, group: Group, caller: &Caller) -> Result<(), ApiError> {
-    let limit = group.limits(state).principal_per_minute;
-    state
-        .limiter
-        .check(&format!("principal:{group:?}:{}", caller.owner_hash()), limit, state.services.clock.epoch())
-        .map_err(|retry_after_secs| ApiError::RateLimited { retry_after_secs })
-}
-
-/// Bearer verification and principal resolution, shared by REST and MCP; `prefetch`
-/// names data keys (from the token identity) to read in the same BatchGetItem.
+/// Bearer verification, principal resolution and both per-minute windows, shared by
+/// REST and MCP; `prefetch` names data keys (from the token identity) to read in the
+/// same BatchGetItem. The IP window's count (started by the pipeline) overlaps the token
+/// verification and the read; the principal's (keyed by the verified token identity)
+/// overlaps the read, so a shared counter adds no sequential round trip.
 pub async fn authenticate(
     state: &AppState,
-    headers: &HeaderMap,
+    parts: &Parts,
     prefetch: impl FnOnce(&str) -> Vec<Key>,
 ) -> Result<Caller, ApiError> {
+    let group = parts.extensions.get::<Group>().copied().unwrap_or(Group::AgentRuns);
+    let ip_window = parts.extensions.get::<Window>().cloned();
+    let principal = async {
+        let token = verify_bearer(state, &parts.headers).await?;
+        let identity =
+            binding_hash(&token.issuer, &token.tenant, &state.services.config.oauth.provider, &token.subject);
+        let limit = group.limits(state).principal_per_minute;
+        let window =
+            state.limits.start(format!("principal:{group:?}:{identity}"), limit, state.services.clock.epoch())?;
+        let (caller, verdict) = tokio::join!(state.services.resolve_with(token, prefetch), window.verdict());
+        let caller = caller?;
+        verdict?;
+        Ok::<_, ApiError>(caller)
+    };
+    let ip = async {
+        match &ip_window {
+            Some(window) => window.verdict().await,
+            None => Ok(()),
+        }
+    };
+    let (ip, caller) = tokio::join!(ip, principal);
+    ip?;
+    caller
+}
+
+async fn verify_bearer(state: &AppState, headers: &HeaderMap) -> Result<VerifiedToken, ApiError> {
     let value = headers.get(http::header::AUTHORIZATION).ok_or(ApiError::AuthenticationRequired)?;
     let value = value.to_str().map_err(|_| ApiError::InvalidToken { reason: "malformed" })?;
     let bearer = bearer_from_header(value).ok_or(ApiError::InvalidToken { reason: "malformed" })?;
@@ -276,8 +307,7 @@ pub async fn authenticate(
         customer_id: header("x-customer-id"),
         org_id: header("x-org-id"),
     };
-    let token = state.verifier.verify(bearer, tenant_headers).await?;
-    state.services.resolve_with(token, prefetch).await
+    state.verifier.verify(bearer, tenant_headers).await
 }
 
 /// The `Idempotency-Key` header, parsed.

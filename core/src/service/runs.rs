@@ -473,6 +473,11 @@ impl Services {
     ) -> Result<crate::domain::turn::TurnArtifact, TurnFailure> {
         let token = CancellationToken::new();
         self.running.lock().expect("running map").insert(run_id.to_owned(), token.clone());
+        // A cancel committed through another process reaches this turn through the store.
+        let _watch = self.store.is_shared().then(|| {
+            let every = super::cancel_watch::POLL_INTERVAL;
+            super::cancel_watch::watch(self.store.clone(), run_id, &turn.claim_token, token.clone(), every)
+        });
         let result = tokio::select! {
             r = self.executor.execute(turn, token.clone()) => r,
             _ = tokio::time::sleep(budget) => Err(TurnFailure::TurnTimeout),
