@@ -75,3 +75,114 @@ pub fn watch(
 fn holds_claim(run: &Run, claim_token: &str) -> bool {
     !run.is_terminal() && run.claim.as_ref().is_some_and(|c| c.token == claim_token)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+    use crate::domain::ids::RunId;
+    use crate::domain::run::{Claim, Ownership, StartRequest};
+    use crate::service::records::run_item;
+    use crate::store::{Cond, Item, Key, Page, StoreError, WriteOp};
+
+    /// One run item, and how many times it was read.
+    #[derive(Default)]
+    struct OneRun {
+        item: Mutex<Option<Item>>,
+        fail: Mutex<bool>,
+        gets: Mutex<u32>,
+    }
+
+    #[async_trait::async_trait]
+    impl Store for OneRun {
+        async fn get(&self, _: &Key) -> Result<Option<Item>, StoreError> {
+            *self.gets.lock().unwrap() += 1;
+            if *self.fail.lock().unwrap() {
+                return Err(StoreError::Unavailable(Box::new(std::io::Error::other("down"))));
+            }
+            Ok(self.item.lock().unwrap().clone())
+        }
+        async fn batch_get(&self, _: &[Key]) -> Result<Vec<Option<Item>>, StoreError> {
+            unreachable!()
+        }
+        async fn put(&self, _: Item, _: Option<Cond>) -> Result<(), StoreError> {
+            unreachable!()
+        }
+        async fn transact(&self, _: Vec<WriteOp>) -> Result<(), StoreError> {
+            unreachable!()
+        }
+        async fn query(&self, _: &str, _: &str, _: Option<&str>, _: usize) -> Result<Page, StoreError> {
+            unreachable!()
+        }
+        async fn count(&self, _: &Key, _: i64) -> Result<i64, StoreError> {
+            unreachable!()
+        }
+    }
+
+    fn claimed_run(claim_token: &str) -> Run {
+        let spec: StartRequest = serde_json::from_value(serde_json::json!({ "objective": "o" })).unwrap();
+        let owner = Ownership { owner_ref: "o".into(), tenant_ref: "t".into(), account_ref: "a".into() };
+        let mut run =
+            Run::new(&RunId::generate(), "owner".into(), owner, spec.validate().unwrap(), &[], chrono::Utc::now());
+        run.claim = Some(Claim { token: claim_token.into(), lease_until: i64::MAX, key_ref: "IDEM#k".into() });
+        run
+    }
+
+    fn store_with(run: &Run) -> Arc<OneRun> {
+        let store = Arc::new(OneRun::default());
+        *store.item.lock().unwrap() = Some(run_item(run).unwrap());
+        store
+    }
+
+    async fn seconds(s: f64) {
+        tokio::time::sleep(Duration::from_secs_f64(s)).await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_turn_still_holding_its_claim_is_left_alone_with_one_read_a_second() {
+        let run = claimed_run("mine");
+        let store = store_with(&run);
+        let cancel = CancellationToken::new();
+        let watch = watch(store.clone(), &run.run_id, "mine", cancel.clone(), POLL_INTERVAL);
+        seconds(3.5).await;
+        assert!(!cancel.is_cancelled());
+        assert_eq!(*store.gets.lock().unwrap(), 3);
+        *store.fail.lock().unwrap() = true;
+        seconds(2.0).await;
+        assert!(!cancel.is_cancelled(), "a failed read proves nothing");
+        drop(watch);
+        seconds(5.0).await;
+        assert_eq!(*store.gets.lock().unwrap(), 5, "no reads once the turn is over");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_run_cancelled_elsewhere_fires_the_token_and_the_watch_stops() {
+        let mut run = claimed_run("mine");
+        let store = store_with(&run);
+        let cancel = CancellationToken::new();
+        let _watch = watch(store.clone(), &run.run_id, "mine", cancel.clone(), POLL_INTERVAL);
+        seconds(1.5).await;
+        run.cancel(chrono::Utc::now());
+        *store.item.lock().unwrap() = Some(run_item(&run).unwrap());
+        seconds(1.0).await;
+        assert!(cancel.is_cancelled(), "noticed at the next read");
+        seconds(5.0).await;
+        assert_eq!(*store.gets.lock().unwrap(), 2, "the watch stopped");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_claim_taken_over_or_a_missing_run_fires_the_token() {
+        let run = claimed_run("someone-else");
+        let cancel = CancellationToken::new();
+        let _watch = watch(store_with(&run), &run.run_id, "mine", cancel.clone(), POLL_INTERVAL);
+        seconds(1.5).await;
+        assert!(cancel.is_cancelled());
+
+        let gone = Arc::new(OneRun::default());
+        let cancel = CancellationToken::new();
+        let _watch = watch(gone, &run.run_id, "mine", cancel.clone(), POLL_INTERVAL);
+        seconds(1.5).await;
+        assert!(cancel.is_cancelled());
+    }
+}
