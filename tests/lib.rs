@@ -220,6 +220,9 @@ pub enum FaultPoint {
     Conflict,
 }
 
+/// (counts begun, a batch_get begun) of `Faults::require_overlap`.
+type Rendezvous = tokio::sync::watch::Sender<(usize, bool)>;
+
 /// Fails the `n`-th store call (1-based, counted from `arm`) once.
 #[derive(Default)]
 pub struct Faults {
@@ -228,7 +231,7 @@ pub struct Faults {
     calls: std::sync::atomic::AtomicUsize,
     plan: std::sync::Mutex<Option<(usize, FaultPoint)>>,
     /// (counts begun, a batch_get begun), while `require_overlap` is armed.
-    overlap: std::sync::Mutex<Option<Arc<tokio::sync::watch::Sender<(usize, bool)>>>>,
+    overlap: std::sync::Mutex<Option<Arc<Rendezvous>>>,
 }
 
 impl Faults {
