@@ -31,10 +31,14 @@ pub struct TestApp {
 }
 
 pub fn compose(state: AppState) -> axum::Router {
-    helix_agent_runs::routes(state.clone())
+    let mut app = helix_agent_runs::routes(state.clone())
         .merge(helix_discovery::routes(state.clone()))
         .merge(helix_mcp::routes(state.clone()))
-        .fallback_service(helix_core::http::fallback_router(state))
+        .merge(helix_account::routes(state.clone()));
+    if let Some(dev) = helix_core::http::dev_oidc::router(state.clone()) {
+        app = app.merge(dev);
+    }
+    app.fallback_service(helix_core::http::fallback_router(state))
 }
 
 pub fn test_config(extra: &[(&str, &str)]) -> Config {
@@ -84,6 +88,21 @@ impl TestApp {
     }
 
     pub async fn spawn_with(backend: Backend, extra: &[(&str, &str)]) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        Self::spawn_on(listener, backend, extra).await
+    }
+
+    /// A server whose public base URL is its own address (the browser lane needs this:
+    /// its OpenID provider, redirect URI and same-origin rule all derive from it).
+    pub async fn spawn_live(backend: Backend, extra: &[(&str, &str)]) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let mut vars: Vec<(&str, &str)> = vec![("CASIMIR_PUBLIC_BASE_URL", base.as_str())];
+        vars.extend_from_slice(extra);
+        Self::spawn_on(listener, backend, &vars).await
+    }
+
+    async fn spawn_on(listener: tokio::net::TcpListener, backend: Backend, extra: &[(&str, &str)]) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let mut config = test_config(extra);
         let signer = signer();
@@ -94,7 +113,6 @@ impl TestApp {
             Arc::new(FaultyStore { inner: store_for(backend, dir.path()).await, faults: faults.clone() });
         let state = helix_core::wiring::app_state(config, store, executor.clone());
         let app = compose(state.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
         TestApp { base, faults, state, executor, http: reqwest::Client::new(), _dir: dir }

@@ -16,7 +16,7 @@ use helix_core::http::{AppState, ClientIp};
 use helix_core::service::accounts::LinkIdentity;
 use helix_core::store::Store;
 
-use crate::{StoreArgs, StoreKind, require_table};
+use crate::{AccountArgs, StoreArgs, StoreKind, require_table};
 
 pub const DEV_SUBJECT: &str = "dev-user";
 pub const DEV_TENANT: &str = "dev-tenant";
@@ -129,10 +129,26 @@ pub fn compose(state: AppState) -> axum::Router {
     helix_agent_runs::routes(state.clone())
         .merge(helix_discovery::routes(state.clone()))
         .merge(helix_mcp::routes(state.clone()))
+        .merge(helix_account::routes(state.clone()))
         .fallback_service(helix_core::http::fallback_router(state))
 }
 
+/// The development OpenID provider, hosted only in development and only on loopback.
+fn with_dev_provider(app: axum::Router, state: &AppState, addr: SocketAddr) -> anyhow::Result<axum::Router> {
+    let Some(dev) = helix_core::http::dev_oidc::router(state.clone()) else { return Ok(app) };
+    if !addr.ip().is_loopback() {
+        bail!(
+            "refused: the development OpenID provider is served only on a loopback address (set HELIX_BROWSER_DEV_PROVIDER=0 or bind 127.0.0.1)"
+        );
+    }
+    Ok(dev.merge(app))
+}
+
 pub async fn serve(addr: SocketAddr, args: &StoreArgs, corpus: Option<PathBuf>) -> anyhow::Result<()> {
+    // Bound first, so the public base URL (and the browser lane's issuer and redirect URI
+    // derived from it) names the real port even for --addr 127.0.0.1:0.
+    let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("binding {addr}"))?;
+    let addr = listener.local_addr()?;
     let mut config = local_config(&args.data_dir, Some(addr))?;
     refuse_production(&config)?;
     let store = open_store(args).await?;
@@ -140,14 +156,15 @@ pub async fn serve(addr: SocketAddr, args: &StoreArgs, corpus: Option<PathBuf>) 
     let state = helix_core::wiring::app_state(config, store, executor);
     let token = mint(&state, DEV_SUBJECT, DEV_TENANT, &default_scopes(), 12 * 3600).await?;
 
-    let app = compose(state).layer(axum::middleware::map_request(|mut req: Request| async move {
-        if let Some(ConnectInfo(peer)) = req.extensions().get::<ConnectInfo<SocketAddr>>().copied() {
-            req.extensions_mut().insert(ClientIp(peer.ip().to_string()));
-        }
-        req
-    }));
-    let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("binding {addr}"))?;
-    let url = format!("http://{}", listener.local_addr()?);
+    let app = with_dev_provider(compose(state.clone()), &state, addr)?.layer(axum::middleware::map_request(
+        |mut req: Request| async move {
+            if let Some(ConnectInfo(peer)) = req.extensions().get::<ConnectInfo<SocketAddr>>().copied() {
+                req.extensions_mut().insert(ClientIp(peer.ip().to_string()));
+            }
+            req
+        },
+    ));
+    let url = format!("http://{addr}");
     println!("Helix Agent API (development, {} store) listening on {url}", store_name(args));
     println!("Development bearer token (subject {DEV_SUBJECT}, tenant {DEV_TENANT}, valid 12 h):");
     println!("  export HELIX_TOKEN='{token}'");
@@ -158,6 +175,7 @@ pub async fn serve(addr: SocketAddr, args: &StoreArgs, corpus: Option<PathBuf>) 
         "    -d '{{\"objective\":\"What force did Lamoreaux measure between a sphere and a plate?\",\"database_scope\":[\"research_library\"]}}'"
     );
     println!("MCP endpoint: {url}/mcp   Metadata: {url}/.well-known/oauth-protected-resource/mcp");
+    println!("Sign in and manage agent access: {url}/account   Connect an agent: {url}/agent-access");
     axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())
         .with_graceful_shutdown(async {
             let _ = tokio::signal::ctrl_c().await;
@@ -230,5 +248,63 @@ pub async fn link_account(
         helix_core::service::accounts::BindingStatus::Revoked => "revoked (not reactivated)",
     };
     println!("linked account {account}; agent binding {status}");
+    Ok(())
+}
+
+/// Prints nothing but the cookie value: the session of this identity's account.
+pub async fn dev_session(args: &StoreArgs, subject: &str, tenant: &str) -> anyhow::Result<String> {
+    let config = local_config(&args.data_dir, None)?;
+    refuse_production(&config)?;
+    let store = open_store(args).await?;
+    let state = helix_core::wiring::app_state(config, store, Arc::new(helix_core::executor::Unconfigured));
+    let o = &state.services.config.oauth;
+    let id = LinkIdentity { issuer: &o.issuer, tenant, provider: &o.provider, subject };
+    Ok(state.services.dev_session(&id).await?.expose().to_owned())
+}
+
+async fn operator_state(args: &AccountArgs) -> anyhow::Result<AppState> {
+    let config = local_config(&args.store.data_dir, None)?;
+    let store = open_store(&args.store).await?;
+    Ok(helix_core::wiring::app_state(config, store, Arc::new(helix_core::executor::Unconfigured)))
+}
+
+fn provider_of(state: &AppState, args: &AccountArgs) -> String {
+    args.provider.clone().unwrap_or_else(|| state.services.config.oauth.provider.clone())
+}
+
+pub async fn account_show(args: &AccountArgs) -> anyhow::Result<()> {
+    let state = operator_state(args).await?;
+    let provider = provider_of(&state, args);
+    let view = match state.services.show_account(&provider, &args.subject).await {
+        Err(helix_core::error::ApiError::NotFound) => bail!("no account is linked for this provider and subject"),
+        other => other?,
+    };
+    // The binding of exactly this (issuer, tenant, provider, subject), if any.
+    let issuer = args.issuer.clone().unwrap_or_else(|| state.services.config.oauth.issuer.clone());
+    let tenant_ref = helix_core::domain::account::tenant_ref(&issuer, &args.tenant);
+    let this = view
+        .bindings
+        .bindings
+        .iter()
+        .find(|b| b.tenant_ref == tenant_ref && b.issuer == issuer && b.provider == provider);
+    let out = serde_json::json!({
+        "account": view,
+        "identity_binding": this,
+    });
+    println!("{}", serde_json::to_string_pretty(&out)?);
+    Ok(())
+}
+
+pub async fn account_policy(
+    args: &AccountArgs,
+    change: &helix_core::domain::account::PolicyChange,
+) -> anyhow::Result<()> {
+    let state = operator_state(args).await?;
+    let provider = provider_of(&state, args);
+    let policy = match state.services.set_policy(&provider, &args.subject, change).await {
+        Err(helix_core::error::ApiError::NotFound) => bail!("no account is linked for this provider and subject"),
+        other => other?,
+    };
+    println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "policy": policy }))?);
     Ok(())
 }

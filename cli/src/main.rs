@@ -61,6 +61,21 @@ enum Command {
         #[arg(long, default_value_t = 3600)]
         ttl_seconds: i64,
     },
+    /// Print only a `helix_session` cookie value for this identity's account (the same
+    /// account `helix dev-token` links). Refused in production.
+    DevSession {
+        #[command(flatten)]
+        store: StoreArgs,
+        #[arg(long)]
+        subject: String,
+        #[arg(long)]
+        tenant: String,
+    },
+    /// Operator path: show an account or set its policy.
+    Account {
+        #[command(subcommand)]
+        command: AccountCommand,
+    },
     /// Trusted link path: link a verified (issuer, tenant, provider, subject) to an account.
     LinkAccount {
         #[command(flatten)]
@@ -81,6 +96,49 @@ enum Command {
     },
 }
 
+#[derive(clap::Args, Clone)]
+struct AccountArgs {
+    #[command(flatten)]
+    store: StoreArgs,
+    #[arg(long)]
+    subject: String,
+    #[arg(long)]
+    tenant: String,
+    /// Token issuer of the identity (default: the configured HELIX_AGENT_OAUTH_ISSUER).
+    #[arg(long)]
+    issuer: Option<String>,
+    /// Provider alias of the identity (default: the configured HELIX_AGENT_OAUTH_PROVIDER).
+    #[arg(long)]
+    provider: Option<String>,
+}
+
+#[derive(Subcommand)]
+enum AccountCommand {
+    /// Show the account, its policy and its agent bindings (JSON; no subject or tenant id).
+    Show {
+        #[command(flatten)]
+        account: AccountArgs,
+    },
+    /// Set the account policy; takes effect on the account's next request.
+    Policy {
+        #[command(flatten)]
+        account: AccountArgs,
+        /// The Shared Live Room feature lock.
+        #[arg(long)]
+        rooms_locked: Option<bool>,
+        #[arg(long)]
+        developer: Option<bool>,
+        #[arg(long)]
+        guest: Option<bool>,
+        /// A capability to withhold (repeatable; replaces the list when given).
+        #[arg(long = "deny-capability")]
+        deny_capability: Vec<String>,
+        /// Clear the denied capabilities.
+        #[arg(long, conflicts_with = "deny_capability")]
+        allow_all_capabilities: bool,
+    },
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     helix_core::wiring::init_tracing(false);
@@ -91,6 +149,24 @@ async fn main() -> anyhow::Result<()> {
             let token = local::dev_token(&store, &subject, &tenant, &scopes, ttl_seconds).await?;
             println!("{token}");
             Ok(())
+        }
+        Command::DevSession { store, subject, tenant } => {
+            println!("{}", local::dev_session(&store, &subject, &tenant).await?);
+            Ok(())
+        }
+        Command::Account { command: AccountCommand::Show { account } } => local::account_show(&account).await,
+        Command::Account {
+            command:
+                AccountCommand::Policy { account, rooms_locked, developer, guest, deny_capability, allow_all_capabilities },
+        } => {
+            let denied_capabilities = if allow_all_capabilities {
+                Some(vec![])
+            } else {
+                (!deny_capability.is_empty()).then_some(deny_capability)
+            };
+            let change =
+                helix_core::domain::account::PolicyChange { rooms_locked, developer, guest, denied_capabilities };
+            local::account_policy(&account, &change).await
         }
         Command::LinkAccount { store, issuer, tenant, provider, subject } => {
             local::link_account(&store, &issuer, &tenant, &provider, &subject).await

@@ -483,3 +483,95 @@ async fn a_cancel_through_one_server_stops_the_turn_running_on_another() {
     let kinds: Vec<&str> = events.iter().map(|e| e["kind"].as_str().unwrap()).collect();
     assert_eq!(kinds, ["run_started", "run_cancelled"]);
 }
+
+fn helix(dir: &std::path::Path, args: &[&str], extra_env: &[(&str, &str)]) -> std::process::Output {
+    let mut cmd = Command::new(BIN);
+    cmd.args(args).arg("--data-dir").arg(dir).env_remove("HELIX_ENV");
+    for (k, v) in extra_env {
+        cmd.env(k, v);
+    }
+    cmd.output().unwrap()
+}
+
+async fn bindings(port: u16, cookie: &str) -> (u16, Value) {
+    let res = reqwest::Client::new()
+        .get(format!("http://127.0.0.1:{port}/api/account/session/agent-bindings"))
+        .header("cookie", format!("helix_session={cookie}"))
+        .send()
+        .await
+        .unwrap();
+    (res.status().as_u16(), res.json().await.unwrap_or(Value::Null))
+}
+
+#[tokio::test]
+async fn dev_session_prints_a_cookie_for_the_account_dev_token_links() {
+    let dir = tempfile::tempdir().unwrap();
+    let who = ["--subject", "cli-user", "--tenant", "cli-tenant"];
+    let out = helix(dir.path(), &[&["dev-session"][..], &who].concat(), &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let cookie = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+    assert_eq!(cookie.len(), 64, "stdout is only the cookie value");
+    assert!(cookie.bytes().all(|b| b.is_ascii_hexdigit()));
+    let out = dev_token(dir.path(), &[]);
+    assert!(out.status.success());
+
+    let port = free_port();
+    let _server = serve(dir.path(), port).await;
+    let (status, list) = bindings(port, &cookie).await;
+    assert_eq!(status, 200, "{list}");
+    assert_eq!(list["oauth_ready"], true, "dev-token linked the same account: {list}");
+    assert_eq!(list["bindings"].as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn dev_session_is_refused_in_production() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = helix(dir.path(), &["dev-session", "--subject", "s", "--tenant", "t"], &[("HELIX_ENV", "production")]);
+    assert!(!out.status.success());
+    assert!(out.stdout.is_empty(), "no cookie is printed");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("production"));
+}
+
+#[tokio::test]
+async fn account_policy_is_shown_and_set_by_the_operator_and_applies_on_the_next_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let who = ["--subject", "cli-user", "--tenant", "cli-tenant"];
+    let out = helix(dir.path(), &["account", "show", who[0], who[1], who[2], who[3]], &[]);
+    assert!(!out.status.success(), "no account yet");
+    assert!(dev_token(dir.path(), &[]).status.success());
+    let cookie = String::from_utf8(helix(dir.path(), &[&["dev-session"][..], &who].concat(), &[]).stdout).unwrap();
+    let out = helix(
+        dir.path(),
+        &[
+            &["account", "policy"][..],
+            &who,
+            &["--guest", "true", "--rooms-locked", "true", "--deny-capability", "research-library.read_document"],
+        ]
+        .concat(),
+        &[],
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = helix(dir.path(), &[&["account", "show"][..], &who].concat(), &[]);
+    assert!(out.status.success());
+    let shown: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let policy = &shown["account"]["policy"];
+    assert_eq!(
+        (policy["guest"].clone(), policy["rooms_locked"].clone(), policy["developer"].clone()),
+        (json!(true), json!(true), json!(false))
+    );
+    assert_eq!(policy["denied_capabilities"], json!(["research-library.read_document"]));
+    assert_eq!(shown["identity_binding"]["status"], "active");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!text.contains("cli-user") && !text.contains("cli-tenant"), "opaque references only: {text}");
+
+    let port = free_port();
+    {
+        let _server = serve(dir.path(), port).await;
+        let (status, body) = bindings(port, cookie.trim()).await;
+        assert_eq!((status, body["error"]["code"].as_str()), (403, Some("guest_not_allowed")));
+    }
+    let out = helix(dir.path(), &[&["account", "policy"][..], &who, &["--guest", "false"]].concat(), &[]);
+    assert!(out.status.success());
+    let _server = serve(dir.path(), port).await;
+    assert_eq!(bindings(port, cookie.trim()).await.0, 200);
+}

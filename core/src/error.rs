@@ -51,6 +51,18 @@ pub enum ApiError {
     UnsupportedMediaType,
     #[error("this Idempotency-Key was used with a different request")]
     IdempotencyConflict,
+    #[error("a signed-in browser session is required")]
+    SessionRequired,
+    #[error("this account is a guest account and cannot use this lane")]
+    GuestNotAllowed,
+    #[error("cross-site request refused")]
+    CrossSiteRequest,
+    #[error("sign-in failed")]
+    SignInFailed { reason: &'static str },
+    #[error("the verified identity is not this session's account")]
+    IdentityMismatch,
+    #[error("browser sign-in is not configured")]
+    SignInUnavailable,
     #[error("rate limit exceeded")]
     RateLimited { retry_after_secs: u64 },
     #[error("service unavailable")]
@@ -103,6 +115,12 @@ impl ApiError {
             UnsupportedMediaType => "unsupported_media_type",
             IdempotencyConflict => "idempotency_conflict",
             RateLimited { .. } => "rate_limited",
+            SessionRequired => "session_required",
+            GuestNotAllowed => "guest_not_allowed",
+            CrossSiteRequest => "cross_site_request",
+            SignInFailed { .. } => "sign_in_failed",
+            IdentityMismatch => "identity_mismatch",
+            SignInUnavailable => "sign_in_unavailable",
             Unavailable(_) => "unavailable",
             Internal(_) => "internal_error",
         }
@@ -127,6 +145,10 @@ impl ApiError {
             UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             IdempotencyConflict => StatusCode::UNPROCESSABLE_ENTITY,
             RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
+            SessionRequired => StatusCode::UNAUTHORIZED,
+            GuestNotAllowed | CrossSiteRequest | IdentityMismatch => StatusCode::FORBIDDEN,
+            SignInFailed { .. } => StatusCode::BAD_REQUEST,
+            SignInUnavailable => StatusCode::SERVICE_UNAVAILABLE,
             Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -151,6 +173,7 @@ impl ApiError {
             ApiError::PayloadTooLarge { limit } => Some(json!({ "limit_bytes": limit })),
             ApiError::RateLimited { retry_after_secs } => Some(json!({ "retry_after_seconds": retry_after_secs })),
             ApiError::InvalidToken { reason } => Some(json!({ "reason": reason })),
+            ApiError::SignInFailed { reason } => Some(json!({ "reason": reason })),
             _ => None,
         }
     }

@@ -1,5 +1,6 @@
 //! HTTP integration tests against the composed routers (real sockets, real stores).
 
+mod account;
 mod auth;
 mod lambda_events;
 mod lifecycle;

@@ -506,7 +506,7 @@ fn is_identifier(s: &str) -> bool {
 
 /// The signed tenant: the first of [`TENANT_CLAIMS`] present. Every present tenant
 /// claim must be a valid identifier and all must agree.
-fn signed_tenant(claims: &Map<String, Value>) -> Result<String, ApiError> {
+pub(crate) fn signed_tenant(claims: &Map<String, Value>) -> Result<String, ApiError> {
     let mut tenant: Option<&str> = None;
     for name in TENANT_CLAIMS {
         let Some(value) = claims.get(name) else {

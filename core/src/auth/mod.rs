@@ -2,4 +2,5 @@
 //! Must not depend on `service`, `http` or `mcp`.
 
 pub mod jwt;
+pub mod oidc;
 pub mod principal;

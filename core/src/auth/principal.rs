@@ -2,6 +2,7 @@
 //! linked Helix account through an active agent account binding. Nothing here is
 //! created from token claims; links and bindings come only from the trusted link path.
 
+use crate::domain::account::AccountPolicy;
 use crate::domain::hash_parts;
 use crate::domain::run::Ownership;
 use crate::error::ApiError;
@@ -14,8 +15,8 @@ pub struct Principal {
     pub subject: String,
     pub account_id: String,
     pub scopes: Vec<String>,
-    /// Capabilities the linked account's policy withholds.
-    pub denied_capabilities: Vec<String>,
+    /// The linked account's current policy (read with the link on every request).
+    pub policy: AccountPolicy,
 }
 
 impl std::fmt::Debug for Principal {
@@ -40,8 +41,8 @@ impl Principal {
     pub fn ownership(&self) -> Ownership {
         Ownership {
             owner_ref: format!("owner:sha256:{}", self.owner_hash()),
-            tenant_ref: format!("tenant:sha256:{}", hash_parts(&["tenant.v1", &self.issuer, &self.tenant])),
-            account_ref: format!("account:sha256:{}", hash_parts(&["account.v1", &self.account_id])),
+            tenant_ref: crate::domain::account::tenant_ref(&self.issuer, &self.tenant),
+            account_ref: crate::domain::account::account_ref(&self.account_id),
         }
     }
 
@@ -59,7 +60,7 @@ impl Principal {
     }
 
     pub fn capability_available(&self, capability: &str) -> bool {
-        !self.denied_capabilities.iter().any(|c| c == capability)
+        !self.policy.denied_capabilities.iter().any(|c| c == capability)
     }
 }
 

@@ -1,6 +1,7 @@
 //! Pure types and rules of the service: identifiers, runs, events, scopes, completion.
 //! No I/O here: nothing in `domain` may depend on `store`, `service`, `http` or `mcp`.
 
+pub mod account;
 pub mod authority;
 pub mod event;
 pub mod ids;

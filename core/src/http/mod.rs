@@ -2,7 +2,9 @@
 //! host/origin admission, pre-auth rate limit, body limits, strict JSON, bearer and
 //! scope checks, one error envelope). Handlers only frame service calls.
 
+pub mod account;
 pub mod agent_runs;
+pub mod dev_oidc;
 pub mod discovery;
 pub mod ratelimit;
 pub mod redact;
@@ -37,14 +39,20 @@ pub struct AppState {
     pub services: Services,
     pub verifier: Arc<TokenVerifier>,
     pub limits: Arc<RateLimits>,
+    /// The browser lane's OpenID Connect client (None: sign-in is not configured).
+    pub oidc: Option<Arc<crate::auth::oidc::OidcClient>>,
 }
 
 impl AppState {
     pub fn new(services: Services) -> Self {
         let http = reqwest::Client::builder().timeout(std::time::Duration::from_secs(5)).build().expect("HTTP client");
         let verifier = Arc::new(TokenVerifier::new(&services.config.oauth, http));
+        let oidc = services.config.browser.oidc.clone().map(|o| {
+            let redirect = format!("{}{}", services.config.public_base_url, account::CALLBACK_PATH);
+            Arc::new(crate::auth::oidc::OidcClient::new(o, redirect))
+        });
         let limits = Arc::new(RateLimits::new(services.store.clone()));
-        Self { services, verifier, limits }
+        Self { services, verifier, limits, oidc }
     }
 }
 
@@ -54,13 +62,15 @@ pub enum Group {
     AgentRuns,
     Mcp,
     Discovery,
+    /// The cookie lane and pages (`/account`, `/agent-access`, `/api/account/…`).
+    Account,
 }
 
 impl Group {
     pub fn resource_path(self) -> &'static str {
         match self {
             Group::AgentRuns => "/api/v1/agent-runs",
-            Group::Mcp | Group::Discovery => "/mcp",
+            Group::Mcp | Group::Discovery | Group::Account => "/mcp",
         }
     }
     fn limits(self, state: &AppState) -> Limits {

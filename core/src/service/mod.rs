@@ -6,6 +6,7 @@ pub mod accounts;
 pub mod cancel_watch;
 pub mod records;
 pub mod runs;
+pub mod sessions;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};

@@ -56,6 +56,30 @@ pub fn binding_key(binding_hash: &str) -> Key {
     Key::new(format!("AGENTBIND#{binding_hash}"), "AGENTBIND")
 }
 
+/// The account item: status and the operator-held policy.
+pub fn account_key(account_id: &str) -> Key {
+    Key::new(format!("ACCOUNT#{account_id}"), "ACCOUNT")
+}
+
+/// Prefix of the account's binding entries (one per agent binding, for listing).
+pub const BINDING_ENTRY_PREFIX: &str = "AGENTBIND#";
+
+/// The listing entry of an agent binding under its account, written in the same
+/// transaction as the binding item itself.
+pub fn binding_entry_key(account_id: &str, binding_hash: &str) -> Key {
+    Key::new(format!("ACCOUNT#{account_id}"), format!("{BINDING_ENTRY_PREFIX}{binding_hash}"))
+}
+
+/// A browser session, by the hash of its token.
+pub fn session_key(token_hash: &str) -> Key {
+    Key::new(format!("SESSION#{token_hash}"), "SESSION")
+}
+
+/// A sign-in intent, by the hash of its state.
+pub fn intent_key(state_hash: &str) -> Key {
+    Key::new(format!("INTENT#{state_hash}"), "INTENT")
+}
+
 /// An idempotency receipt: a reservation (in progress, with a lease) or a completed
 /// response kept for 24 hours.
 #[derive(Debug, Clone, PartialEq, Eq)]

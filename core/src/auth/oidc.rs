@@ -1,0 +1,233 @@
+//! The OpenID Connect client of the browser lane (authorization code + PKCE + nonce),
+//! over the `openidconnect` crate: discovery, the authorization URL, the code exchange
+//! and ID-token verification (issuer, audience, nonce, expiry, JWKS signature, admitted
+//! algorithms) plus the signed tenant claim. Must not depend on `service` or `http`.
+
+use std::str::FromStr;
+
+use chrono::{DateTime, Utc};
+use openidconnect::core::{
+    CoreAuthPrompt, CoreAuthenticationFlow, CoreClient, CoreGenderClaim, CoreJsonWebKey,
+    CoreJweContentEncryptionAlgorithm, CoreJwsSigningAlgorithm, CoreProviderMetadata,
+};
+use openidconnect::{
+    AdditionalClaims, AuthorizationCode, ClaimsVerificationError, ClientId, ClientSecret, CsrfToken, IdToken,
+    IdTokenVerifier, IssuerUrl, Nonce, PkceCodeChallenge, PkceCodeVerifier, RedirectUrl, Scope,
+    SignatureVerificationError, TokenResponse,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::config::OidcConfig;
+use crate::error::ApiError;
+
+/// Claims beyond the standard ones: the signed tenant lives here.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ExtraClaims {
+    #[serde(flatten)]
+    rest: Map<String, Value>,
+}
+
+impl AdditionalClaims for ExtraClaims {}
+
+type HelixIdToken = IdToken<ExtraClaims, CoreGenderClaim, CoreJweContentEncryptionAlgorithm, CoreJwsSigningAlgorithm>;
+
+/// An identity the provider verified. Its `Debug` keeps the subject and tenant out of logs.
+#[derive(Clone, PartialEq, Eq)]
+pub struct VerifiedIdentity {
+    pub issuer: String,
+    pub subject: String,
+    pub tenant: String,
+    /// When the user last authenticated at the provider (epoch seconds), if stated.
+    pub auth_time: Option<i64>,
+}
+
+impl std::fmt::Debug for VerifiedIdentity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("VerifiedIdentity").field("issuer", &self.issuer).finish_non_exhaustive()
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct HttpFailure(String);
+
+/// The HTTP transport the OIDC crate calls (reqwest, no redirects). A named type with a
+/// boxed `Send` future, so the handlers that await it stay `Send`.
+#[derive(Clone)]
+struct Http(reqwest::Client);
+
+type HttpFuture<'c> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<openidconnect::HttpResponse, HttpFailure>> + Send + 'c>>;
+
+impl<'c> openidconnect::AsyncHttpClient<'c> for Http {
+    type Error = HttpFailure;
+    type Future = HttpFuture<'c>;
+
+    fn call(&'c self, request: openidconnect::HttpRequest) -> Self::Future {
+        Box::pin(send(self.0.clone(), request))
+    }
+}
+
+async fn send(
+    http: reqwest::Client,
+    request: openidconnect::HttpRequest,
+) -> Result<openidconnect::HttpResponse, HttpFailure> {
+    let (parts, body) = request.into_parts();
+    let mut builder = http.request(parts.method, parts.uri.to_string()).body(body);
+    for (name, value) in &parts.headers {
+        builder = builder.header(name, value);
+    }
+    let response = builder.send().await.map_err(|e| HttpFailure(format!("request failed: {}", e.without_url())))?;
+    let mut out = http::Response::builder().status(response.status());
+    for (name, value) in response.headers() {
+        out = out.header(name, value);
+    }
+    let bytes = response.bytes().await.map_err(|e| HttpFailure(format!("body: {}", e.without_url())))?;
+    out.body(bytes.to_vec()).map_err(|e| HttpFailure(e.to_string()))
+}
+
+/// The OIDC client of one configured provider.
+#[derive(Clone)]
+pub struct OidcClient {
+    config: OidcConfig,
+    redirect_uri: String,
+    http: Http,
+}
+
+fn failed(reason: &'static str) -> ApiError {
+    ApiError::SignInFailed { reason }
+}
+
+fn unavailable(e: impl std::error::Error + Send + Sync + 'static) -> ApiError {
+    ApiError::Unavailable(Box::new(e))
+}
+
+impl OidcClient {
+    pub fn new(config: OidcConfig, redirect_uri: String) -> Self {
+        // No redirects: an OpenID provider answers directly (and following them is an SSRF path).
+        let http = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .timeout(std::time::Duration::from_secs(10))
+            .build()
+            .expect("HTTP client");
+        Self { config, redirect_uri, http: Http(http) }
+    }
+
+    pub fn issuer(&self) -> &str {
+        &self.config.issuer
+    }
+
+    async fn metadata(&self) -> Result<CoreProviderMetadata, ApiError> {
+        let issuer = IssuerUrl::new(self.config.issuer.clone()).map_err(unavailable)?;
+        CoreProviderMetadata::discover_async(issuer, &self.http).await.map_err(unavailable)
+    }
+
+    fn client(
+        &self,
+        metadata: CoreProviderMetadata,
+    ) -> Result<
+        CoreClient<
+            openidconnect::EndpointSet,
+            openidconnect::EndpointNotSet,
+            openidconnect::EndpointNotSet,
+            openidconnect::EndpointNotSet,
+            openidconnect::EndpointMaybeSet,
+            openidconnect::EndpointMaybeSet,
+        >,
+        ApiError,
+    > {
+        let redirect = RedirectUrl::new(self.redirect_uri.clone()).map_err(ApiError::internal)?;
+        let secret = self.config.client_secret.as_ref().map(|s| ClientSecret::new(s.expose().to_owned()));
+        Ok(CoreClient::from_provider_metadata(metadata, ClientId::new(self.config.client_id.clone()), secret)
+            .set_redirect_uri(redirect))
+    }
+
+    /// The provider's authorization URL for this intent. A step-up asks the provider to
+    /// authenticate the user again (`prompt=login`, `max_age=0`).
+    pub async fn authorize_url(
+        &self,
+        state: &str,
+        nonce: &str,
+        verifier: &str,
+        step_up: bool,
+    ) -> Result<String, ApiError> {
+        let client = self.client(self.metadata().await?)?;
+        let challenge = PkceCodeChallenge::from_code_verifier_sha256(&PkceCodeVerifier::new(verifier.to_owned()));
+        let (state, nonce) = (state.to_owned(), nonce.to_owned());
+        let mut request = client
+            .authorize_url(
+                CoreAuthenticationFlow::AuthorizationCode,
+                move || CsrfToken::new(state),
+                move || Nonce::new(nonce),
+            )
+            .add_scope(Scope::new("openid".into()))
+            .set_pkce_challenge(challenge);
+        if step_up {
+            request = request.add_prompt(CoreAuthPrompt::Login).set_max_age(std::time::Duration::ZERO);
+        }
+        Ok(request.url().0.to_string())
+    }
+
+    /// Exchanges the code (with the PKCE verifier) and verifies the ID token it returns.
+    pub async fn complete(
+        &self,
+        code: &str,
+        nonce: &str,
+        verifier: &str,
+        now: DateTime<Utc>,
+    ) -> Result<VerifiedIdentity, ApiError> {
+        let metadata = self.metadata().await?;
+        let jwks = metadata.jwks().clone();
+        let client = self.client(metadata)?;
+        let response = client
+            .exchange_code(AuthorizationCode::new(code.to_owned()))
+            .map_err(ApiError::internal)?
+            .set_pkce_verifier(PkceCodeVerifier::new(verifier.to_owned()))
+            .request_async(&self.http)
+            .await
+            .map_err(|_| failed("code"))?;
+        let raw = response.id_token().ok_or(failed("id_token"))?.to_string();
+        self.verify_id_token(&raw, nonce, jwks, now)
+    }
+
+    fn verify_id_token(
+        &self,
+        raw: &str,
+        nonce: &str,
+        jwks: openidconnect::JsonWebKeySet<CoreJsonWebKey>,
+        now: DateTime<Utc>,
+    ) -> Result<VerifiedIdentity, ApiError> {
+        let token = HelixIdToken::from_str(raw).map_err(|_| failed("id_token"))?;
+        let issuer = IssuerUrl::new(self.config.issuer.clone()).map_err(ApiError::internal)?;
+        let algs: Vec<CoreJwsSigningAlgorithm> = self
+            .config
+            .algorithms
+            .iter()
+            .filter_map(|a| serde_json::from_value(Value::String(a.clone())).ok())
+            .collect();
+        let verifier = IdTokenVerifier::new_public_client(ClientId::new(self.config.client_id.clone()), issuer, jwks)
+            .set_allowed_algs(algs)
+            .set_time_fn(move || now);
+        let claims = token.claims(&verifier, &Nonce::new(nonce.to_owned())).map_err(|e| failed(reason(&e)))?;
+        let tenant = crate::auth::jwt::signed_tenant(&claims.additional_claims().rest).map_err(|_| failed("tenant"))?;
+        Ok(VerifiedIdentity {
+            issuer: claims.issuer().to_string(),
+            subject: claims.subject().to_string(),
+            tenant,
+            auth_time: claims.auth_time().map(|t| t.timestamp()),
+        })
+    }
+}
+
+fn reason(e: &ClaimsVerificationError) -> &'static str {
+    match e {
+        ClaimsVerificationError::InvalidIssuer(_) => "issuer",
+        ClaimsVerificationError::InvalidAudience(_) => "audience",
+        ClaimsVerificationError::InvalidNonce(_) => "nonce",
+        ClaimsVerificationError::Expired(_) => "expired",
+        ClaimsVerificationError::SignatureVerification(SignatureVerificationError::DisallowedAlg(_)) => "algorithm",
+        ClaimsVerificationError::SignatureVerification(_) => "signature",
+        _ => "id_token",
+    }
+}

@@ -1,0 +1,301 @@
+//! The development OpenID provider hosted by `helix serve`: development mode only, on
+//! loopback only, so the browser lane's real OIDC client code signs a newcomer in with
+//! no external service. Codes are single-use, short-lived, PKCE (S256) bound and kept in
+//! memory; ID tokens are EdDSA-signed by a per-process key published at its JWKS.
+//! The subject and tenant a newcomer picks on its login page are the same identity as
+//! `helix dev-token --subject S --tenant T`.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use askama::Template;
+use axum::extract::{Query, State};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Form, Json, Router};
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
+use ed25519_dalek::{Signer, SigningKey};
+use http::header::{CONTENT_TYPE, LOCATION};
+use http::{HeaderValue, StatusCode};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{AppState, Group, pipeline};
+use crate::config::{DEV_PROVIDER_CLIENT_ID, DEV_PROVIDER_PATH, Mode};
+use crate::domain::{random_hex, sha256_hex};
+use crate::error::ApiError;
+
+const CODE_TTL_SECS: i64 = 60;
+const ID_TOKEN_TTL_SECS: i64 = 300;
+const DEFAULT_SUBJECT: &str = "dev-user";
+const DEFAULT_TENANT: &str = "dev-tenant";
+
+/// An EdDSA (Ed25519) ID-token signer and its JWKS.
+pub struct DevSigner {
+    key: SigningKey,
+    kid: String,
+}
+
+impl DevSigner {
+    pub fn generate() -> Self {
+        let mut seed = [0u8; 32];
+        getrandom::fill(&mut seed).expect("operating system randomness");
+        let key = SigningKey::from_bytes(&seed);
+        let kid = sha256_hex(key.verifying_key().to_bytes())[..16].to_owned();
+        Self { key, kid }
+    }
+
+    pub fn jwks(&self) -> Value {
+        json!({ "keys": [{
+            "kty": "OKP", "crv": "Ed25519", "use": "sig", "alg": "EdDSA", "kid": self.kid,
+            "x": B64.encode(self.key.verifying_key().to_bytes()),
+        }] })
+    }
+
+    /// A compact JWS of the claims.
+    pub fn sign(&self, claims: &Value) -> String {
+        let header = json!({ "alg": "EdDSA", "typ": "JWT", "kid": self.kid });
+        let input = format!("{}.{}", B64.encode(header.to_string()), B64.encode(claims.to_string()));
+        let sig = self.key.sign(input.as_bytes());
+        format!("{input}.{}", B64.encode(sig.to_bytes()))
+    }
+}
+
+struct Grant {
+    redirect_uri: String,
+    code_challenge: String,
+    nonce: String,
+    subject: String,
+    tenant: String,
+    auth_time: i64,
+    expires_at: i64,
+}
+
+/// The provider's state: its signer and the codes it issued.
+pub struct DevProvider {
+    signer: DevSigner,
+    codes: Mutex<HashMap<String, Grant>>,
+}
+
+#[derive(Clone)]
+struct Dev {
+    app: AppState,
+    provider: Arc<DevProvider>,
+}
+
+fn issuer(state: &AppState) -> String {
+    format!("{}{DEV_PROVIDER_PATH}", state.services.config.public_base_url)
+}
+
+fn redirect_uri(state: &AppState) -> String {
+    format!("{}{}", state.services.config.public_base_url, super::account::CALLBACK_PATH)
+}
+
+/// The provider's routes, or None unless this is development with the provider enabled.
+/// (`helix serve` also refuses to host it on anything but a loopback address.)
+pub fn router(state: AppState) -> Option<Router> {
+    let config = &state.services.config;
+    if config.mode != Mode::Development || !config.browser.dev_provider {
+        return None;
+    }
+    let dev = Dev {
+        app: state.clone(),
+        provider: Arc::new(DevProvider { signer: DevSigner::generate(), codes: Mutex::default() }),
+    };
+    let p = DEV_PROVIDER_PATH;
+    Some(
+        Router::new()
+            .route(&format!("{p}/.well-known/openid-configuration"), get(discovery))
+            .route(&format!("{p}/jwks"), get(jwks))
+            .route(&format!("{p}/authorize"), get(login_page).post(login))
+            .route(&format!("{p}/token"), axum::routing::post(token))
+            .layer(axum::middleware::from_fn_with_state((state.clone(), Group::Account), pipeline))
+            .layer(axum::middleware::map_response_with_state(state, super::account::page_headers_for))
+            .with_state(dev),
+    )
+}
+
+async fn discovery(State(dev): State<Dev>) -> Json<Value> {
+    let iss = issuer(&dev.app);
+    Json(json!({
+        "issuer": iss,
+        "authorization_endpoint": format!("{iss}/authorize"),
+        "token_endpoint": format!("{iss}/token"),
+        "jwks_uri": format!("{iss}/jwks"),
+        "response_types_supported": ["code"],
+        "subject_types_supported": ["public"],
+        "id_token_signing_alg_values_supported": ["EdDSA"],
+        "code_challenge_methods_supported": ["S256"],
+        "token_endpoint_auth_methods_supported": ["none"],
+        "scopes_supported": ["openid"],
+        "claims_supported": ["sub", "iss", "aud", "exp", "iat", "auth_time", "nonce", "tenant_id"],
+    }))
+}
+
+async fn jwks(State(dev): State<Dev>) -> Json<Value> {
+    Json(dev.provider.signer.jwks())
+}
+
+#[derive(Deserialize)]
+struct AuthorizeQuery {
+    response_type: Option<String>,
+    client_id: Option<String>,
+    redirect_uri: Option<String>,
+    state: Option<String>,
+    nonce: Option<String>,
+    code_challenge: Option<String>,
+    code_challenge_method: Option<String>,
+}
+
+#[derive(Template)]
+#[template(path = "dev_login.html")]
+struct LoginPage {
+    action: String,
+    client_id: String,
+    redirect_uri: String,
+    state: String,
+    nonce: String,
+    code_challenge: String,
+    subject: &'static str,
+    tenant: &'static str,
+}
+
+fn bad(what: &str) -> ApiError {
+    ApiError::InvalidRequest(format!("development provider: {what}"))
+}
+
+fn check_client(dev: &Dev, client_id: &str, redirect: &str) -> Result<(), ApiError> {
+    if client_id != DEV_PROVIDER_CLIENT_ID {
+        return Err(bad("unknown client_id"));
+    }
+    if redirect != redirect_uri(&dev.app) {
+        return Err(bad("redirect_uri is not registered"));
+    }
+    Ok(())
+}
+
+async fn login_page(State(dev): State<Dev>, Query(q): Query<AuthorizeQuery>) -> Result<Response, ApiError> {
+    if q.response_type.as_deref() != Some("code") {
+        return Err(bad("response_type must be code"));
+    }
+    if q.code_challenge_method.as_deref() != Some("S256") {
+        return Err(bad("PKCE with S256 is required"));
+    }
+    let (client_id, redirect) = (q.client_id.unwrap_or_default(), q.redirect_uri.unwrap_or_default());
+    check_client(&dev, &client_id, &redirect)?;
+    let page = LoginPage {
+        action: format!("{DEV_PROVIDER_PATH}/authorize"),
+        client_id,
+        redirect_uri: redirect,
+        state: q.state.ok_or_else(|| bad("state is required"))?,
+        nonce: q.nonce.ok_or_else(|| bad("nonce is required"))?,
+        code_challenge: q.code_challenge.ok_or_else(|| bad("code_challenge is required"))?,
+        subject: DEFAULT_SUBJECT,
+        tenant: DEFAULT_TENANT,
+    };
+    let mut res = page.render().map_err(ApiError::internal)?.into_response();
+    res.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("text/html; charset=utf-8"));
+    Ok(res)
+}
+
+#[derive(Deserialize)]
+struct LoginForm {
+    client_id: String,
+    redirect_uri: String,
+    state: String,
+    nonce: String,
+    code_challenge: String,
+    subject: String,
+    tenant: String,
+}
+
+fn identifier_ok(s: &str) -> bool {
+    (1..=128).contains(&s.len())
+        && s.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'@'))
+}
+
+async fn login(
+    State(dev): State<Dev>,
+    headers: http::HeaderMap,
+    Form(f): Form<LoginForm>,
+) -> Result<Response, ApiError> {
+    super::account::require_same_origin(&dev.app, &headers)?;
+    check_client(&dev, &f.client_id, &f.redirect_uri)?;
+    if !identifier_ok(&f.subject) || !identifier_ok(&f.tenant) {
+        return Err(bad("subject and tenant: 1-128 of A-Z a-z 0-9 - _ . @"));
+    }
+    let now = dev.app.services.clock.epoch();
+    let code = random_hex(32);
+    let mut location = openidconnect::url::Url::parse(&f.redirect_uri).map_err(|_| bad("redirect_uri"))?;
+    location.query_pairs_mut().append_pair("code", &code).append_pair("state", &f.state);
+    {
+        let mut codes = dev.provider.codes.lock().expect("codes lock");
+        codes.retain(|_, g| g.expires_at > now);
+        codes.insert(
+            code,
+            Grant {
+                redirect_uri: f.redirect_uri,
+                code_challenge: f.code_challenge,
+                nonce: f.nonce,
+                subject: f.subject,
+                tenant: f.tenant,
+                auth_time: now,
+                expires_at: now + CODE_TTL_SECS,
+            },
+        );
+    }
+    let mut res = StatusCode::SEE_OTHER.into_response();
+    res.headers_mut().insert(LOCATION, HeaderValue::from_str(location.as_str()).map_err(ApiError::internal)?);
+    Ok(res)
+}
+
+#[derive(Deserialize)]
+struct TokenForm {
+    grant_type: String,
+    code: String,
+    redirect_uri: String,
+    code_verifier: String,
+    client_id: Option<String>,
+}
+
+fn token_error(code: &str) -> Response {
+    (StatusCode::BAD_REQUEST, Json(json!({ "error": code }))).into_response()
+}
+
+async fn token(State(dev): State<Dev>, Form(f): Form<TokenForm>) -> Response {
+    if f.grant_type != "authorization_code" {
+        return token_error("unsupported_grant_type");
+    }
+    if f.client_id.as_deref().is_some_and(|c| c != DEV_PROVIDER_CLIENT_ID) {
+        return token_error("invalid_client");
+    }
+    let now = dev.app.services.clock.epoch();
+    // Single use: the code is removed whatever the outcome.
+    let Some(grant) = dev.provider.codes.lock().expect("codes lock").remove(&f.code) else {
+        return token_error("invalid_grant");
+    };
+    let challenge = B64.encode(sha2::Sha256::digest(f.code_verifier.as_bytes()));
+    if grant.expires_at <= now || grant.redirect_uri != f.redirect_uri || challenge != grant.code_challenge {
+        return token_error("invalid_grant");
+    }
+    let id_token = dev.provider.signer.sign(&json!({
+        "iss": issuer(&dev.app),
+        "sub": grant.subject,
+        "aud": DEV_PROVIDER_CLIENT_ID,
+        "iat": now,
+        "exp": now + ID_TOKEN_TTL_SECS,
+        "auth_time": grant.auth_time,
+        "nonce": grant.nonce,
+        "tenant_id": grant.tenant,
+    }));
+    Json(json!({
+        "access_token": format!("dev-oidc-{}", random_hex(16)),
+        "token_type": "Bearer",
+        "expires_in": ID_TOKEN_TTL_SECS,
+        "id_token": id_token,
+    }))
+    .into_response()
+}
+
+use sha2::Digest;

@@ -1,0 +1,14 @@
+//! The `account` function: the cookie lane (sign-in, session, agent bindings) and the
+//! pages people use; every rule is in helix-core.
+
+pub use helix_core::http::AppState;
+
+/// The routes alone, for composition with other functions (the local server).
+pub fn routes(state: AppState) -> axum::Router {
+    helix_core::http::account::router(state)
+}
+
+/// The function's whole router: its routes plus the enveloped 404 fallback.
+pub fn router(state: AppState) -> axum::Router {
+    routes(state.clone()).fallback_service(helix_core::http::fallback_router(state))
+}
