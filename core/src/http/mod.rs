@@ -73,6 +73,13 @@ impl Group {
             Group::Mcp | Group::Discovery | Group::Account => "/mcp",
         }
     }
+    /// True when each handler of the group that has an effect runs `authenticate` first,
+    /// which awaits the IP window before anything happens (the rest is read-only), so the
+    /// window's count may overlap the request. The cookie lane acts without it.
+    fn gates_in_authenticate(self) -> bool {
+        matches!(self, Group::AgentRuns | Group::Mcp | Group::Discovery)
+    }
+
     fn limits(self, state: &AppState) -> Limits {
         match self {
             Group::Mcp => state.services.config.mcp_limits,
@@ -208,12 +215,17 @@ pub async fn pipeline(State((state, group)): State<(AppState, Group)>, mut req: 
 
     let mut res = match admit(&state, group, req.headers()).and_then(|()| limit_ip(&state, group, &ip)) {
         Ok(window) => {
-            req.extensions_mut().insert(window.clone());
-            let res = next.run(req).await;
-            // Handlers that did not authenticate (read-only) learn the verdict here.
-            match window.verdict().await {
-                Ok(()) => res,
-                Err(refusal) => ApiError::from(refusal).into_response(),
+            let first = if group.gates_in_authenticate() { Ok(()) } else { window.verdict().await };
+            if let Err(refusal) = first {
+                ApiError::from(refusal).into_response()
+            } else {
+                req.extensions_mut().insert(window.clone());
+                let res = next.run(req).await;
+                // Handlers that did not authenticate (read-only) learn the verdict here.
+                match window.verdict().await {
+                    Ok(()) => res,
+                    Err(refusal) => ApiError::from(refusal).into_response(),
+                }
             }
         }
         Err(e) => e.into_response(),
