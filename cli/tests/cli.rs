@@ -296,7 +296,7 @@ async fn two_servers_on_one_table_share_one_principals_rate_limit() {
     let _a = table.serve(dir.path(), port_a, &env).await;
     let _b = table.serve(dir.path(), port_b, &env).await;
     let client = reqwest::Client::new();
-    start_of_a_window(30).await;
+    start_of_a_window(10).await;
     let mut statuses = vec![];
     for port in [port_a, port_a, port_a, port_b, port_b, port_a] {
         let res = client
@@ -327,7 +327,7 @@ async fn two_servers_on_one_table_share_one_addresss_rate_limit() {
     let _a = table.serve(dir.path(), port_a, &env).await;
     let _b = table.serve(dir.path(), port_b, &env).await;
     let client = reqwest::Client::new();
-    start_of_a_window(30).await;
+    start_of_a_window(10).await;
     let mut statuses = vec![];
     for port in [port_a, port_b, port_a, port_b, port_a] {
         let url = format!("http://127.0.0.1:{port}/api/v1/agent-runs/run_abcdefgh12");
