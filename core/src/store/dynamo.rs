@@ -4,7 +4,8 @@
 //!
 //! Round trips: get = 1 GetItem; batch_get = 1 BatchGetItem per 100 distinct keys (plus bounded
 //! retries of UnprocessedKeys); put = 1 PutItem; transact = 1 TransactWriteItems; query = 1 Query
-//! (more only when expired items or the 1 MB page cap leave it short of `limit + 1` live items).
+//! (more only when expired items or the 1 MB page cap leave it short of `limit + 1` live items);
+//! count = 1 UpdateItem (plus a PutItem when it replaces an expired counter).
 //! Expiry is checked on every read and inside every condition, because TTL deletion is lazy.
 
 use std::collections::{BTreeMap, HashMap};
