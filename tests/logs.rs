@@ -40,3 +40,36 @@ async fn access_logs_carry_status_and_code_but_never_credentials() {
         assert!(!logs.contains(secret), "a credential reached the log");
     }
 }
+
+/// Issue 7 item 8, in process: the subscriber `init_tracing` installs, at `RUST_LOG=trace`
+/// (rmcp named explicitly), over real HTTP and the real rmcp transport: no tool argument,
+/// result, idempotency key or token reaches the log.
+#[tokio::test]
+async fn the_installed_subscriber_at_trace_drops_mcp_arguments_results_and_keys() {
+    let captured = Captured::default();
+    let sink = captured.clone();
+    let subscriber = helix_core::wiring::log_subscriber("trace,rmcp=trace", false, move || sink.clone());
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let app = TestApp::spawn().await;
+    let token = app.token().await;
+    let call = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "helix_run_start",
+        "arguments": {"idempotency_key": "trace-probe-key-0001",
+            "request": {"objective": "Casimir probe ibex-marmot", "database_scope": ["research_library"]}}}});
+    let res = app
+        .post("/mcp", &token)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2025-11-25")
+        .json(&call)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    let body: serde_json::Value = res.json().await.unwrap();
+    let run_id = body["result"]["structuredContent"]["run_id"].as_str().unwrap().to_owned();
+    let logs = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    assert!(logs.contains("request_id") && logs.contains("latency_ms"), "helix's own lines are written: {logs}");
+    for secret in [token.as_str(), "trace-probe-key-0001", "ibex-marmot", "structuredContent", run_id.as_str()] {
+        assert!(!logs.contains(secret), "the log carries {secret:?}");
+    }
+}

@@ -85,6 +85,7 @@ async fn open_store(args: &StoreArgs) -> anyhow::Result<Arc<dyn Store>> {
         StoreKind::Embedded => {
             std::fs::create_dir_all(&args.data_dir)?;
             let path = args.data_dir.join("helix.redb");
+            owner_only(&path)?;
             Arc::new(
                 helix_core::store::embedded::EmbeddedStore::open(&path)
                     .with_context(|| format!("opening {} (is another helix serve using it?)", path.display()))?,
@@ -92,6 +93,20 @@ async fn open_store(args: &StoreArgs) -> anyhow::Result<Arc<dyn Store>> {
         }
         StoreKind::Dynamodb => Arc::new(helix_core::store::dynamo::DynamoStore::from_env(require_table(args)?).await),
     })
+}
+
+/// Creates `path` owner-only (0600) when it is missing and tightens it when it exists:
+/// the store holds run data and receipts, and is kept like the secrets beside it.
+fn owner_only(path: &Path) -> anyhow::Result<()> {
+    let mut opts = std::fs::OpenOptions::new();
+    opts.write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut opts, 0o600);
+    opts.open(path).with_context(|| format!("creating {}", path.display()))?;
+    #[cfg(unix)]
+    std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+        .with_context(|| format!("restricting {}", path.display()))?;
+    Ok(())
 }
 
 fn local_signer(data_dir: &Path) -> anyhow::Result<TerminalSigner> {

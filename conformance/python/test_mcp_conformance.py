@@ -141,6 +141,7 @@ async def call_err(session: ClientSession, name: str, args: dict[str, Any]) -> t
     assert sc.get("schema") == "helix.agent_api.error.v1", f"error envelope schema: {sc.get('schema')!r}"
     err = sc.get("error")
     assert isinstance(err, dict) and isinstance(err.get("code"), str), f"no error.code in {sc!r}"
+    assert_false_flags(sc, f"{name} error result")
     return err, result
 
 
@@ -163,7 +164,7 @@ def assert_run(run: dict[str, Any]) -> None:
     ):
         assert f in run, f"run field {f} missing: {sorted(run)}"
     assert isinstance(run["version"], int) and run["version"] >= 1
-    assert run["recommended_next_action"] in ("continue", "answer_questions", "stop"), run[
+    assert run["recommended_next_action"] in ("continue", "answer_questions", "wait", "stop"), run[
         "recommended_next_action"
     ]
     assert_false_flags(run, f"run {run['run_id']} v{run['version']}")
@@ -196,6 +197,9 @@ async def list_all_events(session: ClientSession, run_id: str) -> list[dict[str,
         )
         assert page.get("schema") == "helix.agent_run.event_page.v1", page.get("schema")
         assert page.get("run_id") == run_id
+        assert_false_flags(page, f"event page after {after}")
+        for e in page["events"]:
+            assert_false_flags(e, f"event {e.get('seq')}")
         events.extend(page["events"])
         if not page.get("has_more"):
             break

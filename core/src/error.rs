@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use crate::domain::run::Invalid;
 use crate::store::StoreError;
 
-pub const ERROR_SCHEMA: &str = "helix.agent_api.error.v1";
+pub const ERROR_SCHEMA: &str = crate::domain::wire::ERROR_SCHEMA;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
@@ -184,11 +184,22 @@ impl ApiError {
     }
 
     pub fn body(&self, request_id: &str) -> Value {
-        let mut error = json!({ "code": self.code(), "message": self.public_message(), "retryable": self.retryable() });
-        if let Some(d) = self.details() {
-            error["details"] = d;
+        crate::domain::wire::to_value(&self.envelope(request_id))
+    }
+
+    /// The `helix.agent_api.error.v1` envelope (typed: its schema is published by MCP).
+    pub fn envelope(&self, request_id: &str) -> crate::domain::wire::ErrorEnvelope {
+        use crate::domain::wire::{ErrorDetail, ErrorEnvelope, ErrorSchemaName};
+        ErrorEnvelope {
+            schema: ErrorSchemaName,
+            error: ErrorDetail {
+                code: self.code().to_owned(),
+                message: self.public_message(),
+                retryable: self.retryable(),
+                details: self.details(),
+            },
+            request_id: request_id.to_owned(),
         }
-        json!({ "schema": ERROR_SCHEMA, "error": error, "request_id": request_id })
     }
 
     /// Logs server-side failures with their cause chain (never the request's credentials).

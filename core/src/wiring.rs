@@ -9,11 +9,48 @@ use crate::http::AppState;
 use crate::service::Services;
 use crate::store::Store;
 
-/// Tracing for every binary: JSON lines on Lambda, compact text locally; `RUST_LOG` filters.
+/// Tracing for every binary: JSON lines on Lambda, compact text locally; `RUST_LOG` filters
+/// (default `info`) under the fixed [`log_ceiling`].
 pub fn init_tracing(json: bool) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_target(false);
-    let _ = if json { builder.json().try_init() } else { builder.compact().try_init() };
+    use tracing_subscriber::util::SubscriberInitExt;
+    let directives = std::env::var("RUST_LOG").unwrap_or_default();
+    let _ = log_subscriber(&directives, json, std::io::stdout).try_init();
+}
+
+/// The subscriber [`init_tracing`] installs, writing to `writer` (tests capture it).
+/// `directives` is a `RUST_LOG` value; empty or malformed means `info`.
+pub fn log_subscriber<W>(directives: &str, json: bool, writer: W) -> Box<dyn tracing::Subscriber + Send + Sync>
+where
+    W: for<'w> tracing_subscriber::fmt::MakeWriter<'w> + Send + Sync + 'static,
+{
+    use tracing_subscriber::layer::SubscriberExt;
+    let env = tracing_subscriber::EnvFilter::try_new(directives)
+        .ok()
+        .filter(|_| !directives.trim().is_empty())
+        .unwrap_or_else(|| tracing_subscriber::EnvFilter::new("info"));
+    // Colour only on a terminal: a log file or collector gets plain text.
+    let ansi = !json && std::io::IsTerminal::is_terminal(&std::io::stdout());
+    let fmt = tracing_subscriber::fmt::layer().with_target(false).with_ansi(ansi).with_writer(writer);
+    let base = tracing_subscriber::registry().with(env).with(log_ceiling());
+    if json { Box::new(base.with(fmt.json())) } else { Box::new(base.with(fmt.compact())) }
+}
+
+/// The most any `RUST_LOG` can enable. Dependencies write request data at debug and
+/// trace: rmcp every JSON-RPC message (tool arguments and results, idempotency keys
+/// verbatim), the AWS SDK its signed requests, hyper and h2 their frames. Helix's own
+/// crates never log credentials, keys or arguments at any level and follow `RUST_LOG`;
+/// every other target stops at `info`, and rmcp (whose `info` lines carry client
+/// notifications verbatim) at `warn`. A second global filter, so no directive lifts it.
+pub fn log_ceiling() -> tracing_subscriber::filter::Targets {
+    use tracing_subscriber::filter::LevelFilter;
+    tracing_subscriber::filter::Targets::new()
+        .with_default(LevelFilter::INFO)
+        .with_target("rmcp", LevelFilter::WARN)
+        .with_target("helix", LevelFilter::TRACE)
+        .with_target("helix_core", LevelFilter::TRACE)
+        .with_target("helix_agent_runs", LevelFilter::TRACE)
+        .with_target("helix_discovery", LevelFilter::TRACE)
+        .with_target("helix_mcp", LevelFilter::TRACE)
 }
 
 /// The executor the configuration names. `Local` is wired by the CLI, which owns

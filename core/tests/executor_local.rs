@@ -105,7 +105,7 @@ async fn a_corpus_question_completes_with_verified_terminal_authority() {
     assert_eq!(run.terminal_authority_status, Authority::Authorized);
     assert!(run.unresolved_requirements.is_empty());
     let result = run.latest_result.as_ref().unwrap();
-    assert_eq!(result.solver_status, "succeeded");
+    assert_eq!(result.solver_status, SolverStatus::Succeeded);
     let product = result.terminal_product.as_ref().expect("an authorized terminal product");
     assert!(!product.supporting_evidence_refs.is_empty());
     assert!(product.supporting_evidence_refs.iter().all(|r| run.evidence.evidence_refs.contains(r)));
@@ -146,7 +146,7 @@ async fn without_the_capability_the_gate_stays_closed() {
     let ids: Vec<&str> = run.unresolved_requirements.iter().map(|r| r.id.as_str()).collect();
     assert!(ids.contains(&"capability:research-library.read_document"), "{ids:?}");
     assert!(ids.contains(&"required_evidence:research_library_evidence"), "{ids:?}");
-    assert_eq!(run.latest_result.as_ref().unwrap().solver_status, "partial");
+    assert_eq!(run.latest_result.as_ref().unwrap().solver_status, SolverStatus::Partial);
 
     // Admitted on the next turn: the capability requirement is resolved and the run completes.
     turn(&ex, &mut run, Some("Now with the library."), vec![], &[CAPABILITY]).await;

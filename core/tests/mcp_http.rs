@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use helix_core::config::{Config, DefaultMode};
-use helix_core::executor::scripted::ScriptedExecutor;
+use helix_core::domain::authority::TerminalSigner;
+use helix_core::executor::scripted::{ScriptedExecutor, Step};
 use helix_core::http::AppState;
 use helix_core::mcp::schema::validate;
 use helix_core::service::accounts::LinkIdentity;
@@ -20,6 +21,8 @@ const READ_ONLY: &[&str] = &["helix.agent_runs.read", "helix.data.research_libra
 
 struct App {
     state: AppState,
+    /// One router per app, as a server has: its `tools/list` cache lives across requests.
+    router: axum::Router,
     _dir: tempfile::TempDir,
 }
 
@@ -31,19 +34,27 @@ struct Reply {
 
 impl App {
     fn new() -> Self {
+        Self::scripted().0
+    }
+
+    /// An app whose turns are scripted, with the script's terminal signer trusted.
+    fn scripted() -> (Self, Arc<ScriptedExecutor>) {
         let vars = [
             ("HELIX_AGENT_ALLOW_LOCAL_HS256", "1"),
             ("HELIX_AGENT_LOCAL_JWT_SECRET", SECRET),
             ("HELIX_AGENT_DATABASE_SCOPES", "research_library"),
         ];
-        let config = Config::from_lookup(DefaultMode::Development, &|k| {
+        let mut config = Config::from_lookup(DefaultMode::Development, &|k| {
             vars.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string())
         })
         .expect("test config");
+        let signer = TerminalSigner::from_seed("helix-ask-test", "k1", [42; 32]);
+        config.trusted_terminal_keys.insert("helix-ask-test", "k1", signer.verifying_key());
         let dir = tempfile::tempdir().unwrap();
         let store = Arc::new(helix_core::store::embedded::EmbeddedStore::open(&dir.path().join("helix.redb")).unwrap());
-        let executor = Arc::new(ScriptedExecutor::new(vec![], None));
-        App { state: helix_core::wiring::app_state(config, store, executor), _dir: dir }
+        let executor = Arc::new(ScriptedExecutor::new(vec![], Some(signer)));
+        let state = helix_core::wiring::app_state(config, store, executor.clone());
+        (App { router: helix_core::mcp::router(state.clone()), state, _dir: dir }, executor)
     }
 
     async fn token(&self, subject: &str, scopes: &[&str]) -> String {
@@ -56,7 +67,7 @@ impl App {
     }
 
     async fn send(&self, req: Request<Body>) -> Reply {
-        let res = helix_core::mcp::router(self.state.clone()).oneshot(req).await.unwrap();
+        let res = self.router.clone().oneshot(req).await.unwrap();
         let status = res.status();
         let headers = res.headers().clone();
         let bytes = res.into_body().collect().await.unwrap().to_bytes();
@@ -355,4 +366,317 @@ async fn a_tool_error_carries_the_request_id_of_the_http_response() {
     assert_eq!(reply.headers["x-request-id"], "client-trace-42");
     assert_eq!(reply.body["result"]["structuredContent"]["request_id"], "client-trace-42");
     assert_eq!(reply.body["result"]["structuredContent"]["error"]["code"], "not_found");
+}
+
+/// Item 6 of issue 7: a warm `tools/list` cache answers exactly what the SDK answers
+/// cold, for requests the SDK refuses as well as for ones it serves.
+#[tokio::test]
+async fn the_cached_tools_list_sits_behind_the_sdk_request_checks() {
+    let plain = |id: Value| json!({"jsonrpc": "2.0", "id": id, "method": "tools/list"}).to_string();
+    let huge = r#"{"jsonrpc":"2.0","id":9223372036854775808,"method":"tools/list"}"#.to_owned();
+    let v = ("mcp-protocol-version", "2025-11-25");
+    type Headers<'a> = Vec<(&'a str, &'a str)>;
+    let variants: Vec<(&str, String, Headers)> = vec![
+        ("accept without application/json", plain(json!(4)), vec![v, ("accept", "text/plain")]),
+        ("accept of event streams only", plain(json!(4)), vec![v, ("accept", "text/event-stream")]),
+        ("an id above i64::MAX", huge.clone(), vec![v]),
+        ("an unknown protocol version", plain(json!(4)), vec![("mcp-protocol-version", "1999-01-01")]),
+        ("an Mcp-Method header naming another method", plain(json!(4)), vec![v, ("mcp-method", "tools/call")]),
+        ("an accepted string id", plain(json!("list-7")), vec![v]),
+        ("an accepted negative id", plain(json!(-3)), vec![v]),
+    ];
+    for (what, body, headers) in variants {
+        // Cold: a fresh server, the SDK decides.
+        let app = App::new();
+        let token = app.token("alice", READ_ONLY).await;
+        let cold = app.post_raw(Some(&token), body.clone(), &headers).await;
+        // Warm: an accepted plain tools/list (same headers otherwise) fills the cache first.
+        let warm_app = App::new();
+        let warm_token = warm_app.token("alice", READ_ONLY).await;
+        for _ in 0..2 {
+            let prime = warm_app.post_raw(Some(&warm_token), plain(json!(1)), &[v]).await;
+            assert_eq!(prime.status, StatusCode::OK);
+        }
+        let warm = warm_app.post_raw(Some(&warm_token), body.clone(), &headers).await;
+        let again = warm_app.post_raw(Some(&warm_token), body.clone(), &headers).await;
+        assert_eq!(cold.status, warm.status, "{what}: the warm answer differs from the cold one");
+        assert_eq!(cold.body, warm.body, "{what}");
+        assert_eq!((warm.status, &warm.body), (again.status, &again.body), "{what}: repeated");
+        // Cold then warm on one server too.
+        let twice = app.post_raw(Some(&token), body.clone(), &headers).await;
+        assert_eq!((cold.status, &cold.body), (twice.status, &twice.body), "{what}: cold then warm");
+    }
+}
+
+/// Item 15 of issue 7: a credential-shaped argument value is refused like a
+/// credential-shaped id or tool name: static error, `id: null`, nothing echoed.
+#[tokio::test]
+async fn a_credential_shaped_argument_value_is_refused_by_the_preflight() {
+    let app = App::new();
+    let token = app.token("alice", FULL).await;
+    let secret = "sk-live-0123456789abcdefghij";
+    let msg = json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "helix_run_start",
+        "arguments": {"idempotency_key": "mcp-cred-0001", "request": {"objective": format!("Use the key {secret}")}}}});
+    for token in [Some(token.as_str()), None] {
+        let reply = app.post(token, msg.clone()).await;
+        assert_eq!(reply.status, StatusCode::BAD_REQUEST);
+        assert_eq!(reply.body["id"], Value::Null);
+        assert_eq!(reply.body["error"]["code"], -32600);
+        assert!(!reply.body.to_string().contains(secret));
+    }
+    // The same call without the key is admitted (and starts a run).
+    let plain = app.call(&token, "helix_run_start", start_args("mcp-cred-0002")).await;
+    assert_ne!(plain["isError"], true, "{plain}");
+}
+
+/// A solver artifact with one research_library evidence item, plus `extra` fields.
+fn artifact(extra: Value) -> helix_core::domain::turn::TurnArtifact {
+    let mut a = json!({
+        "solver_status": "succeeded",
+        "summary": "found a passage",
+        "satisfied_evidence_families": ["research_library_evidence"],
+        "evidence": [{"ref": "evidence:t:0", "family": "research_library_evidence",
+            "source": "research-library://doc0.md#p0", "content_sha256": "00".repeat(32), "excerpt": "passage"}],
+    });
+    for (k, v) in extra.as_object().unwrap() {
+        a[k] = v.clone();
+    }
+    serde_json::from_value(a).unwrap()
+}
+
+/// Checks MCP results against the outputSchema each tool publishes, with a real JSON
+/// Schema validator (the `jsonschema` crate), and records what was covered.
+struct Published {
+    validators: std::collections::HashMap<String, jsonschema::Validator>,
+    seen: std::collections::BTreeSet<String>,
+}
+
+impl Published {
+    fn new(tools: &[Value]) -> Self {
+        let validators = tools
+            .iter()
+            .map(|t| {
+                let name = t["name"].as_str().unwrap().to_owned();
+                (name, jsonschema::validator_for(&t["outputSchema"]).expect("a valid JSON Schema"))
+            })
+            .collect();
+        Published { validators, seen: Default::default() }
+    }
+
+    /// The structuredContent of `result`, checked: valid against the tool's schema, equal
+    /// to the text block, and carrying the four false flags (on every event too).
+    fn check(&mut self, tool: &str, result: &Value) -> Value {
+        let sc = result["structuredContent"].clone();
+        let errors: Vec<String> = self.validators[tool].iter_errors(&sc).map(|e| e.to_string()).collect();
+        assert!(errors.is_empty(), "{tool} result violates its published outputSchema: {errors:?}\n{sc}");
+        let text: Value = serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap();
+        assert_eq!(text, sc, "{tool}: text block and structuredContent differ");
+        let mut objects = vec![&sc];
+        objects.extend(sc["events"].as_array().into_iter().flatten());
+        for o in objects {
+            for flag in ["answer_authority", "assistant_answer", "terminal_eligible", "raw_content_included"] {
+                assert_eq!(o[flag], false, "{tool}: {flag} in {o}");
+            }
+        }
+        let state = if result["isError"] == true {
+            format!("error:{}", sc["error"]["code"].as_str().unwrap())
+        } else if let Some(action) = sc["recommended_next_action"].as_str() {
+            format!("{}/{}", sc["completion_status"].as_str().unwrap(), action)
+        } else {
+            "ok".into()
+        };
+        self.seen.insert(format!("{tool} {state}"));
+        sc
+    }
+
+    /// Inspect, evidence and events of a run, each checked.
+    async fn reads(&mut self, app: &App, token: &str, run_id: &str) -> Value {
+        let run = app.call(token, "helix_run_inspect", json!({"run_id": run_id})).await;
+        let run = self.check("helix_run_inspect", &run);
+        let bundle = app.call(token, "helix_run_fetch_evidence", json!({"run_id": run_id})).await;
+        self.check("helix_run_fetch_evidence", &bundle);
+        let page = app.call(token, "helix_run_list_events", json!({"run_id": run_id, "limit": 200})).await;
+        self.check("helix_run_list_events", &page);
+        run
+    }
+}
+
+/// Items 9 and 10 of issue 7: in every run state (a live turn included) and for error
+/// results, each tool's structuredContent validates against the outputSchema it
+/// publishes and carries the four false flags.
+#[tokio::test]
+async fn every_tool_result_in_every_run_state_matches_its_published_output_schema() {
+    let (app, script) = App::scripted();
+    let app = Arc::new(app);
+    let token = app.token("alice", FULL).await;
+    let tools = app.tools(&token).await;
+    let mut p = Published::new(&tools);
+    let start = |key: &str, request: Value| json!({"idempotency_key": key, "request": request});
+    let research = |extra: Value| {
+        let mut r = json!({"objective": "Measure the Casimir force.", "database_scope": ["research_library"]});
+        for (k, v) in extra.as_object().unwrap() {
+            r[k] = v.clone();
+        }
+        r
+    };
+    let cont = |run: &Value, key: &str, request: Value| {
+        let mut request = request;
+        request["expected_version"] = run["version"].clone();
+        json!({"run_id": run["run_id"], "idempotency_key": key, "request": request})
+    };
+
+    // waiting / needs_more_evidence, then needs_input.
+    let run = app.call(&token, "helix_run_start", start("st-start-0001", research(json!({})))).await;
+    let run = p.check("helix_run_start", &run);
+    let id = run["run_id"].as_str().unwrap().to_owned();
+    assert_eq!(p.reads(&app, &token, &id).await["lifecycle_status"], "waiting");
+    script
+        .push(Step::Artifact(artifact(json!({"pending_questions": [{"question_id": "q1", "prompt": "Which year?"}]}))));
+    let asked = app.call(&token, "helix_run_continue", cont(&run, "st-cont-0001", json!({"instruction": "go"}))).await;
+    let asked = p.check("helix_run_continue", &asked);
+    assert_eq!(asked["completion_status"], "needs_input");
+    p.reads(&app, &token, &id).await;
+
+    // During a live turn: running / pending / wait.
+    script.push(Step::Delay(
+        std::time::Duration::from_millis(600),
+        Box::new(Step::Artifact(artifact(
+            json!({"contradictions": [{"id": "c1", "claim": "x", "evidence_refs": []}]}),
+        ))),
+    ));
+    let answer = cont(&asked, "st-cont-0002", json!({"answers": [{"question_id": "q1", "value": 1997}]}));
+    let turn = tokio::spawn({
+        let (app, token) = (app.clone(), token.clone());
+        async move { app.call(&token, "helix_run_continue", answer).await }
+    });
+    let mut live = None;
+    for _ in 0..100 {
+        let run = app.call(&token, "helix_run_inspect", json!({"run_id": id})).await;
+        if run["structuredContent"]["recommended_next_action"] == "wait" {
+            live = Some(run);
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    let live = p.check("helix_run_inspect", &live.expect("an inspect during the turn"));
+    assert_eq!(
+        (live["lifecycle_status"].as_str(), live["completion_status"].as_str()),
+        (Some("running"), Some("pending"))
+    );
+    p.reads(&app, &token, &id).await;
+    let conflicted = p.check("helix_run_continue", &turn.await.unwrap());
+    assert_eq!(conflicted["completion_status"], "conflict_detected");
+    p.reads(&app, &token, &id).await;
+
+    // blocked (a failed turn), then completed with verified terminal authority.
+    script.push(Step::Fail(helix_core::domain::turn::TurnFailure::ExecutorUnavailable));
+    let blocked = app
+        .call(&token, "helix_run_continue", cont(&conflicted, "st-cont-0003", json!({"instruction": "again"})))
+        .await;
+    let blocked = p.check("helix_run_continue", &blocked);
+    assert_eq!(blocked["completion_status"], "blocked");
+    p.reads(&app, &token, &id).await;
+
+    let run = app.call(&token, "helix_run_start", start("st-start-0002", research(json!({})))).await;
+    let run = p.check("helix_run_start", &run);
+    script.push(Step::Signed {
+        artifact: artifact(json!({})),
+        text: "About 0.3 nN at 1 micrometre.".into(),
+        refs: vec!["evidence:t:0".into()],
+    });
+    let done = app.call(&token, "helix_run_continue", cont(&run, "st-cont-0004", json!({"instruction": "go"}))).await;
+    let done = p.check("helix_run_continue", &done);
+    assert_eq!(
+        (done["completion_status"].as_str(), done["terminal_authority_status"].as_str()),
+        (Some("completed"), Some("authorized"))
+    );
+    p.reads(&app, &token, done["run_id"].as_str().unwrap()).await;
+
+    // failed (the solver failed), budget_exhausted, cancelled.
+    let run = app.call(&token, "helix_run_start", start("st-start-0003", research(json!({})))).await;
+    let run = p.check("helix_run_start", &run);
+    script.push(Step::Artifact(artifact(json!({"solver_status": "failed"}))));
+    let failed = app.call(&token, "helix_run_continue", cont(&run, "st-cont-0005", json!({"instruction": "go"}))).await;
+    assert_eq!(p.check("helix_run_continue", &failed)["completion_status"], "failed");
+    p.reads(&app, &token, run["run_id"].as_str().unwrap()).await;
+
+    let run = app
+        .call(&token, "helix_run_start", start("st-start-0004", research(json!({"budget": {"max_steps": 1}}))))
+        .await;
+    let run = p.check("helix_run_start", &run);
+    script.push(Step::Artifact(artifact(json!({"satisfied_evidence_families": []}))));
+    let spent = app.call(&token, "helix_run_continue", cont(&run, "st-cont-0006", json!({"instruction": "go"}))).await;
+    assert_eq!(p.check("helix_run_continue", &spent)["completion_status"], "budget_exhausted");
+    p.reads(&app, &token, run["run_id"].as_str().unwrap()).await;
+
+    let run = app.call(&token, "helix_run_start", start("st-start-0005", research(json!({})))).await;
+    let run = p.check("helix_run_start", &run);
+    let cancel =
+        json!({"run_id": run["run_id"], "idempotency_key": "st-cancel-001", "request": {"expected_version": 1}});
+    let cancelled = app.call(&token, "helix_run_cancel", cancel.clone()).await;
+    assert_eq!(p.check("helix_run_cancel", &cancelled)["completion_status"], "cancelled");
+    let replayed = app.call(&token, "helix_run_cancel", cancel).await;
+    assert_eq!(replayed["_meta"]["helix/idempotency_replayed"], true);
+    p.check("helix_run_cancel", &replayed);
+    p.reads(&app, &token, run["run_id"].as_str().unwrap()).await;
+
+    // Error results of every tool.
+    let missing = json!({"run_id": "run_00000000000000000000"});
+    for tool in ["helix_run_inspect", "helix_run_fetch_evidence", "helix_run_list_events"] {
+        let r = app.call(&token, tool, missing.clone()).await;
+        p.check(tool, &r);
+    }
+    let r = app.call(&token, "helix_run_list_events", json!({"run_id": id, "limit": 500})).await;
+    p.check("helix_run_list_events", &r);
+    let r = app.call(&token, "helix_run_continue", cont(&run, "st-cont-0007", json!({"instruction": "go"}))).await;
+    p.check("helix_run_continue", &r);
+    let r = app
+        .call(
+            &token,
+            "helix_run_continue",
+            cont(&json!({"run_id": id, "version": 1}), "st-cont-0008", json!({"instruction": "go"})),
+        )
+        .await;
+    p.check("helix_run_continue", &r);
+    let r = app
+        .call(
+            &token,
+            "helix_run_cancel",
+            json!({"run_id": run["run_id"], "idempotency_key": "st-cancel-002", "request": {"expected_version": 9}}),
+        )
+        .await;
+    p.check("helix_run_cancel", &r);
+    let r =
+        app.call(&token, "helix_run_start", start("st-start-0001", research(json!({"constraints": ["other"]})))).await;
+    p.check("helix_run_start", &r);
+    let reader = app.token("bob", READ_ONLY).await;
+    let r = app.call(&reader, "helix_run_start", start("st-start-0006", research(json!({})))).await;
+    p.check("helix_run_start", &r);
+
+    let seen: Vec<&str> = p.seen.iter().map(String::as_str).collect();
+    for want in [
+        "helix_run_start needs_more_evidence/continue",
+        "helix_run_inspect needs_more_evidence/continue",
+        "helix_run_continue needs_input/answer_questions",
+        "helix_run_inspect pending/wait",
+        "helix_run_continue conflict_detected/continue",
+        "helix_run_continue blocked/continue",
+        "helix_run_continue completed/stop",
+        "helix_run_continue failed/stop",
+        "helix_run_continue budget_exhausted/stop",
+        "helix_run_cancel cancelled/stop",
+        "helix_run_list_events ok",
+        "helix_run_fetch_evidence ok",
+        "helix_run_inspect error:not_found",
+        "helix_run_fetch_evidence error:not_found",
+        "helix_run_list_events error:not_found",
+        "helix_run_list_events error:invalid_request",
+        "helix_run_continue error:run_not_continuable",
+        "helix_run_continue error:version_conflict",
+        "helix_run_cancel error:run_not_continuable",
+        "helix_run_start error:idempotency_conflict",
+        "helix_run_start error:insufficient_scope",
+    ] {
+        assert!(seen.iter().any(|s| s.starts_with(want)), "not covered: {want}; seen {seen:#?}");
+    }
 }

@@ -145,3 +145,26 @@ async fn a_missing_scope_is_403_insufficient_scope_with_challenge() {
     let res = app.get("/api/v1/agent-runs/run_abcdefgh12", &writer).send().await.unwrap();
     assert_eq!(res.status(), 403);
 }
+
+/// Item 18 (docs/auth.md): another scheme is no bearer at all, so the challenge carries no
+/// error code (RFC 6750 3.1); a Bearer whose token is malformed is `invalid_token`.
+#[tokio::test]
+async fn a_non_bearer_scheme_is_authentication_required_and_a_malformed_bearer_invalid_token() {
+    let app = TestApp::spawn().await;
+    let url = format!("{}/api/v1/agent-runs/run_abcdefgh12", app.base);
+    for value in ["Basic YWxpY2U6c2VjcmV0", "Token abc.def.ghi", "Bearerabc"] {
+        let res = app.http.get(&url).header("Authorization", value).send().await.unwrap();
+        let (status, challenge, body) = error_of(res).await;
+        assert_eq!(status, 401, "{value}");
+        assert_eq!(body["error"]["code"], "authentication_required", "{value}");
+        assert!(!challenge.unwrap().contains("error="), "{value}");
+    }
+    for value in ["Bearer", "Bearer a b", "Bearer {not-a-token}"] {
+        let res = app.http.get(&url).header("Authorization", value).send().await.unwrap();
+        let (status, challenge, body) = error_of(res).await;
+        assert_eq!(status, 401, "{value}");
+        assert_eq!(body["error"]["code"], "invalid_token", "{value}");
+        assert_eq!(body["error"]["details"]["reason"], "malformed", "{value}");
+        assert!(challenge.unwrap().contains("error=\"invalid_token\""), "{value}");
+    }
+}

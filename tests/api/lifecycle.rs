@@ -490,6 +490,203 @@ async fn the_account_policy_is_rechecked_before_every_continuation(backend: Back
     assert_eq!((status, err["error"]["code"].as_str()), (403, Some("data_scope_not_admitted")));
 }
 
+async fn evidence_of(app: &TestApp, token: &str, id: &str) -> Value {
+    let res = app.get(&format!("/api/v1/agent-runs/{id}/evidence"), token).send().await.unwrap();
+    res.json().await.unwrap()
+}
+
+/// Item 2: a client that gives up mid-turn (timeout, closed socket) does not abort the turn:
+/// the claimed turn runs to its finalize, and a retry of the key replays it.
+async fn a_continuation_whose_client_disconnects_mid_turn_still_finalizes(backend: Backend) {
+    let app = Arc::new(TestApp::spawn_with(backend, &[]).await);
+    let token = app.token().await;
+    let id = start(&app, &token, research_run()).await;
+    app.script(Step::Delay(Duration::from_millis(1500), Box::new(question_step("q1"))));
+    let impatient = reqwest::Client::builder().timeout(Duration::from_millis(400)).build().unwrap();
+    let gone = impatient
+        .post(format!("{}/api/v1/agent-runs/{id}/continue", app.base))
+        .bearer_auth(&token)
+        .header("Idempotency-Key", "disconnect-turn-1")
+        .json(&go(1))
+        .send()
+        .await;
+    assert!(gone.is_err_and(|e| e.is_timeout()), "the client gave up before the turn ended");
+    // Polled sparingly (the principal rate limit counts every read); the turn takes 1.5 s.
+    let mut run = Value::Null;
+    for _ in 0..30 {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        run = app.get(&format!("/api/v1/agent-runs/{id}"), &token).send().await.unwrap().json().await.unwrap();
+        if run["version"] == 2 {
+            break;
+        }
+    }
+    assert_eq!(run["version"], 2, "the claimed turn finalized without its client: {run}");
+    assert_eq!(run["completion_status"], "needs_input");
+    assert_eq!(run["budget"]["steps_used"], 1);
+    let events = app.events(&token, &id).await;
+    assert_contiguous(&events);
+    assert_eq!(*kinds(&events).last().unwrap(), "run_waiting");
+    let retry = app.continue_run(&token, &id, "disconnect-turn-1", go(1)).await;
+    assert_eq!(retry.status(), 200);
+    assert_eq!(retry.headers()["idempotency-replayed"], "true");
+    assert_eq!(retry.json::<Value>().await.unwrap()["version"], 2);
+    assert_eq!(app.executor.seen.lock().unwrap().len(), 1, "one turn executed");
+}
+
+/// Item 2: a turn whose client went away is still this process's running turn: a cancel
+/// stops it, its result is discarded, and its key replays the refusal.
+async fn a_cancel_stops_a_turn_whose_client_went_away(backend: Backend) {
+    let app = Arc::new(TestApp::spawn_with(backend, &[]).await);
+    let token = app.token().await;
+    let id = start(&app, &token, research_run()).await;
+    app.script(Step::Delay(Duration::from_secs(20), Box::new(completing_step(1))));
+    let impatient = reqwest::Client::builder().timeout(Duration::from_millis(400)).build().unwrap();
+    let gone = impatient
+        .post(format!("{}/api/v1/agent-runs/{id}/continue", app.base))
+        .bearer_auth(&token)
+        .header("Idempotency-Key", "gone-turn-00001")
+        .json(&go(1))
+        .send()
+        .await;
+    assert!(gone.is_err_and(|e| e.is_timeout()));
+    until_running(&app, &token, &id).await;
+    let (status, _) = body(app.cancel(&token, &id, "cancel-gone-0001", json!({"expected_version": 1})).await).await;
+    assert_eq!(status, 200);
+    let mut replay = (0, Value::Null);
+    for _ in 0..25 {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        replay = body(app.continue_run(&token, &id, "gone-turn-00001", go(1)).await).await;
+        if replay.1["error"]["code"] != "idempotency_in_progress" {
+            break;
+        }
+    }
+    assert_eq!((replay.0, replay.1["error"]["code"].as_str()), (409, Some("run_not_continuable")), "{replay:?}");
+    let events = app.events(&token, &id).await;
+    assert_contiguous(&events);
+    assert_eq!(kinds(&events), ["run_started", "run_cancelled"]);
+}
+
+/// Item 11: only a successful solver artifact projects evidence, and when terminal grounding
+/// is required only what the verified authority cites.
+async fn evidence_is_projected_only_from_a_successful_turn_within_the_authority_refs(backend: Backend) {
+    let app = TestApp::spawn_with(backend, &[]).await;
+    let token = app.token().await;
+    let id = start(&app, &token, research_run()).await;
+    // A partial solver artifact carrying refs projects nothing.
+    let mut partial = evidence_artifact(2);
+    partial.solver_status = helix_core::domain::turn::SolverStatus::Partial;
+    partial.observation_refs = vec!["observation:partial:0".into()];
+    app.script(Step::Artifact(partial));
+    let (_, run) = body(app.continue_run(&token, &id, "projection-turn-1", go(1)).await).await;
+    assert_eq!(run["evidence"]["evidence_refs"], json!([]), "{run}");
+    assert_eq!(run["evidence"]["observation_refs"], json!([]), "{run}");
+    let b = evidence_of(&app, &token, &id).await;
+    assert_eq!(b["evidence"], json!([]), "{b}");
+    // A successful turn whose verified authority cites one of its three refs projects that one.
+    let artifact = evidence_artifact(3);
+    app.script(Step::Signed { artifact, text: "grounded".into(), refs: vec!["evidence:test:1".into()] });
+    let (_, run) = body(app.continue_run(&token, &id, "projection-turn-2", go(2)).await).await;
+    assert_eq!(run["terminal_authority_status"], "authorized", "{run}");
+    assert_eq!(run["completion_status"], "completed", "{run}");
+    assert_eq!(run["evidence"]["evidence_refs"], json!(["evidence:test:1"]));
+    let b = evidence_of(&app, &token, &id).await;
+    assert_eq!(b["evidence_refs"], json!(["evidence:test:1"]), "{b}");
+    assert_eq!(b["evidence"].as_array().unwrap().len(), 1, "{b}");
+    assert_eq!(b["evidence"][0]["ref"], "evidence:test:1");
+    assert_contiguous(&app.events(&token, &id).await);
+
+    // Without required grounding, a successful turn projects all its refs, a failed one none.
+    let open = start(
+        &app,
+        &token,
+        json!({"objective": "x", "database_scope": ["research_library"], "completion_contract": {"require_terminal_authority": false, "min_evidence_refs": 5}}),
+    )
+    .await;
+    let mut failed = evidence_artifact(2);
+    failed.solver_status = helix_core::domain::turn::SolverStatus::Failed;
+    app.script(Step::Artifact(failed));
+    let (_, run) = body(app.continue_run(&token, &open, "projection-turn-3", go(1)).await).await;
+    assert_eq!(run["completion_status"], "failed");
+    assert_eq!(run["evidence"]["evidence_refs"], json!([]), "{run}");
+    let open = start(
+        &app,
+        &token,
+        json!({"objective": "x", "database_scope": ["research_library"], "completion_contract": {"require_terminal_authority": false, "min_evidence_refs": 5}}),
+    )
+    .await;
+    app.script(Step::Artifact(evidence_artifact(2)));
+    let (_, run) = body(app.continue_run(&token, &open, "projection-turn-4", go(1)).await).await;
+    assert_eq!(run["evidence"]["evidence_refs"], json!(["evidence:test:0", "evidence:test:1"]), "{run}");
+}
+
+/// Item 11: the bundle names a provider terminal candidate whenever a turn offered one,
+/// verified or not, and forgets it when a later turn offers none.
+async fn terminal_candidate_ref_follows_the_latest_turn(backend: Backend) {
+    let app = TestApp::spawn_with(backend, &[]).await;
+    let token = app.token().await;
+    let id = start(&app, &token, research_run()).await;
+    let mut artifact = evidence_artifact(1);
+    let forger = helix_core::domain::authority::TerminalSigner::from_seed(SIGNER_ISSUER, "k1", [1; 32]);
+    artifact.terminal_candidate =
+        Some(forger.sign(&id, 1, "guessed-claim", "unverified", vec!["evidence:test:0".into()]));
+    app.script(Step::Artifact(artifact));
+    let (_, run) = body(app.continue_run(&token, &id, "candidate-turn-1", go(1)).await).await;
+    assert_eq!(run["terminal_authority_status"], "rejected");
+    let expected = format!("terminal:sha256:{}", helix_core::domain::sha256_hex("unverified"));
+    assert_eq!(
+        evidence_of(&app, &token, &id).await["terminal_candidate_ref"],
+        json!(expected),
+        "a present candidate is reported"
+    );
+    app.script(Step::Artifact(evidence_artifact(1)));
+    let (_, run) = body(app.continue_run(&token, &id, "candidate-turn-2", go(2)).await).await;
+    assert_eq!(run["terminal_authority_status"], "missing");
+    assert_eq!(
+        evidence_of(&app, &token, &id).await["terminal_candidate_ref"],
+        Value::Null,
+        "cleared when the latest turn has none"
+    );
+    app.script(Step::Fail(TurnFailure::ExecutorUnavailable));
+    app.continue_run(&token, &id, "candidate-turn-3", go(3)).await;
+    assert_eq!(evidence_of(&app, &token, &id).await["terminal_candidate_ref"], Value::Null);
+}
+
+/// Item 16: a run that holds a room scope (started before the refusal existed) cannot
+/// continue without a room binding.
+async fn a_run_holding_a_room_scope_is_refused_at_continue(backend: Backend) {
+    let app = TestApp::spawn_with(
+        backend,
+        &[("HELIX_AGENT_DATABASE_SCOPES", "research_library,bound_room_evidence,bound_room_environment_probe")],
+    )
+    .await;
+    let token = app
+        .token_for(
+            "alice",
+            "tenant-a",
+            &[
+                "helix.agent_runs.read",
+                "helix.agent_runs.write",
+                "helix.data.research_library.read",
+                "helix.rooms.read",
+            ],
+        )
+        .await;
+    for scope in ["bound_room_evidence", "bound_room_environment_probe"] {
+        let id = start(&app, &token, research_run()).await;
+        // Give the stored run a room scope, as a run started before this refusal would hold.
+        let store = app.state.services.store.clone();
+        let key = helix_core::service::records::run_key(&id);
+        let mut stored = helix_core::service::records::run_from_item(&store.get(&key).await.unwrap().unwrap()).unwrap();
+        stored.database_scope.push(scope.into());
+        store.put(helix_core::service::records::run_item(&stored).unwrap(), None).await.unwrap();
+        app.script(completing_step(1));
+        let (status, err) = body(app.continue_run(&token, &id, &format!("room-turn-{scope}"), go(1)).await).await;
+        assert_eq!((status, err["error"]["code"].as_str()), (403, Some("data_scope_not_admitted")), "{scope}: {err}");
+        assert!(err["error"]["message"].as_str().unwrap().contains("room binding"), "{err}");
+        assert!(app.executor.seen.lock().unwrap().is_empty(), "{scope}: no turn ran");
+    }
+}
+
 /// Every lifecycle test runs on both store backends.
 macro_rules! on_both_backends {
     ($($name:ident),* $(,)?) => {
@@ -525,4 +722,9 @@ on_both_backends!(
     the_account_policy_is_rechecked_before_every_continuation,
     a_contended_finalize_is_retried_not_discarded,
     concurrent_starts_with_one_key_create_one_run,
+    a_continuation_whose_client_disconnects_mid_turn_still_finalizes,
+    a_cancel_stops_a_turn_whose_client_went_away,
+    evidence_is_projected_only_from_a_successful_turn_within_the_authority_refs,
+    terminal_candidate_ref_follows_the_latest_turn,
+    a_run_holding_a_room_scope_is_refused_at_continue,
 );

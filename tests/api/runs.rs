@@ -186,3 +186,116 @@ async fn data_scopes_must_be_enabled_known_and_entitled() {
     let empty = app.start(&token, "scope-check-empty", json!({"objective": "x", "database_scope": []})).await;
     assert_eq!(empty.status(), 201);
 }
+
+/// Item 12: `Idempotency-Replayed` on every start, continue and cancel response, refusals
+/// included; `false` unless the response is a replay.
+#[tokio::test]
+async fn every_mutation_response_carries_idempotency_replayed_errors_included() {
+    let app = TestApp::spawn().await;
+    let token = app.token().await;
+    let run = app.started(&token, research_run()).await;
+    let id = run["run_id"].as_str().unwrap();
+    let continue_path = format!("/api/v1/agent-runs/{id}/continue");
+    let cancel_path = format!("/api/v1/agent-runs/{id}/cancel");
+    let stale = json!({"expected_version": 9, "instruction": "go"});
+    let cases: Vec<(&str, reqwest::RequestBuilder, u16)> = vec![
+        ("start without a key", app.post("/api/v1/agent-runs", &token).json(&research_run()), 400),
+        (
+            "start without a bearer",
+            app.http
+                .post(format!("{}/api/v1/agent-runs", app.base))
+                .header("Idempotency-Key", "no-bearer-0001")
+                .json(&research_run()),
+            401,
+        ),
+        (
+            "start with an unknown field",
+            app.post("/api/v1/agent-runs", &token)
+                .header("Idempotency-Key", "bad-body-00001")
+                .json(&json!({"objective": "x", "owner": "me"})),
+            400,
+        ),
+        (
+            "start from a host not allowed",
+            app.post("/api/v1/agent-runs", &token)
+                .header("Idempotency-Key", "bad-host-00001")
+                .header("Host", "evil.example")
+                .json(&research_run()),
+            400,
+        ),
+        (
+            "continue at a stale version",
+            app.post(&continue_path, &token).header("Idempotency-Key", "stale-cont-001").json(&stale),
+            409,
+        ),
+        (
+            "continue of an unknown run",
+            app.post("/api/v1/agent-runs/run_missing00001/continue", &token)
+                .header("Idempotency-Key", "missing-cont-01")
+                .json(&stale),
+            404,
+        ),
+        (
+            "cancel at a stale version",
+            app.post(&cancel_path, &token)
+                .header("Idempotency-Key", "stale-cancel-1")
+                .json(&json!({"expected_version": 9})),
+            409,
+        ),
+        ("cancel without a body", app.post(&cancel_path, &token).header("Idempotency-Key", "empty-cancel-1"), 415),
+    ];
+    for (name, req, status) in cases {
+        let res = req.send().await.unwrap();
+        assert_eq!(res.status().as_u16(), status, "{name}");
+        assert_eq!(res.headers().get("idempotency-replayed").map(|v| v.to_str().unwrap()), Some("false"), "{name}");
+        let body: Value = res.json().await.unwrap();
+        assert_eq!(body["schema"], "helix.agent_api.error.v1", "{name}");
+    }
+    // Reads never carry it.
+    let inspect = app.get(&format!("/api/v1/agent-runs/{id}"), &token).send().await.unwrap();
+    assert!(!inspect.headers().contains_key("idempotency-replayed"));
+    // A replayed refusal says true.
+    let conflict = app.start(&token, "replayed-start-1", research_run()).await;
+    assert_eq!(conflict.headers()["idempotency-replayed"], "false");
+    let replay = app.start(&token, "replayed-start-1", research_run()).await;
+    assert_eq!(replay.headers()["idempotency-replayed"], "true");
+}
+
+/// Item 16: room scopes stay refused while rooms are not built, whatever the deployment
+/// enables: a run must never start without its room binding.
+#[tokio::test]
+async fn room_scopes_are_refused_at_start_until_room_bindings_exist() {
+    let app = TestApp::spawn_with(
+        Backend::Embedded,
+        &[("HELIX_AGENT_DATABASE_SCOPES", "research_library,bound_room_evidence,bound_room_environment_probe")],
+    )
+    .await;
+    let token = app
+        .token_for(
+            "alice",
+            "tenant-a",
+            &[
+                "helix.agent_runs.read",
+                "helix.agent_runs.write",
+                "helix.data.research_library.read",
+                "helix.rooms.read",
+            ],
+        )
+        .await;
+    for scope in ["bound_room_evidence", "bound_room_environment_probe"] {
+        let res = app
+            .start(
+                &token,
+                &format!("room-start-{scope}"),
+                json!({"objective": "x", "database_scope": ["research_library", scope]}),
+            )
+            .await;
+        assert_eq!(res.status(), 403, "{scope}");
+        let err: Value = res.json().await.unwrap();
+        assert_eq!(err["error"]["code"], "data_scope_not_admitted", "{scope}");
+        let message = err["error"]["message"].as_str().unwrap();
+        assert!(message.contains(scope) && message.contains("room binding"), "{message}");
+    }
+    let plain = app.start(&token, "room-start-plain", research_run()).await;
+    assert_eq!(plain.status(), 201, "other scopes still start");
+}

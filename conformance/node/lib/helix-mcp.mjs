@@ -1,6 +1,7 @@
 // MCP client helpers on top of the official TypeScript SDK.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { createServer as createHttpServer } from 'node:http';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
@@ -126,7 +127,7 @@ export function assertRun(run) {
     assert.ok(f in run, `run field ${f} missing: ${Object.keys(run).sort()}`);
   }
   assert.ok(Number.isInteger(run.version) && run.version >= 1, `version ${run.version}`);
-  assert.ok(['continue', 'answer_questions', 'stop'].includes(run.recommended_next_action), run.recommended_next_action);
+  assert.ok(['continue', 'answer_questions', 'wait', 'stop'].includes(run.recommended_next_action), run.recommended_next_action);
   assertFalseFlags(run, `run ${run.run_id} v${run.version}`);
 }
 
@@ -168,4 +169,47 @@ export function securityScopes(schemes) {
   }
   assert.ok(scopes.length > 0, `no oauth2 scheme with scopes in ${JSON.stringify(schemes)}`);
   return scopes;
+}
+
+/**
+ * A stand-in Helix Ask endpoint (docs/turn-contract.md) that answers each turn after
+ * `delayMs` with one research_library evidence item and no terminal candidate, so a
+ * turn stays live long enough to be observed. Resolves to { url, turns, close() }.
+ */
+export function slowHelixAsk(delayMs) {
+  const turns = [];
+  const server = createHttpServer((req, res) => {
+    let body = '';
+    req.on('data', (c) => { body += c; });
+    req.on('end', () => {
+      let step = 0;
+      try {
+        step = JSON.parse(body).step;
+      } catch { /* answered anyway */ }
+      turns.push(step);
+      setTimeout(() => {
+        const artifact = {
+          solver_status: 'partial',
+          summary: `step ${step}: one passage`,
+          satisfied_evidence_families: ['research_library_evidence'],
+          evidence: [{
+            ref: `evidence:conformance:${step}`, family: 'research_library_evidence',
+            source: 'research-library://casimir.md#p1', content_sha256: '0'.repeat(64), excerpt: 'a passage',
+          }],
+        };
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ schema: 'helix.turn_artifact.v1', artifact }));
+      }, delayMs);
+    });
+  });
+  return new Promise((resolve) => {
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      resolve({
+        url: `http://127.0.0.1:${port}/turns`,
+        turns,
+        close: () => new Promise((r) => { server.closeAllConnections?.(); server.close(() => r()); }),
+      });
+    });
+  });
 }

@@ -55,7 +55,8 @@ export function mintToken(dataDir, scope, subject = SUBJECT, tenant = TENANT) {
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-export async function startHelix() {
+/** Start `helix serve`; `env` is added to the server's environment (e.g. HELIX_ASK_ENDPOINT). */
+export async function startHelix(env = {}) {
   const bin = helixBin();
   if (!existsSync(bin)) throw new Error(`helix binary not found at ${bin} (set HELIX_BIN)`);
   const tmp = mkdtempSync(join(tmpdir(), 'helix-conf-node-'));
@@ -67,6 +68,7 @@ export async function startHelix() {
   const logFd = openSync(logPath, 'w');
   const child = spawn(bin, ['serve', '--addr', `127.0.0.1:${port}`, '--data-dir', dataDir], {
     stdio: ['ignore', logFd, logFd],
+    env: { ...process.env, ...env },
   });
   closeSync(logFd);
   let exited = null;
@@ -120,8 +122,8 @@ export async function startHelix() {
 }
 
 /** Run `fn(helix)` against a fresh server; always stop it; add the server log to a failure. */
-export async function withHelix(fn) {
-  const helix = await startHelix();
+export async function withHelix(fn, env = {}) {
+  const helix = await startHelix(env);
   try {
     await fn(helix);
   } catch (e) {

@@ -6,7 +6,7 @@ import { withHelix } from '../lib/helix-server.mjs';
 import {
   RUN_TOOLS, TOOL_SCOPE, TOOL_ARGS, OPTIONAL_ARGS, UNCOVERED_OBJECTIVE, COVERED_OBJECTIVE, UNSATISFIABLE_CONTRACT,
   connect, call, callOk, callErr, assertFalseFlags, assertRun, isTerminal, continueRequest,
-  listAllEvents, securityScopes, startRequest, key,
+  listAllEvents, securityScopes, startRequest, key, slowHelixAsk,
 } from '../lib/helix-mcp.mjs';
 
 // (a)
@@ -220,3 +220,69 @@ test('cancel at version 1, then continue is run_not_continuable', () => withHeli
     await client.close();
   }
 }));
+
+// (g) The SDK validates every structuredContent against the tool's published outputSchema
+// (isError results included). Every tool, in the states a run passes through, and an
+// inspect while a turn is live (recommended_next_action "wait", issue 7 item 9).
+test('every tool result validates in the SDK, an inspect during a live turn included', async () => {
+  const ask = await slowHelixAsk(1500);
+  try {
+    await withHelix(async (helix) => {
+      const { client, tools } = await connect(helix.mcpUrl, helix.tokens.full);
+      try {
+        for (const t of tools) assert.ok(t.outputSchema, `${t.name} publishes no outputSchema: the SDK would not validate`);
+        const run = await callOk(client, 'helix_run_start', { idempotency_key: key('start'), request: startRequest() });
+        assertRun(run);
+        const runId = run.run_id;
+        const reads = async (what) => {
+          assertRun(await callOk(client, 'helix_run_inspect', { run_id: runId }));
+          assertFalseFlags(await callOk(client, 'helix_run_fetch_evidence', { run_id: runId }), `${what}: evidence`);
+          const page = await callOk(client, 'helix_run_list_events', { run_id: runId, limit: 200 });
+          assertFalseFlags(page, `${what}: event page`);
+          for (const e of page.events) assertFalseFlags(e, `${what}: event ${e.seq}`);
+        };
+        await reads('waiting');
+
+        // A turn in flight: the SDK validates each inspect it returns (a schema violation throws).
+        const turn = callOk(client, 'helix_run_continue', {
+          run_id: runId, idempotency_key: key('cont'), request: continueRequest(run),
+        });
+        let live = null;
+        for (let i = 0; i < 100 && !live; i++) {
+          const seen = await callOk(client, 'helix_run_inspect', { run_id: runId });
+          if (seen.recommended_next_action === 'wait') live = seen;
+          else await new Promise((r) => setTimeout(r, 20));
+        }
+        assert.ok(live, 'no inspect observed the live turn');
+        assertRun(live);
+        assert.equal(live.lifecycle_status, 'running');
+        assert.equal(live.completion_status, 'pending');
+        await reads('during the turn');
+        const after = await turn;
+        assertRun(after);
+        assert.equal(after.version, 2);
+        assert.ok(ask.turns.length >= 1, 'the stand-in Helix Ask endpoint saw no turn');
+        await reads('after the turn');
+
+        // Error results are validated too.
+        const stale = await callErr(client, 'helix_run_continue', {
+          run_id: runId, idempotency_key: key('stale'), request: { expected_version: 1, instruction: 'again' },
+        });
+        assert.equal(stale.error.code, 'version_conflict');
+        assertFalseFlags(stale.result.structuredContent, 'error result');
+        const missing = await callErr(client, 'helix_run_list_events', { run_id: 'run_00000000000000000000' });
+        assert.equal(missing.error.code, 'not_found');
+
+        const cancelled = await callOk(client, 'helix_run_cancel', {
+          run_id: runId, idempotency_key: key('cancel'), request: { expected_version: after.version },
+        });
+        assert.equal(cancelled.completion_status, 'cancelled');
+        await reads('cancelled');
+      } finally {
+        await client.close();
+      }
+    }, { HELIX_ASK_ENDPOINT: ask.url });
+  } finally {
+    await ask.close();
+  }
+});

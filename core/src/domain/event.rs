@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 pub const EVENT_SCHEMA: &str = "helix.agent_run.event.v1";
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum EventKind {
     RunStarted,

@@ -8,6 +8,7 @@ pub mod ids;
 pub mod run;
 pub mod scopes;
 pub mod turn;
+pub mod wire;
 
 use sha2::{Digest, Sha256};
 

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use super::ids::RunId;
 use super::sha256_hex;
+use super::turn::SolverStatus;
 
 pub const RUN_SCHEMA: &str = "helix.agent_run.v1";
 pub const RUNTIME_PROVIDER: &str = "helix_ask";
@@ -17,7 +18,7 @@ pub const MAX_ANSWERS: usize = 32;
 pub const MAX_REASON_CHARS: usize = 1000;
 pub const OUTPUT_FIELDS: &[&str] = &["text", "supporting_evidence_refs"];
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Lifecycle {
     Queued,
@@ -28,7 +29,7 @@ pub enum Lifecycle {
     Cancelled,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Completion {
     Pending,
@@ -46,9 +47,24 @@ impl Completion {
     pub fn is_terminal(self) -> bool {
         matches!(self, Self::Completed | Self::Failed | Self::BudgetExhausted | Self::Cancelled)
     }
+
+    /// The wire name (the serde name), for error details.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "pending",
+            Self::Completed => "completed",
+            Self::NeedsMoreEvidence => "needs_more_evidence",
+            Self::NeedsInput => "needs_input",
+            Self::ConflictDetected => "conflict_detected",
+            Self::Blocked => "blocked",
+            Self::Failed => "failed",
+            Self::BudgetExhausted => "budget_exhausted",
+            Self::Cancelled => "cancelled",
+        }
+    }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Authority {
     /// No turn has been evaluated yet.
@@ -64,11 +80,13 @@ pub enum Authority {
     Authorized,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum NextAction {
     Continue,
     AnswerQuestions,
+    /// A turn holds the run: poll it (only ever observed, never stored).
+    Wait,
     Stop,
 }
 
@@ -144,7 +162,7 @@ fn invalid(field: &'static str, problem: impl Into<String>) -> Invalid {
 
 // ---------- stored record ----------
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CompletionContract {
     pub min_evidence_refs: u32,
     pub require_terminal_authority: bool,
@@ -163,8 +181,48 @@ pub struct Budget {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Requirement {
     pub id: String,
-    pub kind: String,
+    #[schemars(with = "String")]
+    pub kind: RequirementKind,
     pub detail: String,
+}
+
+/// What kind of requirement: the two the service owns (rebuilt by it on every turn,
+/// never taken from a solver), or a solver's own kind (e.g. `capability`), kept as sent.
+/// On the wire it is the plain string, as before.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "String", into = "String")]
+pub enum RequirementKind {
+    /// `required_evidence:<family>`: the hard gate of a logical scope.
+    RequiredEvidence,
+    /// `turn_failure:<code>`: the step ended without a solver artifact.
+    TurnFailure,
+    Solver(String),
+}
+
+impl RequirementKind {
+    pub fn is_service_owned(&self) -> bool {
+        !matches!(self, Self::Solver(_))
+    }
+}
+
+impl From<String> for RequirementKind {
+    fn from(s: String) -> Self {
+        match s.as_str() {
+            "required_evidence" => Self::RequiredEvidence,
+            "turn_failure" => Self::TurnFailure,
+            _ => Self::Solver(s),
+        }
+    }
+}
+
+impl From<RequirementKind> for String {
+    fn from(k: RequirementKind) -> Self {
+        match k {
+            RequirementKind::RequiredEvidence => "required_evidence".into(),
+            RequirementKind::TurnFailure => "turn_failure".into(),
+            RequirementKind::Solver(s) => s,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -192,24 +250,24 @@ pub struct EvidenceItem {
     pub step: u32,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct EvidenceRefs {
     pub observation_refs: Vec<String>,
     pub evidence_refs: Vec<String>,
     pub receipt_refs: Vec<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TerminalProduct {
     pub text: String,
     pub text_sha256: String,
     pub supporting_evidence_refs: Vec<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LatestResult {
     pub step: u32,
-    pub solver_status: String,
+    pub solver_status: SolverStatus,
     pub summary: String,
     pub terminal_product: Option<TerminalProduct>,
     pub failure_code: Option<String>,
@@ -222,7 +280,7 @@ pub struct Claim {
     pub key_ref: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Ownership {
     pub owner_ref: String,
     pub tenant_ref: String,
@@ -478,85 +536,26 @@ impl Run {
         self.completed_at = Some(now);
     }
 
-    /// The public `helix.agent_run.v1` projection.
+    /// The public `helix.agent_run.v1` projection (see `wire::RunView`).
     pub fn to_public(&self) -> serde_json::Value {
-        let remaining = self.budget.max_steps.saturating_sub(self.budget.steps_used);
-        serde_json::json!({
-            "schema": RUN_SCHEMA,
-            "run_id": self.run_id,
-            "ownership": self.ownership,
-            "objective": self.objective,
-            "objective_hash": self.objective_hash(),
-            "runtime_provider": RUNTIME_PROVIDER,
-            "lifecycle_status": self.lifecycle_status,
-            "completion_status": self.completion_status,
-            "terminal_authority_status": self.terminal_authority_status,
-            "version": self.version,
-            "completion_contract": self.completion_contract,
-            "constraints": self.constraints,
-            "database_scope": self.database_scope,
-            "budget": {
-                "max_steps": self.budget.max_steps,
-                "steps_used": self.budget.steps_used,
-                "steps_remaining": remaining,
-                "expires_at": self.budget.expires_at,
-            },
-            "unresolved_requirements": self.unresolved_requirements,
-            "contradictions": self.contradictions,
-            "pending_questions": self.pending_questions,
-            "evidence": self.evidence,
-            "latest_result": self.latest_result,
-            "recommended_next_action": self.next_action(),
-            "created_at": self.created_at,
-            "updated_at": self.updated_at,
-            "completed_at": self.completed_at,
-            "cancelled_at": self.cancelled_at,
-            "answer_authority": false,
-            "assistant_answer": false,
-            "terminal_eligible": false,
-            "raw_content_included": false,
-        })
+        super::wire::to_value(&super::wire::RunView::of(self))
     }
 
-    /// The projection as observed at `now_epoch`: while a turn holds a live claim the
-    /// run is `running` / `pending` (the stored statuses resume when it finalizes).
+    /// The projection as observed at `now_epoch` (see `wire::RunView::observed`).
     pub fn observed(&self, now_epoch: i64) -> serde_json::Value {
-        let mut public = self.to_public();
-        if self.live_claim(now_epoch).is_some() {
-            public["lifecycle_status"] = serde_json::json!(Lifecycle::Running);
-            public["completion_status"] = serde_json::json!(Completion::Pending);
-            public["recommended_next_action"] = serde_json::json!("wait");
-        }
-        public
+        super::wire::to_value(&super::wire::RunView::observed(self, now_epoch))
     }
 
-    /// The `helix.agent_run.evidence_bundle.v1` projection.
+    /// The `helix.agent_run.evidence_bundle.v1` projection (see `wire::EvidenceBundleView`).
     pub fn evidence_bundle(&self) -> serde_json::Value {
-        serde_json::json!({
-            "schema": "helix.agent_run.evidence_bundle.v1",
-            "run_id": self.run_id,
-            "version": self.version,
-            "observation_refs": self.evidence.observation_refs,
-            "evidence_refs": self.evidence.evidence_refs,
-            "receipt_refs": self.evidence.receipt_refs,
-            "evidence": self.evidence_items,
-            "supported_claims": self.supported_claims,
-            "contradicted_claims": self.contradictions,
-            "unresolved_requirements": self.unresolved_requirements,
-            "terminal_candidate_ref": self.terminal_candidate_ref,
-            "terminal_authority_status": self.terminal_authority_status,
-            "answer_authority": false,
-            "assistant_answer": false,
-            "terminal_eligible": false,
-            "raw_content_included": false,
-        })
+        super::wire::to_value(&super::wire::EvidenceBundleView::of(self))
     }
 }
 
 pub fn required_evidence(family: &str) -> Requirement {
     Requirement {
         id: format!("required_evidence:{family}"),
-        kind: "required_evidence".into(),
+        kind: RequirementKind::RequiredEvidence,
         detail: format!("a current turn must supply {family} with current artifact references"),
     }
 }
@@ -611,6 +610,20 @@ mod tests {
             )
             .is_err()
         );
+    }
+
+    #[test]
+    fn requirement_kinds_keep_their_wire_strings() {
+        for kind in ["required_evidence", "turn_failure", "capability"] {
+            let r: Requirement =
+                serde_json::from_value(serde_json::json!({"id": "x", "kind": kind, "detail": "d"})).unwrap();
+            assert_eq!(serde_json::to_value(&r).unwrap()["kind"], kind);
+            assert_eq!(r.kind.is_service_owned(), kind != "capability");
+        }
+        assert_eq!(Completion::BudgetExhausted.as_str(), "budget_exhausted");
+        for c in [Completion::Pending, Completion::NeedsMoreEvidence, Completion::Cancelled] {
+            assert_eq!(serde_json::to_value(c).unwrap(), c.as_str());
+        }
     }
 
     #[test]

@@ -15,6 +15,9 @@ pub struct DataScope {
     pub oauth_scope: &'static str,
     pub evidence_family: &'static str,
     pub capabilities: &'static [&'static str],
+    /// Admitted only for a run durably bound to one exact room, with the contract's
+    /// per-continuation rechecks (binding, membership, consent, room, source).
+    pub room_bound: bool,
 }
 
 pub const CATALOG: &[DataScope] = &[
@@ -23,42 +26,49 @@ pub const CATALOG: &[DataScope] = &[
         oauth_scope: "helix.data.public_web.read",
         evidence_family: "internet_search_evidence",
         capabilities: &["internet-search.search_web"],
+        room_bound: false,
     },
     DataScope {
         id: "scholarly_research",
         oauth_scope: "helix.data.scholarly_research.read",
         evidence_family: "scholarly_evidence",
         capabilities: &["scholarly.paper_lookup", "scholarly.fulltext_fetch", "scholarly.numeric_extract"],
+        room_bound: false,
     },
     DataScope {
         id: "research_library",
         oauth_scope: "helix.data.research_library.read",
         evidence_family: "research_library_evidence",
         capabilities: &["research-library.read_document"],
+        room_bound: false,
     },
     DataScope {
         id: "repository_evidence",
         oauth_scope: "helix.data.repository_evidence.read",
         evidence_family: "repository_evidence",
         capabilities: &["repository.code_search", "repository.read_file", "repository.docs_search"],
+        room_bound: false,
     },
     DataScope {
         id: "theory_registry",
         oauth_scope: "helix.data.theory_registry.read",
         evidence_family: "theory_registry_evidence",
         capabilities: &["theory-registry.reflect_context"],
+        room_bound: false,
     },
     DataScope {
         id: "bound_room_evidence",
         oauth_scope: ROOMS_READ,
         evidence_family: "shared_live_room_evidence",
         capabilities: &["room.evidence.read_bound"],
+        room_bound: true,
     },
     DataScope {
         id: "bound_room_environment_probe",
         oauth_scope: ROOMS_READ,
         evidence_family: "shared_live_room_environment_probe",
         capabilities: &["com.casimirbot.minecraft.inventory.check"],
+        room_bound: true,
     },
 ];
 

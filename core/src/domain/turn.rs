@@ -8,9 +8,10 @@ use serde::{Deserialize, Serialize};
 use super::authority::{TerminalCandidate, TrustedKeys};
 use super::event::{EventKind, EventLog};
 use super::run::{
-    Answer, Authority, Completion, Contradiction, EvidenceItem, LatestResult, Lifecycle, Question, Requirement, Run,
-    TerminalProduct, required_evidence,
+    Answer, Authority, Completion, Contradiction, EvidenceItem, LatestResult, Lifecycle, Question, Requirement,
+    RequirementKind, Run, TerminalProduct, required_evidence,
 };
+use super::sha256_hex;
 use serde_json::json;
 
 pub const MAX_SUMMARY_CHARS: usize = 2000;
@@ -72,6 +73,8 @@ pub struct TurnArtifact {
 #[serde(rename_all = "snake_case")]
 pub enum TurnFailure {
     TurnTimeout,
+    /// The turn was stopped by a cancellation of its run, not by its deadline.
+    TurnCancelled,
     ExecutorUnavailable,
     ExecutorInvalidResponse,
 }
@@ -80,6 +83,7 @@ impl TurnFailure {
     pub fn code(self) -> &'static str {
         match self {
             Self::TurnTimeout => "turn_timeout",
+            Self::TurnCancelled => "turn_cancelled",
             Self::ExecutorUnavailable => "executor_unavailable",
             Self::ExecutorInvalidResponse => "executor_invalid_response",
         }
@@ -157,143 +161,238 @@ fn apply_failure(run: &mut Run, ctx: &TurnContext<'_>, failure: TurnFailure) {
     run.completion_status = Completion::Blocked;
     let req = Requirement {
         id: format!("turn_failure:{}", failure.code()),
-        kind: "turn_failure".into(),
+        kind: RequirementKind::TurnFailure,
         detail: format!("step {} ended without a solver artifact", ctx.step),
     };
-    run.unresolved_requirements.retain(|r| r.kind != "turn_failure");
+    run.unresolved_requirements.retain(|r| r.kind != RequirementKind::TurnFailure);
     run.unresolved_requirements.push(req);
+    // The latest turn offered no terminal candidate.
+    run.terminal_candidate_ref = None;
     run.latest_result = Some(LatestResult {
         step: ctx.step,
-        solver_status: "failed".into(),
+        solver_status: SolverStatus::Failed,
         summary: String::new(),
         terminal_product: None,
         failure_code: Some(failure.code().into()),
     });
 }
 
+/// Re-enters one solver artifact, in named steps: audit the turn's refs, rebuild the
+/// requirements (the hard gate), verify terminal authority, project evidence, then
+/// evaluate completion. Events keep the order re-entry, input, authority.
 fn apply_artifact(run: &mut Run, ctx: &TurnContext<'_>, a: TurnArtifact, keys: &TrustedKeys, log: &mut EventLog) {
     let v = run.version;
-    let observations = bounded_refs(&a.observation_refs);
-    let receipts = bounded_refs(&a.receipt_refs);
-    let evidence: Vec<EvidenceItem> = a
-        .evidence
+    let audit = ReentryAudit::of(&a, ctx.step);
+    let gate_blocked = rebuild_requirements(run, ctx, &a, &audit);
+    let verdict = evaluate_authority(run, ctx, &a, &audit, keys, gate_blocked);
+    project_evidence(run, ctx, &a, &audit, verdict.product.as_ref(), log);
+    request_input(run, &a, log);
+    run.terminal_candidate_ref =
+        a.terminal_candidate.as_ref().map(|c| format!("terminal:sha256:{}", sha256_hex(&c.text)));
+    run.terminal_authority_status = verdict.authority;
+    log.push(
+        EventKind::TerminalAuthorityEvaluated,
+        v,
+        json!({ "step": ctx.step, "status": verdict.authority, "reason": verdict.reason }),
+    );
+    evaluate_completion(run, ctx, &a, &verdict, gate_blocked);
+}
+
+/// The bounded refs one turn re-entered. Only a successful solver artifact re-enters
+/// anything: a partial or failed one contributes no current-turn refs (contract:
+/// evidence is projected only from the current turn's successful artifact).
+struct ReentryAudit {
+    observations: Vec<String>,
+    evidence: Vec<EvidenceItem>,
+    receipts: Vec<String>,
+}
+
+impl ReentryAudit {
+    fn of(a: &TurnArtifact, step: u32) -> Self {
+        if a.solver_status != SolverStatus::Succeeded {
+            return Self { observations: vec![], evidence: vec![], receipts: vec![] };
+        }
+        let evidence = a
+            .evidence
+            .iter()
+            .filter(|e| !e.reference.is_empty())
+            .take(MAX_ITEMS_PER_TURN)
+            .map(|e| EvidenceItem {
+                reference: clip(&e.reference, MAX_REF_CHARS),
+                family: clip(&e.family, 100),
+                source: clip(&e.source, MAX_REF_CHARS),
+                content_sha256: clip(&e.content_sha256, 64),
+                excerpt: clip(&e.excerpt, MAX_EXCERPT_CHARS),
+                step,
+            })
+            .collect();
+        Self { observations: bounded_refs(&a.observation_refs), evidence, receipts: bounded_refs(&a.receipt_refs) }
+    }
+
+    /// Every current-turn ref, of all three kinds.
+    fn current_refs(&self) -> Vec<String> {
+        let mut refs = self.observations.clone();
+        refs.extend(self.evidence.iter().map(|e| e.reference.clone()));
+        refs.extend(self.receipts.iter().cloned());
+        refs
+    }
+}
+
+/// Requirements: the executor may resolve and add its own; the service-owned ones (the
+/// scope-required evidence gate, turn failures) are rebuilt here from this turn alone,
+/// whatever the executor or earlier turns said. Returns whether the gate is open.
+fn rebuild_requirements(run: &mut Run, ctx: &TurnContext<'_>, a: &TurnArtifact, audit: &ReentryAudit) -> bool {
+    let service_owned = |r: &Requirement| {
+        r.kind.is_service_owned() || r.id.starts_with("required_evidence:") || r.id.starts_with("turn_failure:")
+    };
+    let mut unresolved: Vec<Requirement> = run
+        .unresolved_requirements
         .iter()
-        .filter(|e| !e.reference.is_empty())
-        .take(MAX_ITEMS_PER_TURN)
-        .map(|e| EvidenceItem {
-            reference: clip(&e.reference, MAX_REF_CHARS),
-            family: clip(&e.family, 100),
-            source: clip(&e.source, MAX_REF_CHARS),
-            content_sha256: clip(&e.content_sha256, 64),
-            excerpt: clip(&e.excerpt, MAX_EXCERPT_CHARS),
-            step: ctx.step,
-        })
+        .filter(|r| !service_owned(r))
+        .filter(|r| !a.resolved_requirements.contains(&r.id))
+        .cloned()
         .collect();
+    push_unique(
+        &mut unresolved,
+        a.unresolved_requirements.iter().filter(|r| !service_owned(r)).take(MAX_ITEMS_PER_TURN).cloned(),
+    );
+    let turn_has_refs = !audit.current_refs().is_empty();
+    let gate_open = ctx
+        .required_families
+        .iter()
+        .filter(|f| !turn_has_refs || !a.satisfied_evidence_families.contains(f))
+        .map(|f| required_evidence(f))
+        .collect::<Vec<_>>();
+    let gate_blocked = !gate_open.is_empty();
+    unresolved.extend(gate_open);
+    run.unresolved_requirements = unresolved;
+    gate_blocked
+}
+
+/// The verdict on this turn's terminal candidate.
+struct AuthorityVerdict {
+    authority: Authority,
+    reason: Option<String>,
+    /// The verified terminal product (only when `authorized`).
+    product: Option<TerminalProduct>,
+}
+
+fn evaluate_authority(
+    run: &Run,
+    ctx: &TurnContext<'_>,
+    a: &TurnArtifact,
+    audit: &ReentryAudit,
+    keys: &TrustedKeys,
+    gate_blocked: bool,
+) -> AuthorityVerdict {
+    let verdict = |authority, reason: Option<&str>| AuthorityVerdict {
+        authority,
+        reason: reason.map(str::to_owned),
+        product: None,
+    };
+    match &a.terminal_candidate {
+        _ if gate_blocked => verdict(Authority::Blocked, Some("required_evidence_unsatisfied")),
+        None if !run.completion_contract.require_terminal_authority => verdict(Authority::NotRequired, None),
+        None => verdict(Authority::Missing, None),
+        Some(c) if c.text.chars().count() > MAX_TERMINAL_TEXT_CHARS => {
+            verdict(Authority::Rejected, Some("text_too_long"))
+        }
+        Some(c) => match keys.verify(c, &run.run_id, ctx.step, ctx.claim_token, &audit.current_refs()) {
+            Ok(()) => AuthorityVerdict {
+                authority: Authority::Authorized,
+                reason: None,
+                product: Some(TerminalProduct {
+                    text: c.text.clone(),
+                    text_sha256: c.text_sha256.clone(),
+                    supporting_evidence_refs: c.supporting_refs.clone(),
+                }),
+            },
+            Err(rejection) => {
+                AuthorityVerdict { authority: Authority::Rejected, reason: Some(rejection.to_string()), product: None }
+            }
+        },
+    }
+}
+
+/// External projection of the audited refs. When terminal grounding is required, only
+/// what the verified authority cites is projected (nothing without one); supported claims
+/// come only from a successful artifact. Contradictions are always kept: a conflict is
+/// surfaced whatever the solver status.
+fn project_evidence(
+    run: &mut Run,
+    ctx: &TurnContext<'_>,
+    a: &TurnArtifact,
+    audit: &ReentryAudit,
+    product: Option<&TerminalProduct>,
+    log: &mut EventLog,
+) {
+    let grounded = run.completion_contract.require_terminal_authority;
+    let admitted = |r: &String| !grounded || product.is_some_and(|p| p.supporting_evidence_refs.contains(r));
+    let observations: Vec<String> = audit.observations.iter().filter(|r| admitted(r)).cloned().collect();
+    let receipts: Vec<String> = audit.receipts.iter().filter(|r| admitted(r)).cloned().collect();
+    let evidence: Vec<&EvidenceItem> = audit.evidence.iter().filter(|e| admitted(&e.reference)).collect();
     let evidence_refs: Vec<String> = evidence.iter().map(|e| e.reference.clone()).collect();
-    let mut current_refs = observations.clone();
-    current_refs.extend(evidence_refs.iter().cloned());
-    current_refs.extend(receipts.iter().cloned());
 
     push_unique(&mut run.evidence.observation_refs, observations.clone());
     push_unique(&mut run.evidence.evidence_refs, evidence_refs.clone());
     push_unique(&mut run.evidence.receipt_refs, receipts.clone());
     for item in evidence {
         if !run.evidence_items.iter().any(|e| e.reference == item.reference) {
-            run.evidence_items.push(item);
+            run.evidence_items.push(item.clone());
         }
     }
-    if !current_refs.is_empty() {
+    if !audit.current_refs().is_empty() {
         log.push(
             EventKind::EvidenceReentered,
-            v,
+            run.version,
             json!({ "step": ctx.step, "observation_refs": observations, "evidence_refs": evidence_refs, "receipt_refs": receipts, "satisfied_evidence_families": a.satisfied_evidence_families }),
         );
     }
-    push_unique(&mut run.supported_claims, a.supported_claims.iter().take(MAX_ITEMS_PER_TURN).map(|c| clip(c, 500)));
+    if a.solver_status == SolverStatus::Succeeded {
+        push_unique(
+            &mut run.supported_claims,
+            a.supported_claims.iter().take(MAX_ITEMS_PER_TURN).map(|c| clip(c, 500)),
+        );
+    }
     push_unique(&mut run.contradictions, a.contradictions.iter().take(MAX_ITEMS_PER_TURN).cloned());
+}
 
-    // Requirements: the executor may resolve its own; the scope-required evidence gate
-    // is rebuilt here from this turn alone, whatever the executor or earlier turns said.
-    let mut unresolved: Vec<Requirement> = run
-        .unresolved_requirements
-        .iter()
-        .filter(|r| r.kind != "required_evidence" && r.kind != "turn_failure")
-        .filter(|r| !a.resolved_requirements.contains(&r.id))
-        .cloned()
-        .collect();
-    push_unique(
-        &mut unresolved,
-        a.unresolved_requirements
-            .iter()
-            .filter(|r| !r.id.starts_with("required_evidence:"))
-            .take(MAX_ITEMS_PER_TURN)
-            .cloned(),
-    );
-    let gate_open = ctx
-        .required_families
-        .iter()
-        .filter(|f| current_refs.is_empty() || !a.satisfied_evidence_families.contains(f))
-        .map(|f| required_evidence(f))
-        .collect::<Vec<_>>();
-    let gate_blocked = !gate_open.is_empty();
-    unresolved.extend(gate_open);
-    run.unresolved_requirements = unresolved;
-
+fn request_input(run: &mut Run, a: &TurnArtifact, log: &mut EventLog) {
     let new_questions: Vec<Question> = a.pending_questions.iter().take(8).cloned().collect();
     if !new_questions.is_empty() {
         log.push(
             EventKind::InputRequested,
-            v,
+            run.version,
             json!({ "question_ids": new_questions.iter().map(|q| &q.question_id).collect::<Vec<_>>() }),
         );
     }
     push_unique(&mut run.pending_questions, new_questions);
+}
 
-    // Terminal authority.
-    let contract = run.completion_contract.clone();
-    let mut product = None;
-    let (authority, reason) = match &a.terminal_candidate {
-        _ if gate_blocked => (Authority::Blocked, Some("required_evidence_unsatisfied".to_owned())),
-        None if !contract.require_terminal_authority => (Authority::NotRequired, None),
-        None => (Authority::Missing, None),
-        Some(c) if c.text.chars().count() > MAX_TERMINAL_TEXT_CHARS => {
-            (Authority::Rejected, Some("text_too_long".into()))
-        }
-        Some(c) => match keys.verify(c, &run.run_id, ctx.step, ctx.claim_token, &current_refs) {
-            Ok(()) => {
-                product = Some(TerminalProduct {
-                    text: c.text.clone(),
-                    text_sha256: c.text_sha256.clone(),
-                    supporting_evidence_refs: c.supporting_refs.clone(),
-                });
-                (Authority::Authorized, None)
-            }
-            Err(rejection) => (Authority::Rejected, Some(rejection.to_string())),
-        },
-    };
-    if let Some(c) = a.terminal_candidate.as_ref().filter(|_| authority == Authority::Authorized) {
-        run.terminal_candidate_ref = Some(format!("terminal:sha256:{}", c.text_sha256));
-    }
-    run.terminal_authority_status = authority;
-    log.push(
-        EventKind::TerminalAuthorityEvaluated,
-        v,
-        json!({ "step": ctx.step, "status": run.terminal_authority_status, "reason": reason }),
-    );
-
-    // Completion against the stored contract.
-    let supporting = match (&product, contract.require_terminal_authority) {
+/// Completion against the stored contract; the terminal product and output fields are
+/// projected only when authority is verified.
+fn evaluate_completion(
+    run: &mut Run,
+    ctx: &TurnContext<'_>,
+    a: &TurnArtifact,
+    verdict: &AuthorityVerdict,
+    gate_blocked: bool,
+) {
+    let contract = &run.completion_contract;
+    let product = verdict.product.as_ref();
+    let supporting = match (product, contract.require_terminal_authority) {
         (Some(p), true) => p.supporting_evidence_refs.iter().filter(|r| run.evidence.evidence_refs.contains(r)).count(),
         _ => run.evidence.evidence_refs.len(),
     };
-    let fields_ok = contract.required_output_fields.iter().all(|f| match (f.as_str(), &product) {
+    let fields_ok = contract.required_output_fields.iter().all(|f| match (f.as_str(), product) {
         ("text", Some(p)) => !p.text.trim().is_empty(),
         ("supporting_evidence_refs", Some(p)) => !p.supporting_evidence_refs.is_empty(),
         _ => false,
     });
     let conflicts = !run.contradictions.is_empty() && !contract.allow_conflicts;
-    let authority_ok = !contract.require_terminal_authority || authority == Authority::Authorized;
+    let authority_ok = !contract.require_terminal_authority || verdict.authority == Authority::Authorized;
     let too_many_unresolved = run.unresolved_requirements.len() > contract.max_unresolved_requirements as usize;
+    let enough_evidence = supporting >= contract.min_evidence_refs as usize;
 
     let status = if a.solver_status == SolverStatus::Failed {
         Completion::Failed
@@ -301,16 +400,16 @@ fn apply_artifact(run: &mut Run, ctx: &TurnContext<'_>, a: TurnArtifact, keys: &
         Completion::NeedsInput
     } else if conflicts {
         Completion::ConflictDetected
-    } else if gate_blocked || authority == Authority::Rejected {
+    } else if gate_blocked || verdict.authority == Authority::Rejected {
         Completion::Blocked
     } else if a.solver_status == SolverStatus::Succeeded
-        && supporting >= contract.min_evidence_refs as usize
+        && enough_evidence
         && fields_ok
         && authority_ok
         && !too_many_unresolved
     {
         Completion::Completed
-    } else if too_many_unresolved && supporting >= contract.min_evidence_refs as usize {
+    } else if too_many_unresolved && enough_evidence {
         Completion::Blocked
     } else {
         Completion::NeedsMoreEvidence
@@ -324,15 +423,11 @@ fn apply_artifact(run: &mut Run, ctx: &TurnContext<'_>, a: TurnArtifact, keys: &
     if status.is_terminal() {
         run.completed_at = Some(ctx.now);
     }
-    // The terminal product and output fields are stripped unless authority is verified.
     run.latest_result = Some(LatestResult {
         step: ctx.step,
-        solver_status: serde_json::to_value(a.solver_status)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_owned))
-            .unwrap_or_default(),
+        solver_status: a.solver_status,
         summary: clip(&a.summary, MAX_SUMMARY_CHARS),
-        terminal_product: product,
+        terminal_product: verdict.product.clone(),
         failure_code: None,
     });
 }

@@ -28,7 +28,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{TurnExecutor, TurnRequest};
 use crate::domain::authority::TerminalSigner;
-use crate::domain::run::{Answer, Question, Requirement};
+use crate::domain::run::{Answer, Question, Requirement, RequirementKind};
 use crate::domain::sha256_hex;
 use crate::domain::turn::{ArtifactEvidence, SolverStatus, TurnArtifact, TurnFailure};
 
@@ -254,7 +254,7 @@ impl LocalExecutor {
             return TurnArtifact {
                 unresolved_requirements: vec![Requirement {
                     id: format!("capability:{CAPABILITY}"),
-                    kind: "capability".into(),
+                    kind: RequirementKind::Solver("capability".into()),
                     detail: format!("the turn was not admitted {CAPABILITY}, so the research library cannot be read"),
                 }],
                 ..artifact(

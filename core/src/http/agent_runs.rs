@@ -12,6 +12,8 @@ use crate::error::ApiError;
 use crate::service::Mutation;
 use crate::service::runs::DEFAULT_EVENT_LIMIT;
 
+const IDEMPOTENCY_REPLAYED: &str = "idempotency-replayed";
+
 pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/api/v1/agent-runs", post(start).fallback(method_not_allowed_post))
@@ -21,7 +23,20 @@ pub fn router(state: AppState) -> Router {
         .route("/api/v1/agent-runs/{run_id}/events", get(events).fallback(method_not_allowed_get))
         .route("/api/v1/agent-runs/{run_id}/evidence", get(evidence).fallback(method_not_allowed_get))
         .layer(axum::middleware::from_fn_with_state((state.clone(), Group::AgentRuns), pipeline))
+        .route_layer(axum::middleware::from_fn(replayed_false_by_default))
         .with_state(state)
+}
+
+/// Every mutation response carries `Idempotency-Replayed`, refusals included: a
+/// response that is not a receipt's replay says `false`. Outside the pipeline, so it
+/// also marks the errors the pipeline renders (admission, authentication, parsing).
+async fn replayed_false_by_default(req: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    let mutation = req.method() == http::Method::POST;
+    let mut res = next.run(req).await;
+    if mutation {
+        res.headers_mut().entry(IDEMPOTENCY_REPLAYED).or_insert(HeaderValue::from_static("false"));
+    }
+    res
 }
 
 async fn method_not_allowed_post() -> ApiError {
@@ -41,7 +56,7 @@ fn mutation_response(m: Mutation) -> Response {
         .flatten();
     let mut res = run_response(status, m.body);
     let h = res.headers_mut();
-    h.insert("idempotency-replayed", HeaderValue::from_static(if m.replayed { "true" } else { "false" }));
+    h.insert(IDEMPOTENCY_REPLAYED, HeaderValue::from_static(if m.replayed { "true" } else { "false" }));
     if let Some(loc) = location {
         h.insert(http::header::LOCATION, HeaderValue::from_str(&loc).expect("run ids are ascii"));
     }

@@ -322,7 +322,16 @@ pub async fn authenticate(
 async fn verify_bearer(state: &AppState, headers: &HeaderMap) -> Result<VerifiedToken, ApiError> {
     let value = headers.get(http::header::AUTHORIZATION).ok_or(ApiError::AuthenticationRequired)?;
     let value = value.to_str().map_err(|_| ApiError::InvalidToken { reason: "malformed" })?;
-    let bearer = bearer_from_header(value).ok_or(ApiError::InvalidToken { reason: "malformed" })?;
+    // Another scheme is no bearer at all (RFC 6750 3.1: no error code); a Bearer whose
+    // token is malformed is an invalid token.
+    let bearer = bearer_from_header(value).ok_or_else(|| {
+        let scheme = value.trim_start_matches([' ', '\t']).split([' ', '\t']).next().unwrap_or("");
+        if scheme.eq_ignore_ascii_case("bearer") {
+            ApiError::InvalidToken { reason: "malformed" }
+        } else {
+            ApiError::AuthenticationRequired
+        }
+    })?;
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     let tenant_headers = TenantHeaders {
         tenant_id: header("x-tenant-id"),

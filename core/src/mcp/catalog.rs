@@ -9,9 +9,10 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::schema::input_schema;
+use super::schema::{input_schema, output_schema_of};
 use crate::domain::run::{CancelRequest, ContinueRequest, StartRequest};
 use crate::domain::scopes::{RUNS_READ, RUNS_WRITE};
+use crate::domain::wire::{EventPageView, EvidenceBundleView, McpErrorView, RunView};
 
 /// What a tool does; `server` dispatches on it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -240,170 +241,28 @@ pub fn input_schema_value(spec: &ToolSpec) -> &'static Value {
 
 // ---------- output schemas ----------
 //
-// Hand-written for the projections in `domain::run` and `service::runs`. A tool's
-// outputSchema admits its success shape or the error envelope: some SDK clients
-// validate `structuredContent` of `isError` results too. Objects stay open
-// (no `additionalProperties: false`) so adding a field does not break clients.
+// Generated from the wire DTOs in `domain::wire`, the same types that serialize the
+// results, so a published schema cannot drift from the JSON served. A tool's
+// outputSchema admits its success shape or the MCP error result: some SDK clients
+// (the TypeScript SDK) validate `structuredContent` of `isError` results too. Objects
+// stay open (no `additionalProperties: false`) so adding a field does not break clients.
 
 fn output_schema(output: Output) -> JsonObject {
     let success = match output {
-        Output::Run => run_schema(),
-        Output::EvidenceBundle => evidence_bundle_schema(),
-        Output::EventPage => event_page_schema(),
+        Output::Run => output_schema_of::<RunView>(),
+        Output::EvidenceBundle => output_schema_of::<EvidenceBundleView>(),
+        Output::EventPage => output_schema_of::<EventPageView>(),
     };
-    let Value::Object(root) = json!({ "type": "object", "anyOf": [success, error_schema()] }) else { unreachable!() };
+    let Value::Object(root) = json!({ "type": "object", "anyOf": [success, output_schema_of::<McpErrorView>()] })
+    else {
+        unreachable!()
+    };
     root
 }
 
-fn object(required: &[&str], properties: Value) -> Value {
-    json!({ "type": "object", "required": required, "properties": properties })
-}
-
-fn strings() -> Value {
-    json!({ "type": "array", "items": { "type": "string" } })
-}
-
-fn nullable_string() -> Value {
-    json!({ "type": ["string", "null"] })
-}
-
-fn count() -> Value {
-    json!({ "type": "integer", "minimum": 0 })
-}
-
-const FLAGS: [&str; 4] = ["answer_authority", "assistant_answer", "terminal_eligible", "raw_content_included"];
-
-fn with_false_flags(mut schema: Value) -> Value {
-    for flag in FLAGS {
-        schema["properties"][flag] = json!({ "const": false });
-        schema["required"].as_array_mut().expect("required list").push(flag.into());
-    }
-    schema
-}
-
-fn requirement() -> Value {
-    object(
-        &["id", "kind", "detail"],
-        json!({ "id": {"type": "string"}, "kind": {"type": "string"}, "detail": {"type": "string"} }),
-    )
-}
-
-fn contradiction() -> Value {
-    object(
-        &["id", "claim", "evidence_refs"],
-        json!({ "id": {"type": "string"}, "claim": {"type": "string"}, "evidence_refs": strings() }),
-    )
-}
-
-fn list_of(item: Value) -> Value {
-    json!({ "type": "array", "items": item })
-}
-
-pub(crate) fn run_schema() -> Value {
-    let props = json!({
-        "schema": { "const": "helix.agent_run.v1" },
-        "run_id": { "type": "string" },
-        "ownership": object(&["owner_ref", "tenant_ref", "account_ref"], json!({
-            "owner_ref": {"type": "string"}, "tenant_ref": {"type": "string"}, "account_ref": {"type": "string"}
-        })),
-        "objective": { "type": "string" },
-        "objective_hash": { "type": "string" },
-        "runtime_provider": { "type": "string" },
-        "lifecycle_status": { "type": "string", "description": "queued, running, waiting, completed, failed or cancelled" },
-        "completion_status": { "type": "string", "description": "pending, completed, needs_more_evidence, needs_input, conflict_detected, blocked, failed, budget_exhausted or cancelled" },
-        "terminal_authority_status": { "type": "string" },
-        "version": { "type": "integer", "minimum": 1 },
-        "completion_contract": object(
-            &["min_evidence_refs", "require_terminal_authority", "required_output_fields", "max_unresolved_requirements", "allow_conflicts"],
-            json!({
-                "min_evidence_refs": count(), "require_terminal_authority": {"type": "boolean"},
-                "required_output_fields": strings(), "max_unresolved_requirements": count(),
-                "allow_conflicts": {"type": "boolean"}
-            }),
-        ),
-        "constraints": strings(),
-        "database_scope": strings(),
-        "budget": object(&["max_steps", "steps_used", "steps_remaining", "expires_at"], json!({
-            "max_steps": count(), "steps_used": count(), "steps_remaining": count(), "expires_at": {"type": "string"}
-        })),
-        "unresolved_requirements": list_of(requirement()),
-        "contradictions": list_of(contradiction()),
-        "pending_questions": list_of(object(&["question_id", "prompt"], json!({
-            "question_id": {"type": "string"}, "prompt": {"type": "string"}
-        }))),
-        "evidence": object(&["observation_refs", "evidence_refs", "receipt_refs"], json!({
-            "observation_refs": strings(), "evidence_refs": strings(), "receipt_refs": strings()
-        })),
-        "latest_result": { "type": ["object", "null"] },
-        "recommended_next_action": { "enum": ["continue", "answer_questions", "stop"] },
-        "created_at": { "type": "string" },
-        "updated_at": { "type": "string" },
-        "completed_at": nullable_string(),
-        "cancelled_at": nullable_string(),
-    });
-    let required: Vec<&str> = props.as_object().expect("properties").keys().map(String::as_str).collect();
-    with_false_flags(object(&required, props.clone()))
-}
-
-pub(crate) fn evidence_bundle_schema() -> Value {
-    let props = json!({
-        "schema": { "const": "helix.agent_run.evidence_bundle.v1" },
-        "run_id": { "type": "string" },
-        "version": { "type": "integer", "minimum": 1 },
-        "observation_refs": strings(),
-        "evidence_refs": strings(),
-        "receipt_refs": strings(),
-        "evidence": list_of(object(&["ref", "family", "source", "content_sha256", "excerpt", "step"], json!({
-            "ref": {"type": "string"}, "family": {"type": "string"}, "source": {"type": "string"},
-            "content_sha256": {"type": "string"}, "excerpt": {"type": "string"}, "step": count()
-        }))),
-        "supported_claims": strings(),
-        "contradicted_claims": list_of(contradiction()),
-        "unresolved_requirements": list_of(requirement()),
-        "terminal_candidate_ref": nullable_string(),
-        "terminal_authority_status": { "type": "string" },
-    });
-    let required: Vec<&str> = props.as_object().expect("properties").keys().map(String::as_str).collect();
-    with_false_flags(object(&required, props.clone()))
-}
-
-pub(crate) fn event_page_schema() -> Value {
-    let event = object(
-        &["schema", "run_id", "seq", "kind", "version", "created_at", "data"],
-        json!({
-            "schema": { "const": "helix.agent_run.event.v1" },
-            "run_id": { "type": "string" },
-            "seq": { "type": "integer", "minimum": 1 },
-            "kind": { "type": "string" },
-            "version": count(),
-            "created_at": { "type": "string" },
-            "data": {},
-        }),
-    );
-    object(
-        &["schema", "run_id", "events", "next_after_seq", "has_more"],
-        json!({
-            "schema": { "const": "helix.agent_run.event_page.v1" },
-            "run_id": { "type": "string" },
-            "events": list_of(event),
-            "next_after_seq": count(),
-            "has_more": { "type": "boolean" },
-        }),
-    )
-}
-
-pub(crate) fn error_schema() -> Value {
-    object(
-        &["schema", "error", "request_id"],
-        json!({
-            "schema": { "const": crate::error::ERROR_SCHEMA },
-            "error": object(&["code", "message", "retryable"], json!({
-                "code": {"type": "string"}, "message": {"type": "string"}, "retryable": {"type": "boolean"},
-                "details": {"type": "object"}
-            })),
-            "request_id": { "type": "string" },
-        }),
-    )
+/// The published output schema of a tool, by name (tests validate results against it).
+pub fn output_schema_value(name: &str) -> Option<Value> {
+    find(name).map(|spec| Value::Object(output_schema(spec.output)))
 }
 
 #[cfg(test)]

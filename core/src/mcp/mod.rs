@@ -32,9 +32,32 @@ pub const PATH: &str = "/mcp";
 
 type McpService = StreamableHttpService<HelixMcp, NeverSessionManager>;
 
-/// `tools/list` results by protocol version. The catalog is the same for every caller
-/// (it is never filtered by scope), so the SDK builds each version's answer once.
-type ToolsCache = Arc<std::sync::Mutex<std::collections::HashMap<String, Arc<str>>>>;
+/// `tools/list` results the SDK produced, keyed by everything its verdict on a plain
+/// `tools/list` depends on ([`cache_key`]). The catalog is the same for every caller (it
+/// is never filtered by scope), so each accepted request shape is answered by the SDK once.
+type ToolsCache = Arc<std::sync::Mutex<std::collections::HashMap<Vec<u8>, Arc<str>>>>;
+
+/// Distinct request shapes kept; the cache is emptied when full, so arbitrary headers
+/// can cost a client cache misses, never memory.
+const TOOLS_CACHE_ENTRIES: usize = 64;
+
+/// Request headers the SDK never reads (per-request values): left out of the cache key.
+/// Every other header is part of it, so a header a future SDK starts to check can only
+/// cause a cache miss, never a cached answer to a request the SDK would refuse.
+const UNREAD_HEADERS: &[&str] = &[
+    "authorization",
+    "x-request-id",
+    "content-length",
+    "user-agent",
+    "accept-encoding",
+    "connection",
+    "traceparent",
+    "tracestate",
+    "x-amzn-trace-id",
+    "x-forwarded-for",
+    "x-forwarded-proto",
+    "x-forwarded-port",
+];
 
 #[derive(Clone)]
 struct McpState {
@@ -113,11 +136,11 @@ async fn handle(State(mcp): State<McpState>, req: Request) -> Result<Response, A
         parts.headers.insert(ACCEPT, HeaderValue::from_static("application/json, text/event-stream"));
     }
     let cached = match envelope {
-        Envelope::Request { method: "tools/list" } => plain_tools_list(&bytes, &parts.headers),
+        Envelope::Request { method: "tools/list" } => plain_tools_list(&bytes, &parts),
         _ => None,
     };
-    if let Some((version, id)) = &cached
-        && let Some(result) = mcp.tools.lock().expect("tools cache").get(version).cloned()
+    if let Some((key, id)) = &cached
+        && let Some(result) = mcp.tools.lock().expect("tools cache").get(key).cloned()
     {
         // The result is kept serialized: only the id is written per request.
         let message = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#);
@@ -127,8 +150,12 @@ async fn handle(State(mcp): State<McpState>, req: Request) -> Result<Response, A
     Ok(match envelope {
         Envelope::Request { method: "tools/list" } => {
             let (res, result) = with_security_schemes(res).await;
-            if let (Some((version, _)), Some(result)) = (cached, result) {
-                mcp.tools.lock().expect("tools cache").insert(version, Arc::from(result.to_string()));
+            if let (Some((key, _)), Some(result)) = (cached, result) {
+                let mut tools = mcp.tools.lock().expect("tools cache");
+                if tools.len() >= TOOLS_CACHE_ENTRIES {
+                    tools.clear();
+                }
+                tools.insert(key, Arc::from(result.to_string()));
             }
             res
         }
@@ -136,13 +163,41 @@ async fn handle(State(mcp): State<McpState>, req: Request) -> Result<Response, A
     })
 }
 
-/// A `tools/list` without params (no cursor, no `_meta`): its protocol version header
-/// and id, so its answer can come from the cache.
-fn plain_tools_list(body: &[u8], headers: &http::HeaderMap) -> Option<(String, Value)> {
+/// A `tools/list` without params (no cursor, no `_meta`) whose id the SDK reads as a
+/// JSON-RPC id (an i64 or a string): its cache key and id.
+fn plain_tools_list(body: &[u8], parts: &http::request::Parts) -> Option<(Vec<u8>, Value)> {
     let message: Value = serde_json::from_slice(body).ok()?;
     let plain = message.get("params").is_none_or(|p| p.as_object().is_some_and(|o| o.is_empty()));
-    let version = headers.get("mcp-protocol-version").and_then(|v| v.to_str().ok()).unwrap_or("");
-    plain.then(|| (version.to_owned(), message.get("id").cloned().unwrap_or(Value::Null)))
+    let id = message.get("id")?;
+    let id_kind = match id {
+        Value::Number(n) if n.is_i64() => b'n',
+        Value::String(_) => b's',
+        // Beyond i64 (or anything else) the SDK decides every time.
+        _ => return None,
+    };
+    plain.then(|| (cache_key(parts, id_kind), id.clone()))
+}
+
+/// Everything the SDK's verdict on a plain `tools/list` depends on, besides the id's
+/// value: the URI authority (its Host check falls back to it), every request header
+/// except [`UNREAD_HEADERS`] as the SDK will see it (names sorted, values in order),
+/// and the id's JSON type. A request is answered from the cache only when the SDK
+/// already accepted one with exactly this key.
+fn cache_key(parts: &http::request::Parts, id_kind: u8) -> Vec<u8> {
+    let mut key = vec![id_kind, 0];
+    key.extend_from_slice(parts.uri.authority().map(|a| a.as_str()).unwrap_or("").as_bytes());
+    let mut names: Vec<&http::HeaderName> =
+        parts.headers.keys().filter(|n| !UNREAD_HEADERS.contains(&n.as_str())).collect();
+    names.sort_by(|a, b| a.as_str().cmp(b.as_str()));
+    for name in names {
+        for value in parts.headers.get_all(name) {
+            key.push(0);
+            key.extend_from_slice(name.as_str().as_bytes());
+            key.push(0);
+            key.extend_from_slice(value.as_bytes());
+        }
+    }
+    key
 }
 
 /// The run a `tools/call` addresses, so its first data read joins the principal's.

@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 
 use super::catalog;
 use super::schema::validate;
-use crate::http::redact::looks_like_credential;
+use crate::http::redact::{identifier_carries_credential, looks_like_credential, text_carries_credential};
 
 /// Longest JSON-RPC string id admitted.
 pub const MAX_ID_CHARS: usize = 128;
@@ -180,7 +180,27 @@ fn check_tool_call(params: &Map<String, Value>) -> Result<(), Rejection> {
     if !validate(catalog::input_schema_value(tool), arguments) {
         return Err(Rejection::Arguments);
     }
+    if carries_credential(None, arguments) {
+        return Err(Rejection::Arguments);
+    }
     Ok(())
+}
+
+/// Arguments that are opaque identifiers with their own grammar; every other string
+/// (and every object key, at any depth) is free text.
+const IDENTIFIER_ARGUMENTS: &[&str] = &["run_id", "idempotency_key", "question_id"];
+
+/// True when any string of the arguments carries a credential (the shared rule of
+/// `http::redact`): such a call is refused before authentication, like a
+/// credential-shaped id or tool name, and nothing of it reaches the services or a log.
+fn carries_credential(key: Option<&str>, value: &Value) -> bool {
+    match value {
+        Value::String(s) if key.is_some_and(|k| IDENTIFIER_ARGUMENTS.contains(&k)) => identifier_carries_credential(s),
+        Value::String(s) => text_carries_credential(s),
+        Value::Array(items) => items.iter().any(|v| carries_credential(None, v)),
+        Value::Object(map) => map.iter().any(|(k, v)| text_carries_credential(k) || carries_credential(Some(k), v)),
+        _ => false,
+    }
 }
 
 /// Parses JSON into a `Value`, refusing duplicate object keys at any depth (a
@@ -321,6 +341,40 @@ mod tests {
         assert!(run(start(json!({"objective": "x", "budget": {"max_steps": 3}}))).is_ok());
         assert_eq!(run(start(json!({"objective": "x", "tenant": "t"}))), Err(Rejection::Arguments));
         assert_eq!(run(start(json!({"objective": "x", "budget": {"max_step": 3}}))), Err(Rejection::Arguments));
+    }
+
+    #[test]
+    fn credential_shaped_argument_values_are_refused() {
+        let with_params = |p: Value| json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": p});
+        let start = |key: &str, request: Value| {
+            with_params(json!({"name": "helix_run_start", "arguments": {"idempotency_key": key, "request": request}}))
+        };
+        let cont = |answer: Value| {
+            with_params(
+                json!({"name": "helix_run_continue", "arguments": {"run_id": "run_0123456789abcdef0123456789abcdef",
+                "idempotency_key": "conf-py-cont-0123456789abcdef0123456789abcdef",
+                "request": {"expected_version": 2, "answers": [{"question_id": "q1", "value": answer}]}}}),
+            )
+        };
+        let jwt = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJl";
+        for refused in [
+            start("k-12345678", json!({"objective": format!("Summarise {jwt}")})),
+            start("k-12345678", json!({"objective": "x", "constraints": ["Authorization: Bearer abcdefgh12345678"]})),
+            start("sk-live-0123456789", json!({"objective": "x"})),
+            start("k-12345678", json!({"objective": "x", "database_scope": ["ghp_0123456789abcdef"]})),
+            cont(json!("password=hunter2hunter2")),
+            cont(json!({"nested": ["sk-live-abcdef"]})),
+            cont(json!({jwt: true})),
+            call(json!({"run_id": jwt})),
+        ] {
+            assert_eq!(run(refused.clone()), Err(Rejection::Arguments), "{refused}");
+        }
+        for admitted in [
+            start("conf-py-start-0123456789abcdef0123456789abcdef", json!({"objective": "How do bearer tokens work?"})),
+            cont(json!({"include": false, "note": "the password policy is out of scope"})),
+        ] {
+            assert_eq!(run(admitted.clone()), Ok(Envelope::Request { method: "tools/call" }), "{admitted}");
+        }
     }
 
     #[test]

@@ -34,19 +34,59 @@ pub(crate) const SUPPORTED: &[&str] = &[
 ];
 
 /// The input schema of an argument struct: draft 2020-12 keywords, subschemas inlined,
-/// no `$schema`/`title`/`description` at the root (the tool describes itself), and `true` subschemas spelled `{}` (some hosts
-/// reject boolean schemas).
+/// no `$schema`/`title`/`description` at the root (the tool describes itself), `true`
+/// subschemas spelled `{}` (some hosts reject boolean schemas), and no integer `format`
+/// (`uint64` is not a JSON Schema format; strict validators refuse unknown ones).
 pub fn input_schema<T: JsonSchema>() -> Map<String, Value> {
     let settings = SchemaSettings::draft2020_12().with(|s| s.inline_subschemas = true);
     let schema = settings.into_generator().into_root_schema_for::<T>();
     let mut value = serde_json::to_value(schema).expect("schemars output is JSON");
     spell_out_boolean_schemas(&mut value);
+    drop_integer_formats(&mut value);
     let Value::Object(mut root) = value else { panic!("argument schemas are objects") };
     for noise in ["$schema", "title", "description"] {
         root.remove(noise);
     }
     assert_eq!(root.get("type"), Some(&Value::from("object")), "MCP input schemas have root type object");
     root
+}
+
+/// The schema of a wire DTO as served: the serialize contract (a field that is always
+/// present is required, `null` included), subschemas inlined, no root `$schema`/`title`,
+/// `true` subschemas spelled `{}`, and no `format` on integers (`uint64` and friends
+/// are not JSON Schema formats; strict validators refuse unknown ones).
+pub fn output_schema_of<T: JsonSchema>() -> Value {
+    let settings = SchemaSettings::draft2020_12().for_serialize().with(|s| s.inline_subschemas = true);
+    let schema = settings.into_generator().into_root_schema_for::<T>();
+    let mut value = serde_json::to_value(schema).expect("schemars output is JSON");
+    spell_out_boolean_schemas(&mut value);
+    drop_integer_formats(&mut value);
+    if let Value::Object(root) = &mut value {
+        for noise in ["$schema", "title"] {
+            root.remove(noise);
+        }
+    }
+    value
+}
+
+fn drop_integer_formats(schema: &mut Value) {
+    let Value::Object(map) = schema else { return };
+    let integer = match map.get("type") {
+        Some(Value::String(t)) => t == "integer",
+        Some(Value::Array(ts)) => ts.iter().any(|t| t == "integer"),
+        _ => false,
+    };
+    if integer {
+        map.remove("format");
+    }
+    for (key, sub) in map.iter_mut() {
+        match (key.as_str(), sub) {
+            ("properties" | "$defs", Value::Object(props)) => props.values_mut().for_each(drop_integer_formats),
+            ("anyOf" | "oneOf" | "allOf", Value::Array(list)) => list.iter_mut().for_each(drop_integer_formats),
+            ("items" | "additionalProperties", sub) => drop_integer_formats(sub),
+            _ => {}
+        }
+    }
 }
 
 fn spell_out_boolean_schemas(schema: &mut Value) {
@@ -227,6 +267,23 @@ mod tests {
         assert!(!validate(&schema, &json!({"a": "ab", "b": 1.5})), "integer");
         assert!(!validate(&schema, &json!({"a": "ab", "c": [{"x": 1}]})), "nested unknown key");
         assert!(!validate(&schema, &json!({"a": "ab", "d": "y"})), "anyOf");
+    }
+
+    #[test]
+    fn integer_formats_are_dropped_at_every_level_and_other_keys_kept() {
+        let mut s = json!({"type": "object", "properties": {
+            "n": {"type": "integer", "format": "uint64", "minimum": 0},
+            "m": {"type": ["integer", "null"], "format": "uint32"},
+            "d": {"type": "string", "format": "date-time"},
+            "a": {"type": "array", "items": {"anyOf": [{"type": "integer", "format": "int64"}]}},
+            "type": {"type": "string", "format": "email"}
+        }});
+        drop_integer_formats(&mut s);
+        assert_eq!(s["properties"]["n"], json!({"type": "integer", "minimum": 0}));
+        assert_eq!(s["properties"]["m"], json!({"type": ["integer", "null"]}));
+        assert_eq!(s["properties"]["d"]["format"], "date-time");
+        assert_eq!(s["properties"]["a"]["items"]["anyOf"][0], json!({"type": "integer"}));
+        assert_eq!(s["properties"]["type"]["format"], "email", "a property named type is not a keyword");
     }
 
     #[test]

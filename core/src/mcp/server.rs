@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 
 use super::catalog::{self, CancelArgs, ContinueArgs, ListEventsArgs, Op, RunArgs, StartArgs};
 use crate::domain::ids::IdempotencyKey;
+use crate::domain::wire::{self, McpErrorView, NotAnAnswer};
 use crate::error::ApiError;
 use crate::http::{AppState, Group, Invocation, RequestId, challenge, parse_strict, resource_metadata_url};
 use crate::service::Caller;
@@ -118,7 +119,8 @@ impl HelixMcp {
     /// and for a scope refusal the challenge a host uses to re-authorize.
     fn error_result(&self, err: &ApiError, request_id: &str) -> CallToolResult {
         err.log(request_id);
-        let mut result = CallToolResult::structured_error(err.body(request_id));
+        let view = McpErrorView { envelope: err.envelope(request_id), flags: NotAnAnswer::default() };
+        let mut result = CallToolResult::structured_error(wire::to_value(&view));
         let metadata_url = resource_metadata_url(&self.state.services.config.public_base_url, Group::Mcp);
         if let (ApiError::InsufficientScope { .. }, Some(c)) = (err, challenge(err, &metadata_url)) {
             let mut meta = MetaObject::new();
@@ -133,9 +135,10 @@ fn framed(outcome: Outcome) -> CallToolResult {
     match outcome {
         Outcome::Value(v) => CallToolResult::structured(v),
         Outcome::Mutation(m) => {
-            // A replayed receipt may hold a stored error response; it stays an error.
+            // A replayed receipt may hold a stored error response; it stays an error, and
+            // carries the four false flags like every MCP result.
             let mut result = if m.status >= 400 {
-                CallToolResult::structured_error(m.body)
+                CallToolResult::structured_error(with_false_flags(m.body))
             } else {
                 CallToolResult::structured(m.body)
             };
@@ -145,6 +148,14 @@ fn framed(outcome: Outcome) -> CallToolResult {
             result
         }
     }
+}
+
+/// A stored error envelope (a replayed refusal) as an MCP error result's content.
+fn with_false_flags(mut body: Value) -> Value {
+    if let (Some(obj), Value::Object(flags)) = (body.as_object_mut(), wire::to_value(&NotAnAnswer::default())) {
+        obj.extend(flags);
+    }
+    body
 }
 
 impl ServerHandler for HelixMcp {

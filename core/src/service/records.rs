@@ -44,8 +44,10 @@ pub fn event_from_item(item: &Item) -> Result<Event, ApiError> {
     serde_json::from_str(item.s(BODY).unwrap_or_default()).map_err(ApiError::internal)
 }
 
-pub fn receipt_key(owner_hash: &str, operation: &str, idempotency_key: &str) -> Key {
-    Key::new(format!("IDEM#{}", hash_parts(&["idem.v1", owner_hash, operation, idempotency_key])), "IDEM")
+/// A receipt is keyed by the token identity (issuer, tenant, provider, subject), which the
+/// transport knows before the principal read; see `runs::request_hash` for the owner.
+pub fn receipt_key(identity_hash: &str, operation: &str, idempotency_key: &str) -> Key {
+    Key::new(format!("IDEM#{}", hash_parts(&["idem.v1", identity_hash, operation, idempotency_key])), "IDEM")
 }
 
 pub fn link_key(provider: &str, subject: &str) -> Key {

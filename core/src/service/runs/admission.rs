@@ -1,0 +1,52 @@
+//! Logical data-scope admission of a run, at start and before every continuation: the
+//! four catalog checks of `domain::scopes`, then the room-binding check of room-bound
+//! scopes. Must not depend on `http` or `mcp`.
+
+use crate::domain::run::Run;
+use crate::domain::scopes::{self, DataScope, ScopeRefusal};
+use crate::error::ApiError;
+use crate::service::{Caller, Services};
+
+fn scope_error(e: ScopeRefusal) -> ApiError {
+    ApiError::DataScopeNotAdmitted(match e {
+        ScopeRefusal::NotEnabled(s) => format!("{s} is not enabled by this deployment"),
+        ScopeRefusal::NotInCatalog(s) => format!("{s} is not a known logical scope"),
+        ScopeRefusal::NotEntitled { scope, oauth_scope } => {
+            format!("{scope} needs the OAuth scope {oauth_scope}")
+        }
+        ScopeRefusal::CapabilityUnavailable { scope, capability } => {
+            format!("{scope} needs {capability}, which the account policy withholds")
+        }
+    })
+}
+
+impl Services {
+    /// Admits every requested scope for `run` (None at start) or names the first refused.
+    pub(super) fn admit_scopes(
+        &self,
+        p: &Caller,
+        requested: &[String],
+        run: Option<&Run>,
+    ) -> Result<Vec<&'static DataScope>, ApiError> {
+        let admitted = scopes::admit(requested, &self.config.database_scopes, &p.scopes, |c| p.capability_available(c))
+            .map_err(scope_error)?;
+        for scope in admitted.iter().filter(|s| s.room_bound) {
+            self.admit_room_binding(p, scope, run)?;
+        }
+        Ok(admitted)
+    }
+
+    /// The one place a room-bound scope (`bound_room_evidence`,
+    /// `bound_room_environment_probe`) is admitted. The contract admits one only for a run
+    /// durably bound to one exact room, rechecking binding, membership, role, consent,
+    /// room status and source on every continuation. Room bindings do not exist in this
+    /// service yet, so no run can hold one: the scope is refused at start and at every
+    /// continuation, even when a deployment enables it (fail closed). The rooms work
+    /// replaces this body with those rechecks.
+    fn admit_room_binding(&self, _p: &Caller, scope: &DataScope, _run: Option<&Run>) -> Result<(), ApiError> {
+        Err(ApiError::DataScopeNotAdmitted(format!(
+            "{} needs an active room binding for the run, and this deployment has no room bindings yet",
+            scope.id
+        )))
+    }
+}

@@ -1,0 +1,379 @@
+//! Continue: read -> checks -> claim (transaction) -> execute one turn -> finalize
+//! (transaction). Everything after the shape checks runs in its own task, so a caller
+//! who goes away mid-turn cannot abort a claimed turn before its finalize.
+
+use std::time::{Duration as StdDuration, Instant};
+
+use chrono::{DateTime, Utc};
+use tokio_util::sync::CancellationToken;
+
+use super::{Invocation, OP_CONTINUE, check_mutable, completed, detached, event_ops, owned, owned_by, run_mutation};
+use crate::domain::event::EventLog;
+use crate::domain::ids::{IdempotencyKey, RunId};
+use crate::domain::random_hex;
+use crate::domain::run::{Claim, ContinueRequest, Run};
+use crate::domain::scopes::{DataScope, RUNS_WRITE};
+use crate::domain::turn::{TurnArtifact, TurnContext, TurnFailure, apply_turn};
+use crate::error::ApiError;
+use crate::executor::{TURN_REQUEST_SCHEMA, TurnRequest};
+use crate::service::records::{Receipt, ReceiptState, run_from_item, run_item, run_key, run_unchanged};
+use crate::service::{Caller, Mutation, Services};
+use crate::store::{CancelReason, Cond, Key, StoreError, WriteOp};
+
+/// A finalize cancelled without a failed condition is retried this many times in all.
+const FINALIZE_ATTEMPTS: u32 = 3;
+
+/// One continuation request past its shape checks: what every step needs.
+struct Continuation {
+    hash: String,
+    rkey: Key,
+    req: ContinueRequest,
+    invocation: Invocation,
+}
+
+/// Either the value the next step needs, or the answer the request already has
+/// (a receipt's replay or refusal).
+enum Proceed<T> {
+    With(T),
+    Answered(Mutation),
+}
+
+/// A turn whose claim is committed: from here it runs to its finalize.
+struct ClaimedTurn {
+    /// The run as claimed (claim set, `rev` bumped; the public version unchanged).
+    claimed: Run,
+    token: String,
+    lease_until: i64,
+    /// The run held an expired claim that never finalized.
+    recovered: bool,
+    families: Vec<String>,
+    capabilities: Vec<String>,
+}
+
+impl Services {
+    pub async fn continue_run(
+        &self,
+        p: &Caller,
+        run_id: &str,
+        key: &IdempotencyKey,
+        req: ContinueRequest,
+        invocation: Invocation,
+    ) -> Result<Mutation, ApiError> {
+        p.require(&[RUNS_WRITE])?;
+        req.validate()?;
+        let (id, hash, rkey) = run_mutation(p, OP_CONTINUE, run_id, key, &req)?;
+        let c = Continuation { hash, rkey, req, invocation };
+        let (this, p) = (self.clone(), p.clone());
+        detached(async move { this.continuation(&p, id, c).await }).await
+    }
+
+    /// The steps of one continuation, in order.
+    async fn continuation(&self, p: &Caller, id: RunId, c: Continuation) -> Result<Mutation, ApiError> {
+        let run = match self.continuable_run(p, &id, &c).await? {
+            Proceed::With(run) => run,
+            Proceed::Answered(m) => return Ok(m),
+        };
+        let admitted = self.admit_scopes(p, &run.database_scope, Some(&run))?;
+        if run.is_expired(self.clock.now()) {
+            return self.exhaust(run, &c.rkey, &c.hash).await;
+        }
+        let turn = match self.claim_turn(run, &admitted, &c).await? {
+            Proceed::With(turn) => turn,
+            Proceed::Answered(m) => return Ok(m),
+        };
+        let step = turn.claimed.budget.steps_used + 1;
+        let (budget, deadline) = self.deadline(&turn.claimed, c.invocation);
+        let started = Instant::now();
+        let outcome = self.execute_turn(turn_request(&turn, &c.req, step, deadline), budget).await;
+        tracing::info!(
+            run_id = %turn.claimed.run_id,
+            step,
+            failure = outcome.as_ref().err().map(|f| f.code()).unwrap_or("none"),
+            turn_ms = started.elapsed().as_millis() as u64,
+            budget_ms = budget.as_millis() as u64,
+            "turn"
+        );
+        self.finalize_turn(&p.owner_hash(), &c, turn, step, outcome).await
+    }
+
+    /// The run, if this request may continue it: a receipt of the key answers first; then
+    /// ownership, lifecycle and version, a live claim, and the answers' references.
+    async fn continuable_run(&self, p: &Caller, id: &RunId, c: &Continuation) -> Result<Proceed<Run>, ApiError> {
+        let (item, receipt) = self.read_run_and_receipt(p, id.as_str(), &c.rkey, true).await?;
+        if let Some(existing) = receipt {
+            return self.answer_from_receipt(&existing, &c.hash).map(Proceed::Answered);
+        }
+        let run = owned(p, &item.ok_or(ApiError::NotFound)?)?;
+        check_mutable(&run, c.req.expected_version)?;
+        if run.live_claim(self.clock.epoch()).is_some() {
+            return Err(ApiError::RunBusy);
+        }
+        c.req.check_answers(&run.pending_questions)?;
+        Ok(Proceed::With(run))
+    }
+
+    /// Claim: reservation + run CAS in one transaction. The claim does not bump the
+    /// public version, so a concurrent caller with the same version gets run_busy.
+    async fn claim_turn(
+        &self,
+        run: Run,
+        admitted: &[&'static DataScope],
+        c: &Continuation,
+    ) -> Result<Proceed<ClaimedTurn>, ApiError> {
+        let token = random_hex(16);
+        let lease_until = self.clock.epoch() + self.config.lease().as_secs() as i64;
+        let mut claimed = run.clone();
+        claimed.claim = Some(Claim { token: token.clone(), lease_until, key_ref: c.rkey.pk.clone() });
+        claimed.rev += 1;
+        let reservation = Receipt {
+            request_hash: c.hash.clone(),
+            state: ReceiptState::InProgress { claim_token: token.clone() },
+            run_id: Some(run.run_id.clone()),
+            lease_until,
+            expires_at: self.receipt_expiry(),
+        };
+        let ops = vec![
+            WriteOp::Put { item: reservation.to_item(&c.rkey), cond: Some(Cond::NotExists) },
+            WriteOp::Put { item: run_item(&claimed)?, cond: Some(run_unchanged(run.rev)) },
+        ];
+        match self.store.transact(ops).await {
+            Ok(()) => Ok(Proceed::With(ClaimedTurn {
+                recovered: run.claim.is_some(),
+                claimed,
+                token,
+                lease_until,
+                families: admitted.iter().map(|s| s.evidence_family.to_owned()).collect(),
+                capabilities: admitted.iter().flat_map(|s| s.capabilities.iter().map(|c| c.to_string())).collect(),
+            })),
+            Err(StoreError::TransactionCanceled { reasons }) => {
+                if let Some(CancelReason::ConditionFailed { current: Some(existing) }) = reasons.first() {
+                    return self.answer_from_receipt(existing, &c.hash).map(Proceed::Answered);
+                }
+                Err(match reasons.get(1) {
+                    Some(CancelReason::ConditionFailed { current: Some(now_item) }) => {
+                        let current = run_from_item(now_item)?;
+                        check_mutable(&current, c.req.expected_version).err().unwrap_or(ApiError::RunBusy)
+                    }
+                    _ => ApiError::RunBusy,
+                })
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Effective deadline: the earliest of the turn timeout, the run's expiry, the
+    /// Lambda's remaining time and the gateway limit, minus a margin.
+    fn deadline(&self, run: &Run, invocation: Invocation) -> (StdDuration, DateTime<Utc>) {
+        let now = self.clock.now();
+        let until_expiry = (run.budget.expires_at - now).to_std().unwrap_or_default();
+        let mut budget = self.config.turn_timeout.min(until_expiry);
+        for limit in [invocation.remaining, self.config.gateway_timeout].into_iter().flatten() {
+            budget = budget.min(limit);
+        }
+        let budget = budget.saturating_sub(self.config.deadline_margin).max(StdDuration::from_millis(100));
+        (budget, now + chrono::Duration::from_std(budget).unwrap_or_default())
+    }
+
+    /// Executes one turn: the executor raced against the budget and this process's
+    /// cancellation signal of the run (`running`). A turn stopped by its deadline is
+    /// `turn_timeout`; one stopped by a cancellation of its run is `turn_cancelled`.
+    async fn execute_turn(&self, turn: TurnRequest, budget: StdDuration) -> Result<TurnArtifact, TurnFailure> {
+        let run_id = turn.run_id.clone();
+        let cancel = CancellationToken::new();
+        self.running.lock().expect("running map").insert(run_id.clone(), cancel.clone());
+        // A cancel committed through another process reaches this turn through the store.
+        let _watch = self.store.is_shared().then(|| {
+            let every = crate::service::cancel_watch::POLL_INTERVAL;
+            crate::service::cancel_watch::watch(self.store.clone(), &run_id, &turn.claim_token, cancel.clone(), every)
+        });
+        let result = tokio::select! {
+            // Checked first: a cancellation also ends the executor's own wait, and its
+            // answer must not pass for a timeout.
+            biased;
+            _ = cancel.cancelled() => Err(TurnFailure::TurnCancelled),
+            r = self.executor.execute(turn, cancel.clone()) => r,
+            _ = tokio::time::sleep(budget) => Err(TurnFailure::TurnTimeout),
+        };
+        let cancelled = cancel.is_cancelled();
+        cancel.cancel(); // tell a still-running executor to stop
+        self.running.lock().expect("running map").remove(&run_id);
+        match result {
+            Err(_) if cancelled => Err(TurnFailure::TurnCancelled),
+            other => other,
+        }
+    }
+
+    /// Finalize: CAS on the claimed rev; the turn's events and the completed receipt in
+    /// the same transaction. Only a failed condition proves the claim was lost.
+    async fn finalize_turn(
+        &self,
+        owner_hash: &str,
+        c: &Continuation,
+        turn: ClaimedTurn,
+        step: u32,
+        outcome: Result<TurnArtifact, TurnFailure>,
+    ) -> Result<Mutation, ApiError> {
+        let now = self.clock.now();
+        let mut done = turn.claimed.clone();
+        let mut log = EventLog::after(&done.run_id, done.last_seq, now);
+        let ctx = TurnContext {
+            step,
+            claim_token: &turn.token,
+            instruction: c.req.instruction.as_deref(),
+            answers: &c.req.answers,
+            required_families: &turn.families,
+            recovered: turn.recovered,
+            now,
+        };
+        apply_turn(&mut done, &ctx, outcome, &self.config.trusted_terminal_keys, &mut log);
+        done.rev += 1;
+        done.last_seq = log.last_seq();
+        let response = done.to_public();
+        let finished = Receipt {
+            request_hash: c.hash.clone(),
+            state: ReceiptState::Completed { status: 200, body: response.to_string() },
+            run_id: Some(done.run_id.clone()),
+            lease_until: turn.lease_until,
+            expires_at: self.receipt_expiry(),
+        };
+        let mine = Cond::eq_s("claim_token", &turn.token);
+        let mut ops = vec![
+            WriteOp::Put { item: finished.to_item(&c.rkey), cond: Some(mine.clone()) },
+            WriteOp::Put { item: run_item(&done)?, cond: Some(run_unchanged(turn.claimed.rev)) },
+        ];
+        ops.extend(event_ops(&log.events)?);
+        // A cancellation without a failed condition (DynamoDB's TransactionConflict when
+        // a competing claim touches the run at the same instant) is retried.
+        for attempt in 1..=FINALIZE_ATTEMPTS {
+            match self.store.transact(ops.clone()).await {
+                Ok(()) => return Ok(completed(200, &response, false)),
+                Err(StoreError::TransactionCanceled { reasons })
+                    if !reasons.iter().any(|r| matches!(r, CancelReason::ConditionFailed { .. }))
+                        && attempt < FINALIZE_ATTEMPTS =>
+                {
+                    tokio::time::sleep(StdDuration::from_millis(25 * attempt as u64)).await;
+                }
+                Err(StoreError::TransactionCanceled { reasons })
+                    if reasons.iter().any(|r| matches!(r, CancelReason::ConditionFailed { .. })) =>
+                {
+                    return self.discard_stale_turn(owner_hash, &done.run_id, &c.rkey, &finished, mine).await;
+                }
+                // Still contended: the reservation stays in progress and expires into
+                // outcome_unknown; the next continuation recovers the run.
+                Err(e) => return Err(ApiError::Unavailable(Box::new(e))),
+            }
+        }
+        unreachable!("the last attempt always returns")
+    }
+
+    /// The turn lost its claim (cancelled meanwhile, or the lease expired and another
+    /// continuation recovered the run): its result is discarded. The reservation is
+    /// completed with the typed refusal so a retry with this key replays it.
+    async fn discard_stale_turn(
+        &self,
+        owner_hash: &str,
+        run_id: &str,
+        rkey: &Key,
+        finished: &Receipt,
+        mine: Cond,
+    ) -> Result<Mutation, ApiError> {
+        // A fresh read: the prefetched run predates the turn.
+        let item = self.store.get(&run_key(run_id)).await?.ok_or(ApiError::NotFound)?;
+        let current = owned_by(owner_hash, &item)?;
+        let refusal = if current.is_terminal() {
+            ApiError::RunNotContinuable { status: current.completion_status.as_str() }
+        } else {
+            ApiError::VersionConflict { current: current.version }
+        };
+        let body = refusal.body("stale-turn");
+        let receipt = Receipt {
+            state: ReceiptState::Completed { status: refusal.status().as_u16(), body: body.to_string() },
+            ..finished.clone()
+        };
+        match self.store.put(receipt.to_item(rkey), Some(mine)).await {
+            Ok(()) | Err(StoreError::ConditionFailed { .. }) => Err(refusal),
+            Err(e) => Err(e.into()),
+        }
+    }
+}
+
+/// The executor's input for this turn: the admitted capabilities and families only.
+fn turn_request(turn: &ClaimedTurn, req: &ContinueRequest, step: u32, deadline: DateTime<Utc>) -> TurnRequest {
+    let run = &turn.claimed;
+    TurnRequest {
+        schema: TURN_REQUEST_SCHEMA.into(),
+        run_id: run.run_id.clone(),
+        step,
+        claim_token: turn.token.clone(),
+        objective: run.objective.clone(),
+        constraints: run.constraints.clone(),
+        instruction: req.instruction.clone().filter(|i| !i.trim().is_empty()),
+        answers: req.answers.clone(),
+        capabilities: turn.capabilities.clone(),
+        required_evidence_families: turn.families.clone(),
+        prior_evidence_refs: run.evidence.evidence_refs.clone(),
+        deadline,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::config::{Config, DefaultMode};
+    use crate::executor::scripted::{ScriptedExecutor, Step};
+
+    fn services(executor: Arc<ScriptedExecutor>) -> Services {
+        let config = Config::from_lookup(DefaultMode::Development, &|name| match name {
+            "HELIX_AGENT_OAUTH_JWKS_URL" => Some("http://127.0.0.1:9/jwks.json".into()),
+            _ => None,
+        })
+        .expect("development defaults");
+        Services::new(config, Arc::new(crate::store::NoStore), executor)
+    }
+
+    fn request(run_id: &str) -> TurnRequest {
+        TurnRequest {
+            schema: TURN_REQUEST_SCHEMA.into(),
+            run_id: run_id.into(),
+            step: 1,
+            claim_token: "claim".into(),
+            objective: "o".into(),
+            constraints: vec![],
+            instruction: None,
+            answers: vec![],
+            capabilities: vec![],
+            required_evidence_families: vec![],
+            prior_evidence_refs: vec![],
+            deadline: Utc::now(),
+        }
+    }
+
+    fn slow() -> Step {
+        Step::Delay(Duration::from_secs(30), Box::new(Step::Fail(TurnFailure::ExecutorUnavailable)))
+    }
+
+    #[tokio::test]
+    async fn a_cancelled_turn_fails_as_turn_cancelled_not_turn_timeout() {
+        let s = services(Arc::new(ScriptedExecutor::new(vec![slow()], None)));
+        let turn = tokio::spawn({
+            let s = s.clone();
+            async move { s.execute_turn(request("run_cancelled01"), Duration::from_secs(20)).await }
+        });
+        while !s.running.lock().unwrap().contains_key("run_cancelled01") {
+            tokio::task::yield_now().await;
+        }
+        s.signal_cancelled("run_cancelled01");
+        assert_eq!(turn.await.unwrap(), Err(TurnFailure::TurnCancelled));
+        assert!(s.running.lock().unwrap().is_empty(), "the signal is unregistered");
+    }
+
+    #[tokio::test]
+    async fn a_turn_past_its_budget_fails_as_turn_timeout() {
+        let s = services(Arc::new(ScriptedExecutor::new(vec![slow()], None)));
+        let failure = s.execute_turn(request("run_timeout0001"), Duration::from_millis(50)).await;
+        assert_eq!(failure, Err(TurnFailure::TurnTimeout));
+    }
+}

@@ -1,0 +1,104 @@
+//! Ending a run without a turn: cancel (the caller's), and budget exhaustion of an
+//! expired run. Each is one transaction: the terminal transition (which bumps the
+//! version), its one event, and the receipt of the request that ended it.
+
+use chrono::{DateTime, Utc};
+use serde_json::{Value, json};
+
+use super::{Commit, OP_CANCEL, check_mutable, detached, owned, run_mutation};
+use crate::domain::event::{EventKind, EventLog};
+use crate::domain::ids::{IdempotencyKey, RunId};
+use crate::domain::run::{CancelRequest, Run};
+use crate::domain::scopes::RUNS_WRITE;
+use crate::error::ApiError;
+use crate::service::records::run_unchanged;
+use crate::service::{Caller, Mutation, Services};
+use crate::store::Key;
+
+/// A claim taken between a cancel's read and its write changes `rev` but not the
+/// version: the cancel re-reads and tries again this many times.
+const CANCEL_ATTEMPTS: usize = 4;
+
+impl Services {
+    pub async fn cancel_run(
+        &self,
+        p: &Caller,
+        run_id: &str,
+        key: &IdempotencyKey,
+        req: CancelRequest,
+    ) -> Result<Mutation, ApiError> {
+        p.require(&[RUNS_WRITE])?;
+        req.validate()?;
+        let (id, hash, rkey) = run_mutation(p, OP_CANCEL, run_id, key, &req)?;
+        // Its own task: a caller gone mid-request neither half-ends the run nor skips
+        // the signal that stops a running turn.
+        let (this, p) = (self.clone(), p.clone());
+        detached(async move { this.cancel_attempts(&p, id, hash, rkey, req).await }).await
+    }
+
+    async fn cancel_attempts(
+        &self,
+        p: &Caller,
+        id: RunId,
+        hash: String,
+        rkey: Key,
+        req: CancelRequest,
+    ) -> Result<Mutation, ApiError> {
+        for attempt in 0..CANCEL_ATTEMPTS {
+            let (run_item_now, receipt) = self.read_run_and_receipt(p, id.as_str(), &rkey, attempt == 0).await?;
+            if let Some(existing) = receipt {
+                return self.answer_from_receipt(&existing, &hash);
+            }
+            let run = owned(p, &run_item_now.ok_or(ApiError::NotFound)?)?;
+            check_mutable(&run, req.expected_version)?;
+            let data = json!({ "reason_included": req.reason.is_some(), "reason": req.reason });
+            match self.end_run(run, &rkey, &hash, Run::cancel, EventKind::RunCancelled, data).await? {
+                Commit::Done(m) => {
+                    if !m.replayed {
+                        self.signal_cancelled(id.as_str());
+                    }
+                    return Ok(m);
+                }
+                Commit::RunChanged => continue, // re-evaluate from a fresh read
+            }
+        }
+        Err(ApiError::RunBusy)
+    }
+
+    /// Stops this process's running turn of the run, if any (its finalize would fail its
+    /// compare-and-set anyway; the signal only ends the wait early).
+    pub(super) fn signal_cancelled(&self, run_id: &str) {
+        if let Some(token) = self.running.lock().expect("running map").get(run_id) {
+            token.cancel();
+        }
+    }
+
+    pub(super) async fn exhaust(&self, run: Run, rkey: &Key, hash: &str) -> Result<Mutation, ApiError> {
+        let data = json!({ "reason": "expired", "steps_used": run.budget.steps_used });
+        match self.end_run(run, rkey, hash, Run::exhaust, EventKind::BudgetExhausted, data).await? {
+            Commit::Done(m) => Ok(m),
+            Commit::RunChanged => Err(ApiError::RunBusy),
+        }
+    }
+
+    /// Ends a run in one transaction: the terminal transition (which bumps the
+    /// version), its one event, and the receipt of the request that ended it.
+    async fn end_run(
+        &self,
+        mut run: Run,
+        rkey: &Key,
+        hash: &str,
+        end: fn(&mut Run, DateTime<Utc>),
+        kind: EventKind,
+        data: Value,
+    ) -> Result<Commit, ApiError> {
+        let now = self.clock.now();
+        let old_rev = run.rev;
+        end(&mut run, now);
+        run.rev += 1;
+        let mut log = EventLog::after(&run.run_id, run.last_seq, now);
+        log.push(kind, run.version, data);
+        run.last_seq = log.last_seq();
+        self.commit(rkey, hash, 200, &run, run_unchanged(old_rev), &log.events).await
+    }
+}
