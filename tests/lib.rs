@@ -52,8 +52,44 @@ pub fn test_config(extra: &[(&str, &str)]) -> Config {
         vars.retain(|(name, _)| name != k);
         vars.push((k.to_string(), v.to_string()));
     }
+    // The audience is the metadata's resource: on the public origin unless a test says otherwise.
+    if !vars.iter().any(|(name, _)| name == "HELIX_AGENT_OAUTH_AUDIENCE") {
+        let base = vars.iter().find(|(name, _)| name == "CASIMIR_PUBLIC_BASE_URL").map(|(_, v)| v.clone());
+        vars.push(("HELIX_AGENT_OAUTH_AUDIENCE".into(), format!("{}/mcp", base.unwrap_or_default())));
+    }
     Config::from_lookup(DefaultMode::Development, &move |k| vars.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()))
         .expect("test config")
+}
+
+/// Variables of a production configuration (no local HS256; proxies on loopback trusted).
+pub const PRODUCTION: &[(&str, &str)] = &[
+    ("HELIX_ENV", "production"),
+    ("HELIX_AGENT_ALLOW_LOCAL_HS256", "0"),
+    ("CASIMIR_PUBLIC_BASE_URL", "https://api.example.com"),
+    ("HELIX_AGENT_OAUTH_ISSUER", "https://issuer.example.com/"),
+    ("HELIX_AGENT_OAUTH_AUDIENCE", "https://api.example.com/mcp"),
+    ("HELIX_AGENT_OAUTH_JWKS_URL", "https://issuer.example.com/.well-known/jwks.json"),
+    ("HELIX_AGENT_OAUTH_PROVIDER", "auth0"),
+    ("HELIX_AGENT_ALLOWED_HOSTS", "api.example.com"),
+    ("TRUST_PROXY", "loopback"),
+];
+
+/// One request over a fresh TCP connection, written as raw bytes; the answer is read
+/// until the server closes the connection or `wait` passes.
+pub async fn raw_exchange(base: &str, request: &[u8], wait: std::time::Duration) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let addr = base.trim_start_matches("http://");
+    let mut sock = tokio::net::TcpStream::connect(addr).await.unwrap();
+    sock.write_all(request).await.unwrap();
+    let mut out = vec![];
+    let _ = tokio::time::timeout(wait, sock.read_to_end(&mut out)).await;
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The JSON body of a raw HTTP/1.1 answer with a Content-Length body.
+pub fn raw_json(answer: &str) -> Value {
+    let body = answer.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or("");
+    serde_json::from_str(body).unwrap_or(Value::Null)
 }
 
 pub fn signer() -> TerminalSigner {
@@ -114,7 +150,11 @@ impl TestApp {
         let state = helix_core::wiring::app_state(config, store, executor.clone());
         let app = compose(state.clone());
         let base = format!("http://{}", listener.local_addr().unwrap());
-        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        let limits = state.services.config.server;
+        // The same socket server as `helix serve`: its limits are part of what is tested.
+        tokio::spawn(async move {
+            helix_core::http::server::serve(listener, app, limits, std::future::pending()).await.unwrap()
+        });
         TestApp { base, faults, state, executor, http: reqwest::Client::new(), _dir: dir }
     }
 

@@ -17,12 +17,17 @@ impl std::io::Write for Captured {
     }
 }
 
-#[tokio::test]
-async fn access_logs_carry_status_and_code_but_never_credentials() {
+/// Captures this thread's log lines (the tests' runtime is single-threaded) until the guard drops.
+fn capture() -> (Captured, tracing::subscriber::DefaultGuard) {
     let captured = Captured::default();
     let sink = captured.clone();
     let subscriber = tracing_subscriber::fmt().with_writer(move || sink.clone()).with_ansi(false).finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    (captured, tracing::subscriber::set_default(subscriber))
+}
+
+#[tokio::test]
+async fn access_logs_carry_status_and_code_but_never_credentials() {
+    let (captured, _guard) = capture();
     let app = TestApp::spawn().await;
     let token = app.token().await;
     let run = app.started(&token, research_run()).await;
@@ -72,4 +77,55 @@ async fn the_installed_subscriber_at_trace_drops_mcp_arguments_results_and_keys(
     for secret in [token.as_str(), "trace-probe-key-0001", "ibex-marmot", "structuredContent", run_id.as_str()] {
         assert!(!logs.contains(secret), "the log carries {secret:?}");
     }
+}
+
+#[tokio::test]
+async fn the_per_turn_log_line_carries_its_request_id() {
+    let (captured, _guard) = capture();
+    let app = TestApp::spawn().await;
+    let token = app.token().await;
+    let run = app.started(&token, research_run()).await;
+    let id = run["run_id"].as_str().unwrap();
+    app.script(completing_step(1));
+    let res = app
+        .post(&format!("/api/v1/agent-runs/{id}/continue"), &token)
+        .header("Idempotency-Key", "turn-log-key-01")
+        .header("X-Request-Id", "trace-turn-4242")
+        .json(&serde_json::json!({ "expected_version": 1, "instruction": "Find the measured force." }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    let logs = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let turn = logs.lines().find(|l| l.contains(" turn") && l.contains(id)).unwrap_or_else(|| panic!("{logs}"));
+    assert!(turn.contains("trace-turn-4242"), "{turn}");
+}
+
+#[tokio::test]
+async fn an_mcp_turn_log_line_carries_its_request_id_too() {
+    let (captured, _guard) = capture();
+    let app = TestApp::spawn().await;
+    let token = app.token().await;
+    let run = app.started(&token, research_run()).await;
+    let id = run["run_id"].as_str().unwrap();
+    app.script(completing_step(1));
+    let call = serde_json::json!({
+        "jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": { "name": "helix_run_continue", "arguments": {
+            "run_id": id, "idempotency_key": "mcp-turn-log-01",
+            "request": { "expected_version": 1, "instruction": "Find the measured force.", "answers": [] } } }
+    });
+    let res = app
+        .post("/mcp", &token)
+        .header("Accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", "2025-11-25")
+        .header("X-Request-Id", "trace-mcp-turn-77")
+        .json(&call)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    let logs = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let turn = logs.lines().find(|l| l.contains(" turn") && l.contains(id)).unwrap_or_else(|| panic!("{logs}"));
+    assert!(turn.contains("trace-mcp-turn-77"), "{turn}");
 }

@@ -6,13 +6,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context, bail};
-use axum::extract::{ConnectInfo, Request};
 use helix_core::config::{Config, DefaultMode, ExecutorConfig, Mode, Secret};
 use helix_core::domain::authority::TerminalSigner;
 use helix_core::domain::random_hex;
 use helix_core::executor::TurnExecutor;
 use helix_core::executor::local::LocalExecutor;
-use helix_core::http::{AppState, ClientIp};
+use helix_core::http::AppState;
 use helix_core::service::accounts::LinkIdentity;
 use helix_core::store::Store;
 
@@ -171,14 +170,8 @@ pub async fn serve(addr: SocketAddr, args: &StoreArgs, corpus: Option<PathBuf>) 
     let state = helix_core::wiring::app_state(config, store, executor);
     let token = mint(&state, DEV_SUBJECT, DEV_TENANT, &default_scopes(), 12 * 3600).await?;
 
-    let app = with_dev_provider(compose(state.clone()), &state, addr)?.layer(axum::middleware::map_request(
-        |mut req: Request| async move {
-            if let Some(ConnectInfo(peer)) = req.extensions().get::<ConnectInfo<SocketAddr>>().copied() {
-                req.extensions_mut().insert(ClientIp(peer.ip().to_string()));
-            }
-            req
-        },
-    ));
+    let limits = state.services.config.server;
+    let app = with_dev_provider(compose(state.clone()), &state, addr)?;
     let url = format!("http://{addr}");
     println!("Helix Agent API (development, {} store) listening on {url}", store_name(args));
     println!("Development bearer token (subject {DEV_SUBJECT}, tenant {DEV_TENANT}, valid 12 h):");
@@ -191,11 +184,14 @@ pub async fn serve(addr: SocketAddr, args: &StoreArgs, corpus: Option<PathBuf>) 
     );
     println!("MCP endpoint: {url}/mcp   Metadata: {url}/.well-known/oauth-protected-resource/mcp");
     println!("Sign in and manage agent access: {url}/account   Connect an agent: {url}/agent-access");
-    axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())
-        .with_graceful_shutdown(async {
-            let _ = tokio::signal::ctrl_c().await;
-        })
-        .await?;
+    println!(
+        "Limits: header read {:?}, idle {:?}, body read {:?}, {} connections (HELIX_SERVE_*)",
+        limits.header_read_timeout, limits.idle_timeout, limits.body_read_timeout, limits.max_connections
+    );
+    helix_core::http::server::serve(listener, app, limits, async {
+        let _ = tokio::signal::ctrl_c().await;
+    })
+    .await?;
     Ok(())
 }
 

@@ -62,13 +62,44 @@ pub struct Limits {
     pub principal_per_minute: u32,
 }
 
+/// The proxy topology in front of the service (`TRUST_PROXY`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TrustProxy {
+    /// No proxy is trusted: nothing can prove HTTPS (development only).
+    None,
+    /// Requests arrive as API Gateway / function URL events, which accept HTTPS only.
+    ApiGateway,
+    /// TCP peers in these networks are proxies whose `X-Forwarded-Proto` and
+    /// `X-Forwarded-For` are believed.
+    Peers(Vec<ipnet::IpNet>),
+}
+
+/// Connection limits of the socket server (`helix serve`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServerLimits {
+    /// From the first byte of a request head (or from accept) to its last byte.
+    pub header_read_timeout: Duration,
+    /// A connection with no request in flight and no bytes arriving is closed after this.
+    pub idle_timeout: Duration,
+    /// From the end of the head to the end of the body.
+    pub body_read_timeout: Duration,
+    /// Connections served at once; further ones wait in the listen backlog.
+    pub max_connections: usize,
+}
+
 #[derive(Debug, Clone)]
 pub struct Config {
     pub mode: Mode,
     pub public_base_url: String,
+    /// The protected resource the metadata names: the configured audience (see `resource`).
+    pub resource: String,
     pub oauth: OAuthConfig,
     pub allowed_hosts: Vec<String>,
     pub allowed_origins: Vec<String>,
+    /// Who may prove that a request arrived over HTTPS (`TRUST_PROXY`).
+    pub trust_proxy: TrustProxy,
+    /// Connection limits of `helix serve`.
+    pub server: ServerLimits,
     pub database_scopes: Vec<String>,
     pub turn_timeout: Duration,
     pub gateway_timeout: Option<Duration>,
@@ -202,6 +233,8 @@ pub enum ConfigError {
     Malformed { name: &'static str, problem: String },
     #[error("refusing to start in production: {0}")]
     UnsafeProduction(String),
+    #[error("refusing to start: {0}")]
+    Inconsistent(String),
 }
 
 fn malformed(name: &'static str, problem: impl Into<String>) -> ConfigError {
@@ -244,158 +277,61 @@ impl Config {
         Self::from_lookup(default_mode, &|name| std::env::var(name).ok())
     }
 
+    /// Reads every variable in named steps; each step fails with the variable's name.
     pub fn from_lookup(
         default_mode: DefaultMode,
         lookup: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Self, ConfigError> {
         let env = Env { lookup };
-        let mode = match env.get("HELIX_ENV").as_deref() {
-            None => match default_mode {
-                DefaultMode::Production => Mode::Production,
-                DefaultMode::Development => Mode::Development,
-            },
-            Some("production") => Mode::Production,
-            Some("development") => Mode::Development,
-            Some(other) => return Err(malformed("HELIX_ENV", format!("{other:?} is not production or development"))),
-        };
+        let mode = mode(&env, default_mode)?;
         let prod = mode == Mode::Production;
-
-        let allow_hs256 = env.get("HELIX_AGENT_ALLOW_LOCAL_HS256").as_deref() == Some("1");
-        let local_hs256_secret = if allow_hs256 {
-            if prod {
-                return Err(ConfigError::UnsafeProduction(
-                    "HELIX_AGENT_ALLOW_LOCAL_HS256 is a nonproduction test path".into(),
-                ));
-            }
-            let secret = env.required("HELIX_AGENT_LOCAL_JWT_SECRET")?;
-            if secret.chars().count() < 32 {
-                return Err(malformed("HELIX_AGENT_LOCAL_JWT_SECRET", "must be at least 32 characters"));
-            }
-            Some(Secret::new(secret))
-        } else {
-            None
-        };
-
-        let algorithms = match env.get("HELIX_AGENT_OAUTH_ALGORITHMS") {
-            None => vec![Algorithm::RS256],
-            Some(list) => list
-                .split(',')
-                .map(|a| {
-                    parse_asymmetric(a.trim()).ok_or_else(|| {
-                        malformed(
-                            "HELIX_AGENT_OAUTH_ALGORITHMS",
-                            format!("{a:?} is not an admitted asymmetric algorithm"),
-                        )
-                    })
-                })
-                .collect::<Result<Vec<_>, _>>()?,
-        };
-        let public_base_url = match env.get("CASIMIR_PUBLIC_BASE_URL") {
-            Some(u) => u.trim_end_matches('/').to_owned(),
-            None if prod => return Err(ConfigError::Missing("CASIMIR_PUBLIC_BASE_URL")),
-            None => "http://127.0.0.1:9000".into(),
-        };
-        if prod && !public_base_url.starts_with("https://") {
-            return Err(ConfigError::UnsafeProduction("CASIMIR_PUBLIC_BASE_URL must be https".into()));
-        }
-        let dev_default = |name: &'static str, d: &str| -> Result<String, ConfigError> {
-            match env.get(name) {
-                Some(v) => Ok(v),
-                None if prod => Err(ConfigError::Missing(name)),
-                None => Ok(d.to_owned()),
-            }
-        };
-        let issuer = dev_default("HELIX_AGENT_OAUTH_ISSUER", "helix-local-issuer")?;
-        let audience = dev_default("HELIX_AGENT_OAUTH_AUDIENCE", "helix-local-resource")?;
-        let provider = dev_default("HELIX_AGENT_OAUTH_PROVIDER", "helix-local")?;
-        let jwks_url = env.get("HELIX_AGENT_OAUTH_JWKS_URL");
-        if prod {
-            let url = jwks_url.as_deref().ok_or(ConfigError::Missing("HELIX_AGENT_OAUTH_JWKS_URL"))?;
-            if !url.starts_with("https://") {
-                return Err(ConfigError::UnsafeProduction("HELIX_AGENT_OAUTH_JWKS_URL must be https".into()));
-            }
-        } else if jwks_url.is_none() && local_hs256_secret.is_none() {
-            return Err(ConfigError::Missing("HELIX_AGENT_OAUTH_JWKS_URL (or the local HS256 path)"));
-        }
-        let mut authorization_servers = env.list("HELIX_AGENT_OAUTH_AUTHORIZATION_SERVERS");
-        if authorization_servers.is_empty() {
-            authorization_servers.push(issuer.clone());
-        }
-
-        let mut allowed_hosts = env.list("HELIX_AGENT_ALLOWED_HOSTS");
-        if allowed_hosts.is_empty() {
-            if prod {
-                return Err(ConfigError::Missing("HELIX_AGENT_ALLOWED_HOSTS"));
-            }
-            allowed_hosts = vec!["127.0.0.1".into(), "localhost".into(), "[::1]".into()];
-        }
-        let allowed_origins = env.list("HELIX_AGENT_ALLOWED_ORIGINS");
-
+        // The order of these steps is the order in which a broken deployment hears about
+        // its problems: the unsafe production paths first.
+        let local_hs256_secret = local_hs256(&env, prod)?;
+        let algorithms = algorithms(&env)?;
+        let public_base_url = public_base_url(&env, prod)?;
+        let oauth = oauth(&env, prod, local_hs256_secret, algorithms)?;
+        let resource = resource(&env, &public_base_url, &oauth.audience)?;
+        let (allowed_hosts, allowed_origins) = hosts_and_origins(&env, prod)?;
         let turn_ms = env.number("HELIX_AGENT_TURN_TIMEOUT_MS", 120_000)?.clamp(1_000, 900_000);
         let gateway_timeout = match env.get("HELIX_GATEWAY_TIMEOUT_MS") {
             None => None,
-            Some(v) => Some(Duration::from_millis(
-                v.parse().map_err(|_| malformed("HELIX_GATEWAY_TIMEOUT_MS", "not a whole number"))?,
-            )),
+            Some(_) => Some(Duration::from_millis(env.number("HELIX_GATEWAY_TIMEOUT_MS", 0)?)),
         };
-        let limits = |body: &'static str, ip: &'static str, principal: &'static str| -> Result<Limits, ConfigError> {
-            Ok(Limits {
-                body_bytes: env.number(body, 256 * 1024)?.clamp(1024, 6 * 1024 * 1024) as usize,
-                ip_per_minute: env.number(ip, 600)? as u32,
-                principal_per_minute: env.number(principal, 300)? as u32,
-            })
-        };
-        let agent_limits =
-            limits("HELIX_AGENT_BODY_LIMIT", "HELIX_AGENT_IP_RATE_LIMIT", "HELIX_AGENT_PRINCIPAL_RATE_LIMIT")?;
-        let mcp_limits = limits("HELIX_MCP_BODY_LIMIT", "HELIX_MCP_IP_RATE_LIMIT", "HELIX_MCP_PRINCIPAL_RATE_LIMIT")?;
-
-        let executor = match env.get("HELIX_ASK_ENDPOINT") {
-            Some(endpoint) => {
-                if prod && !endpoint.starts_with("https://") {
-                    return Err(ConfigError::UnsafeProduction("HELIX_ASK_ENDPOINT must be https".into()));
-                }
-                let bearer = env.get("HELIX_ASK_BEARER_TOKEN").map(Secret::new);
-                if prod && bearer.is_none() {
-                    return Err(ConfigError::Missing("HELIX_ASK_BEARER_TOKEN (required with HELIX_ASK_ENDPOINT)"));
-                }
-                ExecutorConfig::Http { endpoint, bearer }
-            }
-            None if prod => ExecutorConfig::None,
-            None => ExecutorConfig::Local { corpus_dir: env.get("HELIX_LOCAL_CORPUS_DIR").map(Into::into) },
-        };
-        let trusted_terminal_keys = match env.get("HELIX_TERMINAL_AUTHORITY_PUBLIC_KEYS_JSON") {
-            None => TrustedKeys::default(),
-            Some(json) => {
-                TrustedKeys::from_json(&json).map_err(|p| malformed("HELIX_TERMINAL_AUTHORITY_PUBLIC_KEYS_JSON", p))?
-            }
-        };
-
-        let browser = BrowserConfig::from_env(&env, mode, &public_base_url, &issuer)?;
-
+        let browser = BrowserConfig::from_env(&env, mode, &public_base_url, &oauth.issuer)?;
         Ok(Config {
             browser,
             mode,
             public_base_url,
-            oauth: OAuthConfig {
-                issuer,
-                audience,
-                jwks_url,
-                provider,
-                algorithms,
-                local_hs256_secret,
-                authorization_servers,
-            },
+            resource,
+            oauth,
             allowed_hosts,
             allowed_origins,
+            trust_proxy: trust_proxy(&env, prod)?,
+            server: server_limits(&env)?,
             database_scopes: env.list("HELIX_AGENT_DATABASE_SCOPES"),
             turn_timeout: Duration::from_millis(turn_ms),
             gateway_timeout,
             deadline_margin: Duration::from_millis(env.number("HELIX_DEADLINE_MARGIN_MS", 1_500)?),
-            agent_limits,
-            mcp_limits,
+            agent_limits: limits(
+                &env,
+                "HELIX_AGENT_BODY_LIMIT",
+                "HELIX_AGENT_IP_RATE_LIMIT",
+                "HELIX_AGENT_PRINCIPAL_RATE_LIMIT",
+            )?,
+            mcp_limits: limits(
+                &env,
+                "HELIX_MCP_BODY_LIMIT",
+                "HELIX_MCP_IP_RATE_LIMIT",
+                "HELIX_MCP_PRINCIPAL_RATE_LIMIT",
+            )?,
             table_name: env.get("HELIX_TABLE_NAME"),
-            executor,
-            trusted_terminal_keys,
+            executor: executor(&env, prod)?,
+            trusted_terminal_keys: match env.get("HELIX_TERMINAL_AUTHORITY_PUBLIC_KEYS_JSON") {
+                None => TrustedKeys::default(),
+                Some(json) => TrustedKeys::from_json(&json)
+                    .map_err(|p| malformed("HELIX_TERMINAL_AUTHORITY_PUBLIC_KEYS_JSON", p))?,
+            },
         })
     }
 
@@ -403,6 +339,223 @@ impl Config {
     pub fn lease(&self) -> Duration {
         (self.turn_timeout + Duration::from_secs(60)).max(Duration::from_secs(120))
     }
+}
+
+fn mode(env: &Env, default_mode: DefaultMode) -> Result<Mode, ConfigError> {
+    match env.get("HELIX_ENV").as_deref() {
+        None => Ok(match default_mode {
+            DefaultMode::Production => Mode::Production,
+            DefaultMode::Development => Mode::Development,
+        }),
+        Some("production") => Ok(Mode::Production),
+        Some("development") => Ok(Mode::Development),
+        Some(other) => Err(malformed("HELIX_ENV", format!("{other:?} is not production or development"))),
+    }
+}
+
+fn public_base_url(env: &Env, prod: bool) -> Result<String, ConfigError> {
+    let url = match env.get("CASIMIR_PUBLIC_BASE_URL") {
+        Some(u) => u.trim_end_matches('/').to_owned(),
+        None if prod => return Err(ConfigError::Missing("CASIMIR_PUBLIC_BASE_URL")),
+        None => "http://127.0.0.1:9000".into(),
+    };
+    if prod && !url.starts_with("https://") {
+        return Err(ConfigError::UnsafeProduction("CASIMIR_PUBLIC_BASE_URL must be https".into()));
+    }
+    Ok(url)
+}
+
+/// A variable required in production, with a development default.
+fn dev_default(env: &Env, prod: bool, name: &'static str, default: &str) -> Result<String, ConfigError> {
+    match env.get(name) {
+        Some(v) => Ok(v),
+        None if prod => Err(ConfigError::Missing(name)),
+        None => Ok(default.to_owned()),
+    }
+}
+
+fn algorithms(env: &Env) -> Result<Vec<Algorithm>, ConfigError> {
+    match env.get("HELIX_AGENT_OAUTH_ALGORITHMS") {
+        None => Ok(vec![Algorithm::RS256]),
+        Some(list) => list
+            .split(',')
+            .map(|a| {
+                parse_asymmetric(a.trim()).ok_or_else(|| {
+                    malformed("HELIX_AGENT_OAUTH_ALGORITHMS", format!("{a:?} is not an admitted asymmetric algorithm"))
+                })
+            })
+            .collect(),
+    }
+}
+
+fn oauth(
+    env: &Env,
+    prod: bool,
+    local_hs256_secret: Option<Secret>,
+    algorithms: Vec<Algorithm>,
+) -> Result<OAuthConfig, ConfigError> {
+    let issuer = dev_default(env, prod, "HELIX_AGENT_OAUTH_ISSUER", "helix-local-issuer")?;
+    let audience = dev_default(env, prod, "HELIX_AGENT_OAUTH_AUDIENCE", "helix-local-resource")?;
+    let provider = dev_default(env, prod, "HELIX_AGENT_OAUTH_PROVIDER", "helix-local")?;
+    let jwks_url = env.get("HELIX_AGENT_OAUTH_JWKS_URL");
+    if prod {
+        let url = jwks_url.as_deref().ok_or(ConfigError::Missing("HELIX_AGENT_OAUTH_JWKS_URL"))?;
+        if !url.starts_with("https://") {
+            return Err(ConfigError::UnsafeProduction("HELIX_AGENT_OAUTH_JWKS_URL must be https".into()));
+        }
+    } else if jwks_url.is_none() && local_hs256_secret.is_none() {
+        return Err(ConfigError::Missing("HELIX_AGENT_OAUTH_JWKS_URL (or the local HS256 path)"));
+    }
+    let mut authorization_servers = env.list("HELIX_AGENT_OAUTH_AUTHORIZATION_SERVERS");
+    if authorization_servers.is_empty() {
+        authorization_servers.push(issuer.clone());
+    }
+    Ok(OAuthConfig { issuer, audience, jwks_url, provider, algorithms, local_hs256_secret, authorization_servers })
+}
+
+fn local_hs256(env: &Env, prod: bool) -> Result<Option<Secret>, ConfigError> {
+    if env.get("HELIX_AGENT_ALLOW_LOCAL_HS256").as_deref() != Some("1") {
+        return Ok(None);
+    }
+    if prod {
+        return Err(ConfigError::UnsafeProduction("HELIX_AGENT_ALLOW_LOCAL_HS256 is a nonproduction test path".into()));
+    }
+    let secret = env.required("HELIX_AGENT_LOCAL_JWT_SECRET")?;
+    if secret.chars().count() < 32 {
+        return Err(malformed("HELIX_AGENT_LOCAL_JWT_SECRET", "must be at least 32 characters"));
+    }
+    Ok(Some(Secret::new(secret)))
+}
+
+/// The protected resource is the configured audience, published as the metadata's
+/// `resource`. It agrees with the public base URL when it is an absolute URL on the
+/// same origin (scheme, host, port), with no userinfo, query or fragment; otherwise the
+/// process refuses to start. Only the development default audience
+/// (`helix-local-resource`, kept port-independent so `helix dev-token` tokens work against
+/// a server on any port) names no URL: the resource is then `{public base URL}/mcp`.
+fn resource(env: &Env, base: &str, audience: &str) -> Result<String, ConfigError> {
+    if env.get("HELIX_AGENT_OAUTH_AUDIENCE").is_none() {
+        return Ok(format!("{base}/mcp"));
+    }
+    let disagree = |why: &str| {
+        ConfigError::Inconsistent(format!(
+            "HELIX_AGENT_OAUTH_AUDIENCE {why}; the metadata's resource is the audience, so it must be a URL on \
+             CASIMIR_PUBLIC_BASE_URL's origin"
+        ))
+    };
+    let base = reqwest::Url::parse(base).map_err(|_| malformed("CASIMIR_PUBLIC_BASE_URL", "not an absolute URL"))?;
+    let aud = reqwest::Url::parse(audience).map_err(|_| disagree("is not an absolute URL"))?;
+    if !matches!(aud.scheme(), "https" | "http") {
+        return Err(disagree("is not an http(s) URL"));
+    }
+    if !aud.username().is_empty() || aud.password().is_some() || aud.query().is_some() || aud.fragment().is_some() {
+        return Err(disagree("carries userinfo, a query or a fragment"));
+    }
+    if aud.origin() != base.origin() {
+        return Err(disagree("is on another origin than CASIMIR_PUBLIC_BASE_URL"));
+    }
+    Ok(audience.to_owned())
+}
+
+fn hosts_and_origins(env: &Env, prod: bool) -> Result<(Vec<String>, Vec<String>), ConfigError> {
+    let mut allowed_hosts = env.list("HELIX_AGENT_ALLOWED_HOSTS");
+    if allowed_hosts.is_empty() {
+        if prod {
+            return Err(ConfigError::Missing("HELIX_AGENT_ALLOWED_HOSTS"));
+        }
+        allowed_hosts = vec!["127.0.0.1".into(), "localhost".into(), "[::1]".into()];
+    }
+    Ok((allowed_hosts, env.list("HELIX_AGENT_ALLOWED_ORIGINS")))
+}
+
+/// `TRUST_PROXY`: who may tell us the request arrived over HTTPS. `apigateway` (the
+/// Lambda event's own front door), or a list of proxy addresses (`loopback`, IPs,
+/// CIDRs) whose single `X-Forwarded-Proto` is believed. Required in production, where
+/// nothing else can prove HTTPS; hop counts and `true` (trust any sender) are refused.
+fn trust_proxy(env: &Env, prod: bool) -> Result<TrustProxy, ConfigError> {
+    const NAME: &str = "TRUST_PROXY";
+    let Some(value) = env.get(NAME) else {
+        return if prod { Err(ConfigError::Missing(NAME)) } else { Ok(TrustProxy::None) };
+    };
+    match value.to_ascii_lowercase().as_str() {
+        "none" | "false" if prod => Err(ConfigError::UnsafeProduction(
+            "TRUST_PROXY=none: helix does not terminate TLS; name the proxy that does".into(),
+        )),
+        "none" | "false" => Ok(TrustProxy::None),
+        "apigateway" => Ok(TrustProxy::ApiGateway),
+        list => {
+            let mut nets = vec![];
+            for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+                match item {
+                    "loopback" => nets
+                        .extend(["127.0.0.0/8", "::1/128"].map(|n| n.parse::<ipnet::IpNet>().expect("loopback net"))),
+                    _ => {
+                        let net = item
+                            .parse::<ipnet::IpNet>()
+                            .or_else(|_| item.parse::<std::net::IpAddr>().map(ipnet::IpNet::from))
+                            .map_err(|_| {
+                                malformed(NAME, format!("{item:?} is not apigateway, none, loopback, an IP or a CIDR"))
+                            })?;
+                        if prod && net.prefix_len() == 0 {
+                            return Err(ConfigError::UnsafeProduction(format!(
+                                "TRUST_PROXY={item} trusts every sender's X-Forwarded-Proto"
+                            )));
+                        }
+                        nets.push(net);
+                    }
+                }
+            }
+            if nets.is_empty() {
+                return Err(malformed(NAME, "names no proxy"));
+            }
+            Ok(TrustProxy::Peers(nets))
+        }
+    }
+}
+
+/// Connection limits of `helix serve` (Lambda has no connections of its own).
+fn server_limits(env: &Env) -> Result<ServerLimits, ConfigError> {
+    let ms = |name: &'static str, default: u64| -> Result<Duration, ConfigError> {
+        match env.number(name, default)? {
+            n @ 1..=3_600_000 => Ok(Duration::from_millis(n)),
+            _ => Err(malformed(name, "must be 1-3600000 ms")),
+        }
+    };
+    let max_connections = match env.number("HELIX_SERVE_MAX_CONNECTIONS", 512)? {
+        n @ 1..=65_535 => n as usize,
+        _ => return Err(malformed("HELIX_SERVE_MAX_CONNECTIONS", "must be 1-65535")),
+    };
+    Ok(ServerLimits {
+        header_read_timeout: ms("HELIX_SERVE_HEADER_TIMEOUT_MS", 10_000)?,
+        idle_timeout: ms("HELIX_SERVE_IDLE_TIMEOUT_MS", 60_000)?,
+        body_read_timeout: ms("HELIX_SERVE_BODY_TIMEOUT_MS", 30_000)?,
+        max_connections,
+    })
+}
+
+fn limits(env: &Env, body: &'static str, ip: &'static str, principal: &'static str) -> Result<Limits, ConfigError> {
+    Ok(Limits {
+        body_bytes: env.number(body, 256 * 1024)?.clamp(1024, 6 * 1024 * 1024) as usize,
+        ip_per_minute: env.number(ip, 600)? as u32,
+        principal_per_minute: env.number(principal, 300)? as u32,
+    })
+}
+
+fn executor(env: &Env, prod: bool) -> Result<ExecutorConfig, ConfigError> {
+    Ok(match env.get("HELIX_ASK_ENDPOINT") {
+        Some(endpoint) => {
+            if prod && !endpoint.starts_with("https://") {
+                return Err(ConfigError::UnsafeProduction("HELIX_ASK_ENDPOINT must be https".into()));
+            }
+            let bearer = env.get("HELIX_ASK_BEARER_TOKEN").map(Secret::new);
+            if prod && bearer.is_none() {
+                return Err(ConfigError::Missing("HELIX_ASK_BEARER_TOKEN (required with HELIX_ASK_ENDPOINT)"));
+            }
+            ExecutorConfig::Http { endpoint, bearer }
+        }
+        None if prod => ExecutorConfig::None,
+        None => ExecutorConfig::Local { corpus_dir: env.get("HELIX_LOCAL_CORPUS_DIR").map(Into::into) },
+    })
 }
 
 fn parse_asymmetric(name: &str) -> Option<Algorithm> {
@@ -422,9 +575,21 @@ fn parse_asymmetric(name: &str) -> Option<Algorithm> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use std::collections::HashMap;
+
+    /// The development configuration with the local HS256 path, for unit tests elsewhere.
+    pub(crate) fn dev_config() -> Config {
+        cfg(
+            DefaultMode::Development,
+            &[
+                ("HELIX_AGENT_ALLOW_LOCAL_HS256", "1"),
+                ("HELIX_AGENT_LOCAL_JWT_SECRET", "0123456789abcdef0123456789abcdef"),
+            ],
+        )
+        .unwrap()
+    }
 
     fn cfg(mode: DefaultMode, vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
         let map: HashMap<String, String> = vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
@@ -438,7 +603,93 @@ mod tests {
         ("HELIX_AGENT_OAUTH_JWKS_URL", "https://issuer.example.com/.well-known/jwks.json"),
         ("HELIX_AGENT_OAUTH_PROVIDER", "auth0"),
         ("HELIX_AGENT_ALLOWED_HOSTS", "api.example.com"),
+        ("TRUST_PROXY", "apigateway"),
     ];
+
+    fn prod_with(changes: &[(&'static str, &'static str)]) -> Result<Config, ConfigError> {
+        let mut vars = PROD.to_vec();
+        for (k, v) in changes {
+            vars.retain(|(name, _)| name != k);
+            vars.push((k, v));
+        }
+        cfg(DefaultMode::Production, &vars)
+    }
+
+    #[test]
+    fn production_refuses_an_audience_on_another_origin_than_the_public_base_url() {
+        for audience in [
+            "https://other.example.com/mcp",
+            "http://api.example.com/mcp",
+            "https://api.example.com:8443/mcp",
+            "api.example.com/mcp",
+            "https://api.example.com/mcp?x=1",
+            "https://user@api.example.com/mcp",
+            "helix-local-resource",
+        ] {
+            assert!(
+                matches!(prod_with(&[("HELIX_AGENT_OAUTH_AUDIENCE", audience)]), Err(ConfigError::Inconsistent(_))),
+                "{audience}"
+            );
+        }
+        for audience in ["https://api.example.com/mcp", "https://API.example.com:443/", "https://api.example.com"] {
+            assert_eq!(prod_with(&[("HELIX_AGENT_OAUTH_AUDIENCE", audience)]).unwrap().resource, audience);
+        }
+    }
+
+    #[test]
+    fn a_configured_development_audience_must_agree_too() {
+        let base = [
+            ("HELIX_AGENT_ALLOW_LOCAL_HS256", "1"),
+            ("HELIX_AGENT_LOCAL_JWT_SECRET", "0123456789abcdef0123456789abcdef"),
+            ("CASIMIR_PUBLIC_BASE_URL", "http://127.0.0.1:9000"),
+        ];
+        let mut vars = base.to_vec();
+        vars.push(("HELIX_AGENT_OAUTH_AUDIENCE", "http://localhost:9000/mcp"));
+        assert!(matches!(cfg(DefaultMode::Development, &vars), Err(ConfigError::Inconsistent(_))));
+        vars.pop();
+        vars.push(("HELIX_AGENT_OAUTH_AUDIENCE", "http://127.0.0.1:9000/mcp"));
+        assert!(cfg(DefaultMode::Development, &vars).is_ok());
+        let default = cfg(DefaultMode::Development, &base).unwrap();
+        assert_eq!(default.oauth.audience, "helix-local-resource");
+        assert_eq!(default.resource, "http://127.0.0.1:9000/mcp", "the development default names no URL");
+        assert_eq!(cfg(DefaultMode::Development, &vars).unwrap().resource, "http://127.0.0.1:9000/mcp");
+    }
+
+    #[test]
+    fn trust_proxy_is_required_in_production_and_never_trusts_everyone() {
+        let vars: Vec<_> = PROD.iter().copied().filter(|(k, _)| *k != "TRUST_PROXY").collect();
+        assert_eq!(cfg(DefaultMode::Production, &vars).unwrap_err(), ConfigError::Missing("TRUST_PROXY"));
+        for unsafe_value in ["none", "0.0.0.0/0", "::/0"] {
+            assert!(matches!(prod_with(&[("TRUST_PROXY", unsafe_value)]), Err(ConfigError::UnsafeProduction(_))));
+        }
+        for junk in ["true", "1", "10.0.0.0/33", ",", "loopback, nonsense"] {
+            assert!(matches!(prod_with(&[("TRUST_PROXY", junk)]), Err(ConfigError::Malformed { .. })), "{junk}");
+        }
+        assert_eq!(prod_with(&[]).unwrap().trust_proxy, TrustProxy::ApiGateway);
+        let c = prod_with(&[("TRUST_PROXY", "loopback, 10.1.0.0/16,192.0.2.7")]).unwrap();
+        let TrustProxy::Peers(nets) = c.trust_proxy else { panic!("peers") };
+        assert_eq!(nets.len(), 4);
+        assert_eq!(dev_config().trust_proxy, TrustProxy::None);
+    }
+
+    #[test]
+    fn server_limits_have_defaults_and_refuse_zero() {
+        let c = dev_config();
+        assert_eq!(c.server.header_read_timeout, Duration::from_secs(10));
+        assert_eq!(c.server.idle_timeout, Duration::from_secs(60));
+        assert_eq!(c.server.body_read_timeout, Duration::from_secs(30));
+        assert_eq!(c.server.max_connections, 512);
+        for name in [
+            "HELIX_SERVE_HEADER_TIMEOUT_MS",
+            "HELIX_SERVE_IDLE_TIMEOUT_MS",
+            "HELIX_SERVE_BODY_TIMEOUT_MS",
+            "HELIX_SERVE_MAX_CONNECTIONS",
+        ] {
+            assert!(matches!(prod_with(&[(name, "0")]), Err(ConfigError::Malformed { name: n, .. }) if n == name));
+        }
+        let c = prod_with(&[("HELIX_SERVE_MAX_CONNECTIONS", "3"), ("HELIX_SERVE_IDLE_TIMEOUT_MS", "250")]).unwrap();
+        assert_eq!((c.server.max_connections, c.server.idle_timeout), (3, Duration::from_millis(250)));
+    }
 
     #[test]
     fn production_starts_with_complete_oauth_config() {
@@ -538,6 +789,7 @@ mod browser_tests {
         ("HELIX_AGENT_OAUTH_JWKS_URL", "https://issuer.example.com/.well-known/jwks.json"),
         ("HELIX_AGENT_OAUTH_PROVIDER", "auth0"),
         ("HELIX_AGENT_ALLOWED_HOSTS", "api.example.com"),
+        ("TRUST_PROXY", "apigateway"),
     ];
     const DEV: &[(&str, &str)] =
         &[("HELIX_AGENT_ALLOW_LOCAL_HS256", "1"), ("HELIX_AGENT_LOCAL_JWT_SECRET", "0123456789abcdef0123456789abcdef")];

@@ -17,6 +17,12 @@ pub enum ApiError {
     InvalidIdempotencyKey,
     #[error("host not allowed")]
     HostNotAllowed,
+    #[error("the {name} header must appear once")]
+    DuplicateHeader { name: &'static str },
+    #[error("this resource is served over HTTPS only")]
+    HttpsRequired,
+    #[error("the request body did not arrive in time")]
+    RequestTimeout,
     #[error("bearer token required")]
     AuthenticationRequired,
     #[error("invalid bearer token")]
@@ -97,6 +103,9 @@ impl ApiError {
             InvalidRequest(_) => "invalid_request",
             InvalidIdempotencyKey => "invalid_idempotency_key",
             HostNotAllowed => "host_not_allowed",
+            DuplicateHeader { .. } => "duplicate_header",
+            HttpsRequired => "https_required",
+            RequestTimeout => "request_timeout",
             AuthenticationRequired => "authentication_required",
             InvalidToken { .. } => "invalid_token",
             TenantMismatch => "tenant_mismatch",
@@ -129,7 +138,10 @@ impl ApiError {
     pub fn status(&self) -> StatusCode {
         use ApiError::*;
         match self {
-            InvalidRequest(_) | InvalidIdempotencyKey | HostNotAllowed => StatusCode::BAD_REQUEST,
+            InvalidRequest(_) | InvalidIdempotencyKey | HostNotAllowed | DuplicateHeader { .. } | HttpsRequired => {
+                StatusCode::BAD_REQUEST
+            }
+            RequestTimeout => StatusCode::REQUEST_TIMEOUT,
             AuthenticationRequired | InvalidToken { .. } | TenantMismatch => StatusCode::UNAUTHORIZED,
             AccountNotLinked | InsufficientScope { .. } | OriginNotAllowed | DataScopeNotAdmitted(_) => {
                 StatusCode::FORBIDDEN
@@ -173,6 +185,7 @@ impl ApiError {
             ApiError::PayloadTooLarge { limit } => Some(json!({ "limit_bytes": limit })),
             ApiError::RateLimited { retry_after_secs } => Some(json!({ "retry_after_seconds": retry_after_secs })),
             ApiError::InvalidToken { reason } => Some(json!({ "reason": reason })),
+            ApiError::DuplicateHeader { name } => Some(json!({ "header": name })),
             ApiError::SignInFailed { reason } => Some(json!({ "reason": reason })),
             _ => None,
         }

@@ -1,5 +1,6 @@
 //! The Lambda transport: runs a router under `lambda_http`, passing the invocation's
-//! remaining time and the caller's source IP to the pipeline as typed extensions.
+//! remaining time, the caller's source IP and the front door (`Transport::ApiGateway`)
+//! to the pipeline as typed extensions, behind the same panic guard as `helix serve`.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -8,15 +9,20 @@ use axum::extract::Request;
 pub use lambda_http::Error;
 use lambda_http::request::RequestContext;
 
+use crate::http::admission::Transport;
 use crate::http::{ClientIp, Invocation};
 
 fn annotate(mut req: Request) -> Request {
     let ip = match req.extensions().get::<RequestContext>() {
-        Some(RequestContext::ApiGatewayV2(ctx)) => ctx.http.source_ip.clone(),
-        Some(RequestContext::ApiGatewayV1(ctx)) => ctx.identity.source_ip.clone(),
+        Some(RequestContext::ApiGatewayV2(ctx)) => Some(ctx.http.source_ip.clone()),
+        Some(RequestContext::ApiGatewayV1(ctx)) => Some(ctx.identity.source_ip.clone()),
         _ => None,
     };
-    if let Some(ip) = ip {
+    if ip.is_some() {
+        // API Gateway and function URLs (payload v2) accept HTTPS only.
+        req.extensions_mut().insert(Transport::ApiGateway);
+    }
+    if let Some(ip) = ip.flatten() {
         req.extensions_mut().insert(ClientIp(ip));
     }
     if let Some(ctx) = req.extensions().get::<lambda_http::Context>() {
@@ -29,7 +35,7 @@ fn annotate(mut req: Request) -> Request {
 
 /// Adds the Lambda annotations to a router (also used by tests that feed `events/`).
 pub fn adapt(router: Router) -> Router {
-    router.layer(axum::middleware::map_request(|req: Request| async move { annotate(req) }))
+    crate::http::server::guard(router.layer(axum::middleware::map_request(|req: Request| async move { annotate(req) })))
 }
 
 /// Serves the router as this Lambda function until the runtime stops it.

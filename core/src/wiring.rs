@@ -15,6 +15,7 @@ pub fn init_tracing(json: bool) {
     use tracing_subscriber::util::SubscriberInitExt;
     let directives = std::env::var("RUST_LOG").unwrap_or_default();
     let _ = log_subscriber(&directives, json, std::io::stdout).try_init();
+    crate::http::server::install_panic_hook();
 }
 
 /// The subscriber [`init_tracing`] installs, writing to `writer` (tests capture it).
@@ -51,6 +52,7 @@ pub fn log_ceiling() -> tracing_subscriber::filter::Targets {
         .with_target("helix_agent_runs", LevelFilter::TRACE)
         .with_target("helix_discovery", LevelFilter::TRACE)
         .with_target("helix_mcp", LevelFilter::TRACE)
+        .with_target("helix_account", LevelFilter::TRACE)
 }
 
 /// The executor the configuration names. `Local` is wired by the CLI, which owns

@@ -10,10 +10,26 @@ use tower::ServiceExt;
 const EXAMPLE_RUN: &str = "run_exampleid0001";
 
 async fn invoke(app: &TestApp, file: &str, token: &str, run_id: Option<&str>) -> (u16, Value) {
+    invoke_from(app, file, token, run_id, None).await
+}
+
+/// As `invoke`, with the event's `requestContext.http.sourceIp` replaced by `source_ip`.
+async fn invoke_from(
+    app: &TestApp,
+    file: &str,
+    token: &str,
+    run_id: Option<&str>,
+    source_ip: Option<&str>,
+) -> (u16, Value) {
     let path = format!("{}/../events/{file}", env!("CARGO_MANIFEST_DIR"));
     let mut raw = std::fs::read_to_string(&path).unwrap();
     if let Some(id) = run_id {
         raw = raw.replace(EXAMPLE_RUN, id);
+    }
+    if let Some(ip) = source_ip {
+        let mut event: Value = serde_json::from_str(&raw).unwrap();
+        event["requestContext"]["http"]["sourceIp"] = Value::from(ip);
+        raw = event.to_string();
     }
     let req = lambda_http::request::from_str(&raw).unwrap_or_else(|e| panic!("{file}: {e}"));
     let (mut parts, body) = req.into_parts();
@@ -66,7 +82,31 @@ async fn the_lambda_adapter_passes_the_source_ip_to_the_rate_limit() {
         &[("HELIX_AGENT_ALLOWED_HOSTS", "api.example.com"), ("HELIX_AGENT_IP_RATE_LIMIT", "1")],
     )
     .await;
-    let (first, _) = invoke(&app, "discovery.json", "unused", None).await;
-    let (second, body) = invoke(&app, "discovery.json", "unused", None).await;
+    let (first, _) = invoke_from(&app, "discovery.json", "unused", None, Some("198.51.100.1")).await;
+    let (second, body) = invoke_from(&app, "discovery.json", "unused", None, Some("198.51.100.1")).await;
     assert_eq!((first, second), (200, 429), "{body}");
+    // Fails if the adapter dropped the address: every event would share one bucket.
+    let (other, body) = invoke_from(&app, "discovery.json", "unused", None, Some("198.51.100.2")).await;
+    assert_eq!(other, 200, "another source IP has its own window: {body}");
+}
+
+#[tokio::test]
+async fn api_gateway_events_count_as_https_in_production_with_trust_proxy_apigateway() {
+    let mut vars = PRODUCTION.to_vec();
+    vars.push(("TRUST_PROXY", "apigateway"));
+    let app = TestApp::spawn_with(Backend::Embedded, &vars).await;
+    let (status, body) = invoke(&app, "discovery.json", "unused", None).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["resource"], "https://api.example.com/mcp");
+    // The same request over a socket is not an API Gateway event: nothing proves HTTPS.
+    let res = app
+        .http
+        .get(format!("{}/.well-known/oauth-protected-resource/mcp", app.base))
+        .header("Host", "api.example.com")
+        .header("X-Forwarded-Proto", "https")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 400);
+    assert_eq!(res.json::<Value>().await.unwrap()["error"]["code"], "https_required");
 }

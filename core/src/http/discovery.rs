@@ -21,11 +21,12 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
-/// The metadata document: one canonical resource shared by REST and MCP.
+/// The metadata document: one canonical resource shared by REST and MCP, which is the
+/// configured audience (config refuses to start when it disagrees with the public origin).
 pub fn metadata(state: &AppState, scopes: Vec<&str>) -> Value {
     let config = &state.services.config;
     json!({
-        "resource": format!("{}/mcp", config.public_base_url),
+        "resource": config.resource,
         "authorization_servers": config.oauth.authorization_servers,
         "scopes_supported": scopes,
         "bearer_methods_supported": ["header"],

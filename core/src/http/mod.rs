@@ -1,13 +1,18 @@
-//! The HTTP facade: one pipeline for every route group (request id, no-store headers,
-//! host/origin admission, pre-auth rate limit, body limits, strict JSON, bearer and
-//! scope checks, one error envelope). Handlers only frame service calls.
+//! The HTTP facade: one pipeline for every route group (request id and its tracing
+//! span, no-store headers, admission (`admission`), pre-auth rate limit, body limits,
+//! strict JSON, bearer and scope checks, one error envelope, panics caught). Handlers
+//! only frame service calls. `server` is the socket transport of `helix serve`.
 
 pub mod account;
+pub mod admission;
 pub mod agent_runs;
 pub mod dev_oidc;
 pub mod discovery;
+#[cfg(test)]
+mod fuzz;
 pub mod ratelimit;
 pub mod redact;
+pub mod server;
 
 use std::sync::Arc;
 
@@ -15,21 +20,24 @@ use axum::body::Body;
 use axum::extract::{FromRequest, FromRequestParts, Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use http::header::{CACHE_CONTROL, CONTENT_LENGTH, CONTENT_TYPE, HOST, ORIGIN, PRAGMA, WWW_AUTHENTICATE};
+use futures::FutureExt;
+use http::header::{CACHE_CONTROL, CONTENT_TYPE, PRAGMA, WWW_AUTHENTICATE};
 use http::request::Parts;
 use http::{HeaderMap, HeaderValue, StatusCode};
 use serde::de::DeserializeOwned;
 
 use crate::auth::jwt::{TenantHeaders, TokenVerifier, VerifiedToken, bearer_from_header};
 use crate::auth::principal::binding_hash;
-use crate::config::{Limits, Mode};
+use crate::config::Limits;
 use crate::domain::ids::IdempotencyKey;
 use crate::domain::random_hex;
 use crate::error::ApiError;
 use crate::service::runs::{RunMutation, prefetch_keys};
 use crate::service::{Caller, Services};
 use crate::store::Key;
+use admission::Transport;
 use ratelimit::{RateLimits, Window};
+use tracing::Instrument;
 
 pub const REQUEST_ID: &str = "x-request-id";
 
@@ -148,47 +156,11 @@ pub fn render_error(err: &ApiError, request_id: &str, metadata_url: &str) -> Res
     res
 }
 
-fn host_name(host: &str) -> &str {
-    if host.starts_with('[') {
-        return host.split(']').next().map(|h| &host[..h.len() + 1]).unwrap_or(host);
-    }
-    host.rsplit_once(':').map(|(h, _)| h).unwrap_or(host)
-}
-
-fn is_loopback(host: &str) -> bool {
-    matches!(host, "127.0.0.1" | "localhost" | "[::1]") || host.starts_with("127.")
-}
-
-/// Admission before any parsing: host, origin, declared body size.
-fn admit(state: &AppState, group: Group, headers: &HeaderMap) -> Result<(), ApiError> {
-    let config = &state.services.config;
-    let host = headers.get(HOST).and_then(|h| h.to_str().ok()).map(host_name).ok_or(ApiError::HostNotAllowed)?;
-    let allowed = config.allowed_hosts.iter().any(|a| a.eq_ignore_ascii_case(host));
-    if !allowed || (config.mode == Mode::Production && is_loopback(host)) {
-        return Err(ApiError::HostNotAllowed);
-    }
-    if config.mode == Mode::Production {
-        let proto = headers.get("x-forwarded-proto").and_then(|v| v.to_str().ok());
-        if proto.is_some_and(|p| p != "https") {
-            return Err(ApiError::HostNotAllowed);
-        }
-    }
-    if let Some(origin) = headers.get(ORIGIN) {
-        let origin = origin.to_str().map_err(|_| ApiError::OriginNotAllowed)?;
-        let loopback_dev = config.mode == Mode::Development
-            && ["http://127.0.0.1", "http://localhost"]
-                .iter()
-                .any(|p| origin == *p || origin.starts_with(&format!("{p}:")));
-        if !loopback_dev && !config.allowed_origins.iter().any(|o| o == origin) {
-            return Err(ApiError::OriginNotAllowed);
-        }
-    }
+/// Admission before any parsing (see `admission`).
+fn admit(state: &AppState, group: Group, req: &Request) -> Result<(), ApiError> {
     let limits = group.limits(state);
-    let declared = headers.get(CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<usize>().ok());
-    if declared.is_some_and(|n| n > limits.body_bytes) {
-        return Err(ApiError::PayloadTooLarge { limit: limits.body_bytes });
-    }
-    Ok(())
+    let transport = req.extensions().get::<Transport>().copied();
+    admission::admit_head(&state.services.config, limits, req.uri(), req.headers(), transport)
 }
 
 /// The pre-auth per-IP window. Its shared count (if any) overlaps the request's work:
@@ -196,6 +168,18 @@ fn admit(state: &AppState, group: Group, headers: &HeaderMap) -> Result<(), ApiE
 fn limit_ip(state: &AppState, group: Group, ip: &str) -> Result<Window, ApiError> {
     let limit = group.limits(state).ip_per_minute;
     Ok(state.limits.start(format!("ip:{group:?}:{ip}"), limit, state.services.clock.epoch())?)
+}
+
+/// The caller's address: the Lambda event's source IP, or the socket peer (or, behind a
+/// proxy that `TRUST_PROXY` names, the address that proxy saw).
+fn caller_ip(state: &AppState, req: &Request) -> String {
+    match (req.extensions().get::<Transport>(), req.extensions().get::<ClientIp>()) {
+        (Some(Transport::Socket { peer }), _) => {
+            admission::client_ip(&state.services.config.trust_proxy, *peer, req.headers()).to_string()
+        }
+        (_, Some(ClientIp(ip))) => ip.clone(),
+        _ => "unknown".into(),
+    }
 }
 
 /// The pipeline every route group runs behind (`from_fn_with_state((state, group), pipeline)`).
@@ -209,18 +193,33 @@ pub async fn pipeline(State((state, group)): State<(AppState, Group)>, mut req: 
         .unwrap_or_else(|| format!("req_{}", random_hex(12)));
     req.extensions_mut().insert(RequestId(request_id.clone()));
     req.extensions_mut().insert(group);
-    let ip = req.extensions().get::<ClientIp>().map(|c| c.0.clone()).unwrap_or_else(|| "unknown".into());
+    // Every line logged while this request is handled (the per-turn line included)
+    // carries its request id.
+    let span = tracing::info_span!("request", request_id = %request_id, group = ?group);
+    run_pipeline(state, group, req, next, request_id).instrument(span).await
+}
+
+async fn run_pipeline(state: AppState, group: Group, mut req: Request, next: Next, request_id: String) -> Response {
+    let ip = caller_ip(&state, &req);
     let metadata_url = resource_metadata_url(&state.services.config.public_base_url, group);
     let (method, started) = (req.method().clone(), std::time::Instant::now());
 
-    let mut res = match admit(&state, group, req.headers()).and_then(|()| limit_ip(&state, group, &ip)) {
+    let mut res = match admit(&state, group, &req).and_then(|()| limit_ip(&state, group, &ip)) {
         Ok(window) => {
             let first = if group.gates_in_authenticate() { Ok(()) } else { window.verdict().await };
             if let Err(refusal) = first {
                 ApiError::from(refusal).into_response()
             } else {
                 req.extensions_mut().insert(window.clone());
-                let res = next.run(req).await;
+                // A panic below becomes a 500 for this request only; the payload is not logged
+                // (it may quote request data). `server::guard` catches what escapes this.
+                let res = match std::panic::AssertUnwindSafe(next.run(req)).catch_unwind().await {
+                    Ok(res) => res,
+                    Err(_) => {
+                        tracing::error!("request handler panicked");
+                        ApiError::internal(server::Panicked).into_response()
+                    }
+                };
                 // Handlers that did not authenticate (read-only) learn the verdict here.
                 match window.verdict().await {
                     Ok(()) => res,
@@ -238,19 +237,23 @@ pub async fn pipeline(State((state, group)): State<(AppState, Group)>, mut req: 
     // One access line per request for operators (alert on codes such as outcome_unknown,
     // run_busy, invalid_token): no path, header, query or body, so nothing caller-supplied.
     tracing::info!(
-        request_id,
-        group = ?group,
         %method,
         status = res.status().as_u16(),
         code = code.unwrap_or("ok"),
         latency_ms = started.elapsed().as_millis() as u64,
         "request"
     );
-    let h = res.headers_mut();
+    no_store(res.headers_mut(), &request_id);
+    res
+}
+
+/// The headers every answer carries, errors and caught panics included.
+pub fn no_store(h: &mut HeaderMap, request_id: &str) {
     h.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
     h.insert(PRAGMA, HeaderValue::from_static("no-cache"));
-    h.insert(REQUEST_ID, HeaderValue::from_str(&request_id).expect("safe request id"));
-    res
+    if let Ok(v) = HeaderValue::from_str(request_id) {
+        h.insert(REQUEST_ID, v);
+    }
 }
 
 /// The verified, linked caller of a request (bearer -> token -> link + binding), with
@@ -376,10 +379,27 @@ impl<T: DeserializeOwned> FromRequest<AppState> for JsonBody<T> {
         if !json_type {
             return Err(ApiError::UnsupportedMediaType);
         }
-        let bytes =
-            axum::body::to_bytes(req.into_body(), limit).await.map_err(|_| ApiError::PayloadTooLarge { limit })?;
+        let bytes = read_body(req.into_body(), limit).await?;
         parse_strict(&bytes).map(JsonBody)
     }
+}
+
+/// Reads a request body within `limit` bytes: too long is 413, stalled past the
+/// server's body-read timeout is 408, a broken transport is 400.
+pub async fn read_body(body: Body, limit: usize) -> Result<bytes::Bytes, ApiError> {
+    axum::body::to_bytes(body, limit).await.map_err(|e| {
+        let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(&e);
+        while let Some(c) = cause {
+            if c.is::<http_body_util::LengthLimitError>() {
+                return ApiError::PayloadTooLarge { limit };
+            }
+            if c.is::<server::BodyTimedOut>() {
+                return ApiError::RequestTimeout;
+            }
+            cause = c.source();
+        }
+        ApiError::InvalidRequest("the request body could not be read".into())
+    })
 }
 
 /// Parses a strict request value; the message never echoes caller values.

@@ -23,7 +23,7 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use serde_json::Value;
 
 use crate::error::ApiError;
-use crate::http::{AppState, Group, authenticate, pipeline};
+use crate::http::{AppState, Group, authenticate, pipeline, read_body};
 use crate::service::runs::{RunMutation, prefetch_keys};
 use preflight::{Envelope, Rejection};
 use server::HelixMcp;
@@ -120,7 +120,7 @@ async fn handle(State(mcp): State<McpState>, req: Request) -> Result<Response, A
         return Err(ApiError::UnsupportedMediaType);
     }
     let limit = mcp.app.services.config.mcp_limits.body_bytes;
-    let bytes = axum::body::to_bytes(body, limit).await.map_err(|_| ApiError::PayloadTooLarge { limit })?;
+    let bytes = read_body(body, limit).await?;
     let envelope = match preflight::check(&bytes) {
         Ok(e) => e,
         Err(r) => return Ok(rejection(r)),

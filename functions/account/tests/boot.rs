@@ -10,6 +10,7 @@ const PROD: &[(&str, &str)] = &[
     ("HELIX_AGENT_OAUTH_JWKS_URL", "https://issuer.example.com/.well-known/jwks.json"),
     ("HELIX_AGENT_OAUTH_PROVIDER", "auth0"),
     ("HELIX_AGENT_ALLOWED_HOSTS", "api.example.com"),
+    ("TRUST_PROXY", "apigateway"),
     ("HELIX_TABLE_NAME", "helix"),
     ("AWS_REGION", "us-east-1"),
     // Never reached: the function refuses before it asks the runtime for an event.

@@ -1,0 +1,325 @@
+//! The socket transport of `helix serve` (and of the integration tests): HTTP/1.1 and
+//! h2c on one port through hyper-util, under `ServerLimits`: a header-read timeout
+//! (from accept, or from the first byte of a later request head), an idle timeout (no
+//! request in flight, no bytes arriving), a body-read timeout, and a cap on concurrent
+//! connections (further ones wait in the listen backlog). An HTTP/1 answer given before
+//! its request body was read to the end carries `Connection: close`, so a keep-alive
+//! client learns the connection ends instead of writing into a closed socket.
+//! `guard` (also used by the Lambda adapter) turns an escaped panic into a 500.
+
+use std::any::Any;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use http::header::CONNECTION;
+use http::{HeaderValue, Request, Version};
+use hyper::body::{Body as HttpBody, Frame, Incoming};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Semaphore;
+use tokio::time::{Instant, Sleep};
+use tokio_util::sync::CancellationToken;
+use tower::ServiceExt;
+
+use super::admission::Transport;
+use super::{ClientIp, no_store};
+use crate::config::ServerLimits;
+use crate::domain::random_hex;
+use crate::error::ApiError;
+
+/// The cause logged for a request whose handler panicked (the payload is not kept).
+#[derive(Debug, thiserror::Error)]
+#[error("request handler panicked")]
+pub struct Panicked;
+
+/// A request body that did not arrive within the body-read timeout.
+#[derive(Debug, thiserror::Error)]
+#[error("request body read timed out")]
+pub struct BodyTimedOut;
+
+/// The last line of defence: a panic that escaped the pipeline (or happened in it)
+/// becomes a 500 in the error schema. Only the fact is logged: a panic message may
+/// quote request data.
+pub fn guard(router: Router) -> Router {
+    router.layer(tower_http::catch_panic::CatchPanicLayer::custom(on_panic))
+}
+
+fn on_panic(_payload: Box<dyn Any + Send + 'static>) -> Response {
+    let request_id = format!("req_{}", random_hex(12));
+    tracing::error!(request_id, "request panicked outside the pipeline");
+    let err = ApiError::internal(Panicked);
+    let mut res = (err.status(), axum::Json(err.body(&request_id))).into_response();
+    no_store(res.headers_mut(), &request_id);
+    res
+}
+
+/// Replaces the default panic hook (which prints the payload) with a log line that
+/// names only the code location. Binaries call this once at start.
+pub fn install_panic_hook() {
+    std::panic::set_hook(Box::new(|info| {
+        let location = info.location().map(|l| format!("{}:{}", l.file(), l.line())).unwrap_or_default();
+        tracing::error!(location, "panic (payload withheld: it may quote request data)");
+    }));
+}
+
+/// Serves `app` on `listener` until `shutdown` resolves, then lets the connections
+/// finish their requests (graceful) and returns.
+pub async fn serve(
+    listener: TcpListener,
+    app: Router,
+    limits: ServerLimits,
+    shutdown: impl Future<Output = ()> + Send,
+) -> std::io::Result<()> {
+    let app = guard(app);
+    let slots = Arc::new(Semaphore::new(limits.max_connections));
+    let stop = CancellationToken::new();
+    let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    builder.http2().timer(TokioTimer::new());
+    let builder = Arc::new(builder);
+    tokio::pin!(shutdown);
+    loop {
+        // Take a slot before accepting: over the cap, new connections wait in the backlog.
+        let permit = tokio::select! {
+            _ = &mut shutdown => break,
+            permit = slots.clone().acquire_owned() => permit.expect("semaphore is never closed"),
+        };
+        let (stream, peer) = tokio::select! {
+            _ = &mut shutdown => break,
+            accepted = listener.accept() => match accepted {
+                Ok(a) => a,
+                Err(e) => {
+                    // EMFILE and friends: back off instead of spinning.
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+        };
+        let _ = stream.set_nodelay(true);
+        let (app, builder, stop) = (app.clone(), builder.clone(), stop.clone());
+        tokio::spawn(async move {
+            connection(stream, peer, app, &builder, limits, stop).await;
+            drop(permit);
+        });
+    }
+    stop.cancel();
+    // Every connection holds a slot until it ends.
+    let _ = slots.acquire_many(limits.max_connections as u32).await;
+    Ok(())
+}
+
+/// What the watchdog of one connection needs to know.
+struct Activity {
+    start: Instant,
+    in_flight: AtomicUsize,
+    /// Milliseconds since `start` at which the connection last became idle.
+    idle_since: AtomicU64,
+    /// Milliseconds since `start` (+1) of the first byte of a pending request head; 0 = none.
+    head_since: AtomicU64,
+    /// Wakes the watchdog when the deadline may have moved.
+    changed: tokio::sync::Notify,
+}
+
+impl Activity {
+    fn new() -> Self {
+        // Waiting for the first request head counts from accept.
+        Activity {
+            start: Instant::now(),
+            in_flight: 0.into(),
+            idle_since: 0.into(),
+            head_since: 1.into(),
+            changed: tokio::sync::Notify::new(),
+        }
+    }
+    fn now_ms(&self) -> u64 {
+        self.start.elapsed().as_millis() as u64
+    }
+    fn on_bytes(&self) {
+        if self.in_flight.load(Ordering::SeqCst) == 0 && self.head_since.load(Ordering::SeqCst) == 0 {
+            self.head_since.store(self.now_ms() + 1, Ordering::SeqCst);
+            self.changed.notify_one();
+        }
+    }
+    fn begin(self: &Arc<Self>) -> InFlight {
+        self.in_flight.fetch_add(1, Ordering::SeqCst);
+        self.head_since.store(0, Ordering::SeqCst);
+        self.changed.notify_one();
+        InFlight(self.clone())
+    }
+    /// When this connection may be closed if nothing changes; None while a request runs.
+    fn deadline(&self, limits: &ServerLimits) -> Option<Instant> {
+        if self.in_flight.load(Ordering::SeqCst) > 0 {
+            return None;
+        }
+        let at = match self.head_since.load(Ordering::SeqCst) {
+            0 => Duration::from_millis(self.idle_since.load(Ordering::SeqCst)) + limits.idle_timeout,
+            head => Duration::from_millis(head - 1) + limits.header_read_timeout,
+        };
+        Some(self.start + at)
+    }
+}
+
+/// Marks one request in flight until dropped (the response has been produced).
+struct InFlight(Arc<Activity>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        if self.0.in_flight.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.0.idle_since.store(self.0.now_ms(), Ordering::SeqCst);
+            self.0.changed.notify_one();
+        }
+    }
+}
+
+async fn connection(
+    stream: TcpStream,
+    peer: SocketAddr,
+    app: Router,
+    builder: &hyper_util::server::conn::auto::Builder<TokioExecutor>,
+    limits: ServerLimits,
+    stop: CancellationToken,
+) {
+    let activity = Arc::new(Activity::new());
+    let io = TokioIo::new(Watched { inner: stream, activity: activity.clone() });
+    let service_activity = activity.clone();
+    let service = hyper::service::service_fn(move |req: Request<Incoming>| {
+        let in_flight = service_activity.begin();
+        let app = app.clone();
+        async move {
+            let res = handle(app, req, peer, limits.body_read_timeout).await;
+            drop(in_flight);
+            Ok::<_, std::convert::Infallible>(res)
+        }
+    });
+    let conn = builder.serve_connection(io, service);
+    tokio::pin!(conn);
+    loop {
+        // While a request runs there is no deadline: the end of the request notifies.
+        let wake = activity.deadline(&limits).unwrap_or_else(|| Instant::now() + Duration::from_secs(3600));
+        tokio::select! {
+            _ = conn.as_mut() => return,
+            _ = stop.cancelled() => break,
+            _ = activity.changed.notified() => {}
+            _ = tokio::time::sleep_until(wake) => {
+                if activity.deadline(&limits).is_some_and(|d| d <= Instant::now()) {
+                    break;
+                }
+            }
+        }
+    }
+    // Idle, stalled or shutting down: no request is cut short (graceful), but a peer
+    // that does not let go is dropped after a grace period.
+    conn.as_mut().graceful_shutdown();
+    let grace = if stop.is_cancelled() { Duration::from_secs(3600) } else { Duration::from_secs(1) };
+    let _ = tokio::time::timeout(grace, conn.as_mut()).await;
+}
+
+async fn handle(app: Router, req: Request<Incoming>, peer: SocketAddr, body_timeout: Duration) -> Response {
+    let version = req.version();
+    let (mut parts, body) = req.into_parts();
+    let finished = Arc::new(AtomicBool::new(body.is_end_stream()));
+    let body = Body::new(DeadlineBody {
+        inner: body,
+        deadline: Box::pin(tokio::time::sleep(body_timeout)),
+        finished: finished.clone(),
+    });
+    parts.extensions.insert(Transport::Socket { peer: peer.ip() });
+    parts.extensions.insert(ClientIp(peer.ip().to_string()));
+    let mut res = match app.oneshot(Request::from_parts(parts, body)).await {
+        Ok(res) => res,
+        Err(never) => match never {},
+    };
+    if version <= Version::HTTP_11 && !finished.load(Ordering::SeqCst) {
+        res.headers_mut().insert(CONNECTION, HeaderValue::from_static("close"));
+    }
+    res
+}
+
+/// A request body that fails with `BodyTimedOut` once its deadline passes, and
+/// records whether it was read to the end.
+struct DeadlineBody {
+    inner: Incoming,
+    deadline: Pin<Box<Sleep>>,
+    finished: Arc<AtomicBool>,
+}
+
+impl HttpBody for DeadlineBody {
+    type Data = Bytes;
+    type Error = Box<dyn std::error::Error + Send + Sync>;
+
+    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        match Pin::new(&mut self.inner).poll_frame(cx) {
+            Poll::Ready(None) => {
+                self.finished.store(true, Ordering::SeqCst);
+                Poll::Ready(None)
+            }
+            Poll::Ready(Some(frame)) => {
+                if self.inner.is_end_stream() {
+                    self.finished.store(true, Ordering::SeqCst);
+                }
+                Poll::Ready(Some(frame.map_err(Into::into)))
+            }
+            Poll::Pending => match self.deadline.as_mut().poll(cx) {
+                Poll::Ready(()) => Poll::Ready(Some(Err(Box::new(BodyTimedOut)))),
+                Poll::Pending => Poll::Pending,
+            },
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+/// The accepted socket, reporting arriving bytes to the connection's watchdog.
+struct Watched {
+    inner: TcpStream,
+    activity: Arc<Activity>,
+}
+
+impl AsyncRead for Watched {
+    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let res = Pin::new(&mut self.inner).poll_read(cx, buf);
+        if buf.filled().len() > before {
+            self.activity.on_bytes();
+        }
+        res
+    }
+}
+
+impl AsyncWrite for Watched {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+    }
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+}
