@@ -103,13 +103,12 @@ async fn page_headers(mut res: Response) -> Response {
 }
 
 /// Same-origin and the per-account limit of this lane, for every cookie request.
-fn admit(state: &AppState, headers: &HeaderMap, session: &Session) -> Result<(), ApiError> {
+async fn admit(state: &AppState, headers: &HeaderMap, session: &Session) -> Result<(), ApiError> {
     require_same_origin(state, headers)?;
     let limit = state.services.config.sources.browser_limits.principal_per_minute;
-    state
-        .limiter
-        .check(&format!("account:SourceBrowser:{}", session.account_id), limit, state.services.clock.epoch())
-        .map_err(|retry_after_secs| ApiError::RateLimited { retry_after_secs })
+    let key = format!("account:SourceBrowser:{}", session.account_id);
+    state.limits.start(key, limit, state.services.clock.epoch())?.verdict().await?;
+    Ok(())
 }
 
 const CLAIM_PAGE: &str = r#"<!doctype html>
@@ -199,7 +198,7 @@ async fn claim(
     BrowserSession(session): BrowserSession,
     JsonBody(req): JsonBody<CredentialClaimRequest>,
 ) -> Result<Response, ApiError> {
-    admit(&state, &headers, &session)?;
+    admit(&state, &headers, &session).await?;
     let credential = state.services.claim_source_credential(&session, req).await?;
     Ok((StatusCode::CREATED, Json(credential)).into_response())
 }
@@ -210,7 +209,7 @@ async fn rotate(
     BrowserSession(session): BrowserSession,
     JsonBody(req): JsonBody<SourceRef>,
 ) -> Result<Response, ApiError> {
-    admit(&state, &headers, &session)?;
+    admit(&state, &headers, &session).await?;
     let credential = state.services.rotate_source_credential(&session, req).await?;
     Ok((StatusCode::CREATED, Json(credential)).into_response())
 }
@@ -221,7 +220,7 @@ async fn revoke(
     BrowserSession(session): BrowserSession,
     JsonBody(req): JsonBody<SourceRef>,
 ) -> Result<Response, ApiError> {
-    admit(&state, &headers, &session)?;
+    admit(&state, &headers, &session).await?;
     Ok(Json(state.services.revoke_source(&session, req).await?).into_response())
 }
 
@@ -249,10 +248,8 @@ impl FromRequestParts<AppState> for SourceAuthed {
         let bearer = bearer_from_header(value).ok_or(ApiError::SourceCredentialInvalid)?;
         let source = state.services.authenticate_source(bearer).await?;
         let limit = state.services.config.sources.ingress_limits.principal_per_minute;
-        state
-            .limiter
-            .check(&format!("source:{}", source.source.source_id), limit, state.services.clock.epoch())
-            .map_err(|retry_after_secs| ApiError::RateLimited { retry_after_secs })?;
+        let key = format!("source:{}", source.source.source_id);
+        state.limits.start(key, limit, state.services.clock.epoch())?.verdict().await?;
         Ok(SourceAuthed(source))
     }
 }

@@ -33,7 +33,7 @@ use crate::domain::source::DeviceCheckReport;
 use crate::domain::wire::McpErrorView;
 use crate::error::ApiError;
 use crate::http::{
-    AppState, Group, RequestId, authenticate, limit_principal, parse_strict, pipeline, resource_metadata_url,
+    AppState, Group, RequestId, authenticate, parse_strict, pipeline, resource_metadata_url,
 };
 use crate::service::Caller;
 
@@ -202,8 +202,7 @@ async fn handle(State(dc): State<DcState>, req: Request) -> Result<Response, Api
         Ok(e) => e,
         Err(r) => return Ok(rejection(r)),
     };
-    let caller = authenticate(&dc.app, &parts.headers, |_| vec![]).await?;
-    limit_principal(&dc.app, Group::DeviceCheck, &caller)?;
+    let caller = authenticate(&dc.app, &parts, |_| vec![]).await?;
     parts.extensions.insert(caller);
     let accept = parts.headers.get(ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
     if accept.is_empty() || accept.contains("application/json") || accept.contains("*/*") {
