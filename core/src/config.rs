@@ -592,7 +592,8 @@ fn sources(env: &Env) -> Result<SourceConfig, ConfigError> {
             )?
         },
         ingress_limits: Limits {
-            body_bytes: env.number("HELIX_ROOM_SOURCE_INGRESS_BODY_LIMIT", 64 * 1024)?.clamp(1024, 1024 * 1024) as usize,
+            body_bytes: env.number("HELIX_ROOM_SOURCE_INGRESS_BODY_LIMIT", 64 * 1024)?.clamp(1024, 1024 * 1024)
+                as usize,
             ip_per_minute: env.number("HELIX_ROOM_SOURCE_INGRESS_IP_RATE_LIMIT", 1_200)? as u32,
             principal_per_minute: env.number("HELIX_ROOM_SOURCE_INGRESS_SOURCE_RATE_LIMIT", 600)? as u32,
         },

@@ -32,9 +32,7 @@ use crate::domain::scopes::ROOMS_READ;
 use crate::domain::source::DeviceCheckReport;
 use crate::domain::wire::McpErrorView;
 use crate::error::ApiError;
-use crate::http::{
-    AppState, Group, RequestId, authenticate, parse_strict, pipeline, resource_metadata_url,
-};
+use crate::http::{AppState, Group, RequestId, authenticate, parse_strict, pipeline, resource_metadata_url};
 use crate::service::Caller;
 
 pub const PATH: &str = "/mcp/device-check";
