@@ -279,6 +279,9 @@ pub enum FaultPoint {
     Conflict,
 }
 
+/// (counts begun, a batch_get begun) of `Faults::require_overlap`.
+type Rendezvous = tokio::sync::watch::Sender<(usize, bool)>;
+
 /// Fails the `n`-th store call (1-based, counted from `arm`) once.
 #[derive(Default)]
 pub struct Faults {
@@ -286,9 +289,25 @@ pub struct Faults {
     pub log: std::sync::Mutex<Vec<&'static str>>,
     calls: std::sync::atomic::AtomicUsize,
     plan: std::sync::Mutex<Option<(usize, FaultPoint)>>,
+    /// (counts begun, a batch_get begun), while `require_overlap` is armed.
+    overlap: std::sync::Mutex<Option<Arc<Rendezvous>>>,
 }
 
 impl Faults {
+    /// From now on every `count` waits until a `batch_get` has begun, and every `batch_get`
+    /// until two `count`s have: calls made one after the other cannot all pass (after 5 s
+    /// of waiting the call fails as unavailable).
+    pub fn require_overlap(&self) {
+        *self.overlap.lock().unwrap() = Some(Arc::new(tokio::sync::watch::channel((0, false)).0));
+    }
+
+    async fn overlap(&self, mark: fn(&mut (usize, bool)), ready: fn(&(usize, bool)) -> bool) -> bool {
+        let Some(tx) = self.overlap.lock().unwrap().clone() else { return true };
+        tx.send_modify(mark);
+        let mut rx = tx.subscribe();
+        tokio::time::timeout(std::time::Duration::from_secs(5), rx.wait_for(ready)).await.is_ok()
+    }
+
     pub fn arm(&self, nth_call: usize, point: FaultPoint) {
         self.calls.store(0, std::sync::atomic::Ordering::SeqCst);
         *self.plan.lock().unwrap() = Some((nth_call, point));
@@ -372,6 +391,9 @@ impl Store for FaultyStore {
         &self,
         keys: &[helix_core::store::Key],
     ) -> Result<Vec<Option<helix_core::store::Item>>, helix_core::store::StoreError> {
+        if !self.faults.overlap(|s| s.1 = true, |s| s.0 >= 2).await {
+            return Err(injected());
+        }
         faulty!(self, "batch_get", self.inner.batch_get(keys))
     }
     async fn put(
@@ -392,6 +414,18 @@ impl Store for FaultyStore {
         limit: usize,
     ) -> Result<helix_core::store::Page, helix_core::store::StoreError> {
         faulty!(self, "query", self.inner.query(pk, prefix, after, limit))
+    }
+    async fn count(&self, key: &helix_core::store::Key, expires_at: i64) -> Result<i64, helix_core::store::StoreError> {
+        // Logged, but outside the numbered calls faults are armed at: a shared store's
+        // rate-limit counts run concurrently with the request's data calls.
+        self.faults.log.lock().unwrap().push("count");
+        if !self.faults.overlap(|s| s.0 += 1, |s| s.1).await {
+            return Err(injected());
+        }
+        self.inner.count(key, expires_at).await
+    }
+    fn is_shared(&self) -> bool {
+        self.inner.is_shared()
     }
 }
 

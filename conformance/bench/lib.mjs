@@ -49,6 +49,32 @@ export function post(url, agent, token, payload, timeoutMs = 30_000) {
   });
 }
 
+/** One authenticated GET (the REST facade); resolves { status, body (Buffer) }. */
+export function get(url, agent, token, timeoutMs = 30_000) {
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      {
+        host: url.hostname.replace(/^\[|\]$/g, ''),
+        port: url.port,
+        path: url.pathname + url.search,
+        method: 'GET',
+        agent,
+        headers: { Accept: 'application/json', Authorization: `Bearer ${token}` },
+        timeout: timeoutMs,
+      },
+      (res) => {
+        const chunks = [];
+        res.on('data', (c) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, body: Buffer.concat(chunks) }));
+        res.on('error', reject);
+      },
+    );
+    req.on('timeout', () => req.destroy(new Error('request timeout')));
+    req.on('error', reject);
+    req.end();
+  });
+}
+
 /** JSON-RPC call that must succeed; returns `result`. */
 export async function rpc(url, token, method, params, id = 1) {
   const agent = new http.Agent({ keepAlive: false });

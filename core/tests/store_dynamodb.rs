@@ -241,5 +241,13 @@ async fn round_trips_per_operation() {
     let page = store.query("T#rt", "EVT#", None, 1).await.unwrap();
     assert!(page.items.len() == 1 && !page.has_more);
     assert_eq!(calls.take(), one("Query"));
+    let counter = Key::new("RL#rt#1", "RL");
+    assert_eq!(store.count(&counter, now_epoch() + 120).await.unwrap(), 1);
+    assert_eq!(store.count(&counter, now_epoch() + 120).await.unwrap(), 2);
+    assert_eq!(calls.take(), ["UpdateItem", "UpdateItem"], "a count is one UpdateItem");
+    store.put(Item::new("RL#rt#0", "RL").with_n("count", 9).with_n(EXPIRES_AT, now_epoch() - 1), None).await.unwrap();
+    calls.take();
+    assert_eq!(store.count(&Key::new("RL#rt#0", "RL"), now_epoch() + 120).await.unwrap(), 1);
+    assert_eq!(calls.take(), ["UpdateItem", "PutItem"], "an expired counter is replaced");
     drop_table(&client, &store).await;
 }

@@ -4,6 +4,7 @@ mod account;
 mod auth;
 mod lambda_events;
 mod lifecycle;
+mod limits;
 mod pipeline;
 mod rooms;
 mod rooms_mcp;

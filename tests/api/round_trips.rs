@@ -69,3 +69,20 @@ async fn mcp_tool_calls_read_the_run_with_the_principal() {
     assert_eq!(body["result"]["structuredContent"]["run_id"], id, "{body}");
     assert_eq!(app.faults.take_log(), ["batch_get"], "inspect over MCP: one BatchGetItem");
 }
+
+/// With a shared store (DynamoDB) each request also counts its IP and principal windows;
+/// both counts overlap the authentication read, so they add no sequential round trip.
+#[tokio::test]
+async fn with_a_shared_store_both_rate_limit_counts_overlap_the_authentication_read() {
+    let app = TestApp::spawn_with(Backend::Dynamo, &[]).await;
+    let token = app.token().await;
+    let run = app.started(&token, research_run()).await;
+    let id = run["run_id"].as_str().unwrap();
+    app.faults.take_log();
+    app.faults.require_overlap();
+    let res = app.get(&format!("/api/v1/agent-runs/{id}"), &token).send().await.unwrap();
+    assert_eq!(res.status(), 200, "{}", res.text().await.unwrap());
+    let mut log = app.faults.take_log();
+    log.sort_unstable();
+    assert_eq!(log, ["batch_get", "count", "count"], "inspect: the read plus the IP and principal counts");
+}

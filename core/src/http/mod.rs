@@ -30,7 +30,8 @@ use http::request::Parts;
 use http::{HeaderMap, HeaderValue, StatusCode};
 use serde::de::DeserializeOwned;
 
-use crate::auth::jwt::{TenantHeaders, TokenVerifier, bearer_from_header};
+use crate::auth::jwt::{TenantHeaders, TokenVerifier, VerifiedToken, bearer_from_header};
+use crate::auth::principal::binding_hash;
 use crate::config::Limits;
 use crate::domain::ids::IdempotencyKey;
 use crate::domain::random_hex;
@@ -39,7 +40,7 @@ use crate::service::runs::{RunMutation, prefetch_keys};
 use crate::service::{Caller, Services};
 use crate::store::Key;
 use admission::Transport;
-use ratelimit::RateLimiter;
+use ratelimit::{RateLimits, Window};
 use tracing::Instrument;
 
 pub const REQUEST_ID: &str = "x-request-id";
@@ -49,7 +50,7 @@ pub const REQUEST_ID: &str = "x-request-id";
 pub struct AppState {
     pub services: Services,
     pub verifier: Arc<TokenVerifier>,
-    pub limiter: Arc<RateLimiter>,
+    pub limits: Arc<RateLimits>,
     /// The browser lane's OpenID Connect client (None: sign-in is not configured).
     pub oidc: Option<Arc<crate::auth::oidc::OidcClient>>,
 }
@@ -62,7 +63,8 @@ impl AppState {
             let redirect = format!("{}{}", services.config.public_base_url, account::CALLBACK_PATH);
             Arc::new(crate::auth::oidc::OidcClient::new(o, redirect))
         });
-        Self { services, verifier, limiter: Arc::new(RateLimiter::default()), oidc }
+        let limits = Arc::new(RateLimits::new(services.store.clone()));
+        Self { services, verifier, limits, oidc }
     }
 }
 
@@ -88,6 +90,13 @@ impl Group {
             Group::Mcp | Group::Discovery | Group::Account | Group::Observer => "/mcp",
         }
     }
+    /// True when each handler of the group that has an effect runs `authenticate` first,
+    /// which awaits the IP window before anything happens (the rest is read-only), so the
+    /// window's count may overlap the request. The cookie lane acts without it.
+    fn gates_in_authenticate(self) -> bool {
+        matches!(self, Group::AgentRuns | Group::Mcp | Group::Discovery)
+    }
+
     fn limits(self, state: &AppState) -> Limits {
         match self {
             Group::Mcp => state.services.config.mcp_limits,
@@ -158,15 +167,18 @@ pub fn render_error(err: &ApiError, request_id: &str, metadata_url: &str) -> Res
     res
 }
 
-/// Admission before any parsing (see `admission`), then the pre-auth rate limit.
-fn admit(state: &AppState, group: Group, req: &Request, ip: &str) -> Result<(), ApiError> {
+/// Admission before any parsing (see `admission`).
+fn admit(state: &AppState, group: Group, req: &Request) -> Result<(), ApiError> {
     let limits = group.limits(state);
     let transport = req.extensions().get::<Transport>().copied();
-    admission::admit_head(&state.services.config, limits, req.uri(), req.headers(), transport)?;
-    state
-        .limiter
-        .check(&format!("ip:{group:?}:{ip}"), limits.ip_per_minute, state.services.clock.epoch())
-        .map_err(|retry_after_secs| ApiError::RateLimited { retry_after_secs })
+    admission::admit_head(&state.services.config, limits, req.uri(), req.headers(), transport)
+}
+
+/// The pre-auth per-IP window. Its shared count (if any) overlaps the request's work:
+/// `authenticate` awaits it before anything with an effect, the pipeline after the rest.
+fn limit_ip(state: &AppState, group: Group, ip: &str) -> Result<Window, ApiError> {
+    let limit = group.limits(state).ip_per_minute;
+    Ok(state.limits.start(format!("ip:{group:?}:{ip}"), limit, state.services.clock.epoch())?)
 }
 
 /// The caller's address: the Lambda event's source IP, or the socket peer (or, behind a
@@ -198,21 +210,34 @@ pub async fn pipeline(State((state, group)): State<(AppState, Group)>, mut req: 
     run_pipeline(state, group, req, next, request_id).instrument(span).await
 }
 
-async fn run_pipeline(state: AppState, group: Group, req: Request, next: Next, request_id: String) -> Response {
+async fn run_pipeline(state: AppState, group: Group, mut req: Request, next: Next, request_id: String) -> Response {
     let ip = caller_ip(&state, &req);
     let metadata_url = resource_metadata_url(&state.services.config.public_base_url, group);
     let (method, started) = (req.method().clone(), std::time::Instant::now());
 
-    let mut res = match admit(&state, group, &req, &ip) {
-        // A panic below becomes a 500 for this request only; the payload is not logged
-        // (it may quote request data). `server::guard` catches what escapes this.
-        Ok(()) => match std::panic::AssertUnwindSafe(next.run(req)).catch_unwind().await {
-            Ok(res) => res,
-            Err(_) => {
-                tracing::error!("request handler panicked");
-                ApiError::internal(server::Panicked).into_response()
+    let mut res = match admit(&state, group, &req).and_then(|()| limit_ip(&state, group, &ip)) {
+        Ok(window) => {
+            let first = if group.gates_in_authenticate() { Ok(()) } else { window.verdict().await };
+            if let Err(refusal) = first {
+                ApiError::from(refusal).into_response()
+            } else {
+                req.extensions_mut().insert(window.clone());
+                // A panic below becomes a 500 for this request only; the payload is not logged
+                // (it may quote request data). `server::guard` catches what escapes this.
+                let res = match std::panic::AssertUnwindSafe(next.run(req)).catch_unwind().await {
+                    Ok(res) => res,
+                    Err(_) => {
+                        tracing::error!("request handler panicked");
+                        ApiError::internal(server::Panicked).into_response()
+                    }
+                };
+                // Handlers that did not authenticate (read-only) learn the verdict here.
+                match window.verdict().await {
+                    Ok(()) => res,
+                    Err(refusal) => ApiError::from(refusal).into_response(),
+                }
             }
-        },
+        }
         Err(e) => e.into_response(),
     };
     let mut code = None;
@@ -256,10 +281,7 @@ impl FromRequestParts<AppState> for Authed {
             Some(id) => prefetch_keys(identity, id, mutation.zip(idem.as_deref())),
             None => vec![],
         };
-        let caller = authenticate(state, &parts.headers, plan).await?;
-        let group = parts.extensions.get::<Group>().copied().unwrap_or(Group::AgentRuns);
-        limit_principal(state, group, &caller)?;
-        Ok(Authed(caller))
+        Ok(Authed(authenticate(state, parts, plan).await?))
     }
 }
 
@@ -276,22 +298,42 @@ fn run_route(path: &str) -> (Option<&str>, Option<RunMutation>) {
     (run_id, mutation)
 }
 
-/// The per-minute limit of one verified principal in a route group.
-pub fn limit_principal(state: &AppState, group: Group, caller: &Caller) -> Result<(), ApiError> {
-    let limit = group.limits(state).principal_per_minute;
-    state
-        .limiter
-        .check(&format!("principal:{group:?}:{}", caller.owner_hash()), limit, state.services.clock.epoch())
-        .map_err(|retry_after_secs| ApiError::RateLimited { retry_after_secs })
-}
-
-/// Bearer verification and principal resolution, shared by REST and MCP; `prefetch`
-/// names data keys (from the token identity) to read in the same BatchGetItem.
+/// Bearer verification, principal resolution and both per-minute windows, shared by
+/// REST and MCP; `prefetch` names data keys (from the token identity) to read in the
+/// same BatchGetItem. The IP window's count (started by the pipeline) overlaps the token
+/// verification and the read; the principal's (keyed by the verified token identity)
+/// overlaps the read, so a shared counter adds no sequential round trip.
 pub async fn authenticate(
     state: &AppState,
-    headers: &HeaderMap,
+    parts: &Parts,
     prefetch: impl FnOnce(&str) -> Vec<Key>,
 ) -> Result<Caller, ApiError> {
+    let group = parts.extensions.get::<Group>().copied().unwrap_or(Group::AgentRuns);
+    let ip_window = parts.extensions.get::<Window>().cloned();
+    let principal = async {
+        let token = verify_bearer(state, &parts.headers).await?;
+        let identity =
+            binding_hash(&token.issuer, &token.tenant, &state.services.config.oauth.provider, &token.subject);
+        let limit = group.limits(state).principal_per_minute;
+        let window =
+            state.limits.start(format!("principal:{group:?}:{identity}"), limit, state.services.clock.epoch())?;
+        let (caller, verdict) = tokio::join!(state.services.resolve_with(token, prefetch), window.verdict());
+        let caller = caller?;
+        verdict?;
+        Ok::<_, ApiError>(caller)
+    };
+    let ip = async {
+        match &ip_window {
+            Some(window) => window.verdict().await,
+            None => Ok(()),
+        }
+    };
+    let (ip, caller) = tokio::join!(ip, principal);
+    ip?;
+    caller
+}
+
+async fn verify_bearer(state: &AppState, headers: &HeaderMap) -> Result<VerifiedToken, ApiError> {
     let value = headers.get(http::header::AUTHORIZATION).ok_or(ApiError::AuthenticationRequired)?;
     let value = value.to_str().map_err(|_| ApiError::InvalidToken { reason: "malformed" })?;
     // Another scheme is no bearer at all (RFC 6750 3.1: no error code); a Bearer whose
@@ -310,8 +352,7 @@ pub async fn authenticate(
         customer_id: header("x-customer-id"),
         org_id: header("x-org-id"),
     };
-    let token = state.verifier.verify(bearer, tenant_headers).await?;
-    state.services.resolve_with(token, prefetch).await
+    state.verifier.verify(bearer, tenant_headers).await
 }
 
 /// The `Idempotency-Key` header, parsed.

@@ -43,14 +43,14 @@ async fn method_not_allowed_get_delete() -> ApiError {
     ApiError::MethodNotAllowed { allow: "GET, DELETE" }
 }
 
-/// Same-origin and the per-account limit of this lane, for every observer request.
-fn admit(state: &AppState, headers: &HeaderMap, session: &Session) -> Result<(), ApiError> {
+/// Same-origin and the per-account limit of this lane, for every observer request (the
+/// window's verdict is awaited before the handler acts, so a 429 means nothing happened).
+async fn admit(state: &AppState, headers: &HeaderMap, session: &Session) -> Result<(), ApiError> {
     require_same_origin(state, headers)?;
     let limit = state.services.config.observer_limits.principal_per_minute;
-    state
-        .limiter
-        .check(&format!("account:Observer:{}", session.account_id), limit, state.services.clock.epoch())
-        .map_err(|retry_after_secs| ApiError::RateLimited { retry_after_secs })
+    let key = format!("account:Observer:{}", session.account_id);
+    state.limits.start(key, limit, state.services.clock.epoch())?.verdict().await?;
+    Ok(())
 }
 
 async fn create(
@@ -59,7 +59,7 @@ async fn create(
     BrowserSession(session): BrowserSession,
     JsonBody(req): JsonBody<ObserverRequest>,
 ) -> Result<Response, ApiError> {
-    admit(&state, &headers, &session)?;
+    admit(&state, &headers, &session).await?;
     let created = state.services.create_observer(&session, req).await?;
     Ok((StatusCode::CREATED, Json(created)).into_response())
 }
@@ -71,7 +71,7 @@ async fn read(
     Path(observer_ref): Path<String>,
     RawQuery(q): RawQuery,
 ) -> Result<Response, ApiError> {
-    admit(&state, &headers, &session)?;
+    admit(&state, &headers, &session).await?;
     empty_request(q.as_deref(), b"")?;
     Ok(Json(state.services.observer(&session, &observer_ref).await?).into_response())
 }
@@ -98,7 +98,7 @@ async fn events(
     Path(observer_ref): Path<String>,
     RawQuery(q): RawQuery,
 ) -> Result<Response, ApiError> {
-    admit(&state, &headers, &session)?;
+    admit(&state, &headers, &session).await?;
     let (after, limit) = page_query(q.as_deref())?;
     Ok(Json(state.services.observer_events(&session, &observer_ref, after, limit).await?).into_response())
 }
@@ -111,7 +111,7 @@ async fn disconnect(
     RawQuery(q): RawQuery,
     body: Bytes,
 ) -> Result<Response, ApiError> {
-    admit(&state, &headers, &session)?;
+    admit(&state, &headers, &session).await?;
     empty_request(q.as_deref(), &body)?;
     Ok(Json(state.services.disconnect_observer(&session, &observer_ref).await?).into_response())
 }

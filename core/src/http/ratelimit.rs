@@ -1,8 +1,21 @@
-//! Per-minute fixed-window limits, per process (on Lambda: per warm instance).
-//! Fail closed on overflow: the window count saturates, it never wraps.
+//! Per-minute fixed-window limits (the contract's `*_IP_RATE_LIMIT` and
+//! `*_PRINCIPAL_RATE_LIMIT`). Every window is counted in process memory; with a shared
+//! store (DynamoDB) the store's atomic counter `RL#<sha256(key)>#<minute>` is the
+//! authority, so a limit holds across processes (on Lambda: across warm instances).
+//! A window already full in this process is refused with no round trip, and a window
+//! the shared counter refused is marked full here, so a flood costs each instance at
+//! most `limit` counter writes per key and minute. Fail closed: a count saturates, it
+//! never wraps, and a shared counter that cannot be read refuses (503), never admits.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
+
+use futures::FutureExt;
+use futures::future::{BoxFuture, Shared};
+
+use crate::domain::hash_parts;
+use crate::error::ApiError;
+use crate::store::{Key, Store};
 
 #[derive(Debug, Default)]
 pub struct RateLimiter {
@@ -16,7 +29,7 @@ impl RateLimiter {
         if limit == 0 {
             return Ok(());
         }
-        let minute = now_epoch / 60;
+        let minute = now_epoch.div_euclid(60);
         let mut map = self.windows.lock().expect("rate limiter");
         if map.len() > 50_000 {
             map.retain(|_, (m, _)| *m == minute);
@@ -26,16 +39,124 @@ impl RateLimiter {
             *entry = (minute, 0);
         }
         if entry.1 >= limit {
-            return Err((60 - now_epoch.rem_euclid(60)) as u64);
+            return Err(retry_after(now_epoch));
         }
         entry.1 = entry.1.saturating_add(1);
         Ok(())
     }
+
+    /// Marks the window of `key` full until the minute of `now_epoch` ends.
+    fn fill(&self, key: &str, limit: u32, now_epoch: i64) {
+        let minute = now_epoch.div_euclid(60);
+        let mut map = self.windows.lock().expect("rate limiter");
+        let entry = map.entry(key.to_owned()).or_insert((minute, 0));
+        if entry.0 == minute {
+            entry.1 = entry.1.max(limit);
+        }
+    }
+}
+
+/// Seconds until the window of `now_epoch` ends (1-60).
+fn retry_after(now_epoch: i64) -> u64 {
+    (60 - now_epoch.rem_euclid(60)) as u64
+}
+
+/// Why a request was not admitted by a window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// The window is full: 429 with `Retry-After`.
+    Limited { retry_after_secs: u64 },
+    /// The shared counter could not be counted (logged where it failed): 503.
+    Unavailable,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("the shared rate-limit counter is unavailable")]
+struct CounterUnavailable;
+
+impl From<Refusal> for ApiError {
+    fn from(r: Refusal) -> Self {
+        match r {
+            Refusal::Limited { retry_after_secs } => ApiError::RateLimited { retry_after_secs },
+            Refusal::Unavailable => ApiError::Unavailable(Box::new(CounterUnavailable)),
+        }
+    }
+}
+
+/// One counted request whose verdict may still be in flight (the shared counter),
+/// so callers can overlap it with other work (the authentication read) and await it
+/// before anything with an effect. Cloning shares the one count.
+#[derive(Clone)]
+pub struct Window(Shared<BoxFuture<'static, Result<(), Refusal>>>);
+
+impl Window {
+    fn ready(verdict: Result<(), Refusal>) -> Self {
+        Window(futures::future::ready(verdict).boxed().shared())
+    }
+
+    /// The verdict; immediate when it was decided in process.
+    pub async fn verdict(&self) -> Result<(), Refusal> {
+        self.0.clone().await
+    }
+}
+
+/// The limits of one process: in memory, plus the store's counters when it is shared.
+pub struct RateLimits {
+    local: Arc<RateLimiter>,
+    shared: Option<Arc<dyn Store>>,
+}
+
+impl RateLimits {
+    /// Windows counted through `store` when it is shared between processes, else in memory.
+    pub fn new(store: Arc<dyn Store>) -> Self {
+        Self { local: Arc::new(RateLimiter::default()), shared: store.is_shared().then_some(store) }
+    }
+
+    /// True when windows are counted in the shared store.
+    pub fn is_shared(&self) -> bool {
+        self.shared.is_some()
+    }
+
+    /// Counts one request for `key` (e.g. `ip:Mcp:203.0.113.9`) in the minute of `now`.
+    /// Refused at once when this process already filled the window; otherwise the shared
+    /// count (if any) starts now, in its own task, and the returned window answers it.
+    /// A limit of 0 disables the check.
+    pub fn start(&self, key: String, limit: u32, now: i64) -> Result<Window, Refusal> {
+        if limit == 0 {
+            return Ok(Window::ready(Ok(())));
+        }
+        self.local.check(&key, limit, now).map_err(|retry_after_secs| Refusal::Limited { retry_after_secs })?;
+        let Some(store) = self.shared.clone() else { return Ok(Window::ready(Ok(()))) };
+        let local = self.local.clone();
+        let task = tokio::spawn(async move {
+            let minute = now.div_euclid(60);
+            let counter = counter_key(&key, minute);
+            // A short TTL: the window's minute plus one, so lazily deleted items stay few.
+            match store.count(&counter, (minute + 2) * 60).await {
+                Ok(n) if n <= i64::from(limit) => Ok(()),
+                Ok(_) => {
+                    local.fill(&key, limit, now);
+                    Err(Refusal::Limited { retry_after_secs: retry_after(now) })
+                }
+                Err(error) => {
+                    tracing::error!(error = &error as &dyn std::error::Error, "rate-limit counter failed");
+                    Err(Refusal::Unavailable)
+                }
+            }
+        });
+        Ok(Window(async move { task.await.unwrap_or(Err(Refusal::Unavailable)) }.boxed().shared()))
+    }
+}
+
+/// The counter item of `key` in `minute`. The key is hashed: it may carry an address.
+fn counter_key(key: &str, minute: i64) -> Key {
+    Key::new(format!("RL#{}#{minute}", hash_parts(&["rl.v1", key])), "RL")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::{Cond, Item, Page, StoreError, WriteOp};
 
     #[test]
     fn a_window_admits_the_limit_then_refuses_until_the_next_minute() {
@@ -45,5 +166,80 @@ mod tests {
         assert_eq!(rl.check("ip:1", 2, 130), Err(50));
         assert!(rl.check("ip:2", 2, 130).is_ok(), "keys are independent");
         assert!(rl.check("ip:1", 2, 180).is_ok(), "next minute");
+    }
+
+    #[test]
+    fn counter_keys_are_per_minute_and_do_not_carry_the_key() {
+        let a = counter_key("ip:Mcp:203.0.113.9", 100);
+        assert!(a.pk.starts_with("RL#") && a.pk.ends_with("#100"), "{a:?}");
+        assert!(!a.pk.contains("203.0.113.9"));
+        assert_ne!(a, counter_key("ip:Mcp:203.0.113.9", 101));
+        assert_ne!(a, counter_key("ip:Mcp:203.0.113.8", 100));
+    }
+
+    /// A store shared with other processes whose counter starts at `base` (what the others
+    /// already counted), or fails.
+    struct SharedCounter {
+        base: i64,
+        fail: bool,
+        calls: Mutex<i64>,
+    }
+
+    #[async_trait::async_trait]
+    impl Store for SharedCounter {
+        async fn get(&self, _: &Key) -> Result<Option<Item>, StoreError> {
+            unreachable!()
+        }
+        async fn batch_get(&self, _: &[Key]) -> Result<Vec<Option<Item>>, StoreError> {
+            unreachable!()
+        }
+        async fn put(&self, _: Item, _: Option<Cond>) -> Result<(), StoreError> {
+            unreachable!()
+        }
+        async fn transact(&self, _: Vec<WriteOp>) -> Result<(), StoreError> {
+            unreachable!()
+        }
+        async fn query(&self, _: &str, _: &str, _: Option<&str>, _: usize) -> Result<Page, StoreError> {
+            unreachable!()
+        }
+        async fn count(&self, _: &Key, _: i64) -> Result<i64, StoreError> {
+            let mut calls = self.calls.lock().unwrap();
+            *calls += 1;
+            if self.fail {
+                return Err(StoreError::Unavailable(Box::new(CounterUnavailable)));
+            }
+            Ok(self.base + *calls)
+        }
+        fn is_shared(&self) -> bool {
+            true
+        }
+    }
+
+    #[tokio::test]
+    async fn the_shared_counter_decides_and_a_refused_window_is_then_refused_locally() {
+        let store = Arc::new(SharedCounter { base: 2, fail: false, calls: Mutex::new(0) });
+        let limits = RateLimits::new(store.clone());
+        assert!(limits.is_shared());
+        // Other processes counted 2 of 3: this process admits one more, then refuses.
+        assert_eq!(limits.start("p".into(), 3, 125).unwrap().verdict().await, Ok(()));
+        let refused = limits.start("p".into(), 3, 126).unwrap().verdict().await;
+        assert_eq!(refused, Err(Refusal::Limited { retry_after_secs: 54 }));
+        assert!(limits.start("p".into(), 3, 127).is_err(), "refused in process, no round trip");
+        assert_eq!(*store.calls.lock().unwrap(), 2);
+        assert_eq!(limits.start("p".into(), 0, 127).unwrap().verdict().await, Ok(()), "0 disables");
+    }
+
+    #[tokio::test]
+    async fn an_unavailable_shared_counter_refuses() {
+        let limits = RateLimits::new(Arc::new(SharedCounter { base: 0, fail: true, calls: Mutex::new(0) }));
+        assert_eq!(limits.start("p".into(), 3, 0).unwrap().verdict().await, Err(Refusal::Unavailable));
+    }
+
+    #[tokio::test]
+    async fn an_unshared_store_counts_in_memory() {
+        let limits = RateLimits::new(Arc::new(crate::store::NoStore));
+        assert!(!limits.is_shared());
+        assert_eq!(limits.start("p".into(), 1, 0).unwrap().verdict().await, Ok(()));
+        assert!(matches!(limits.start("p".into(), 1, 1), Err(Refusal::Limited { retry_after_secs: 59 })));
     }
 }

@@ -24,7 +24,7 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use serde_json::Value;
 
 use crate::error::ApiError;
-use crate::http::{AppState, Group, authenticate, limit_principal, pipeline, read_body};
+use crate::http::{AppState, Group, authenticate, pipeline, read_body};
 use crate::service::runs::{RunMutation, prefetch_keys};
 use preflight::{Envelope, Rejection};
 use server::HelixMcp;
@@ -131,8 +131,7 @@ async fn handle(State(mcp): State<McpState>, req: Request) -> Result<Response, A
         Some(t) => prefetch_keys(identity, &t.run_id, t.mutation.zip(t.idempotency_key.as_deref())),
         None => vec![],
     };
-    let caller = authenticate(&mcp.app, &parts.headers, plan).await?;
-    limit_principal(&mcp.app, Group::Mcp, &caller)?;
+    let caller = authenticate(&mcp.app, &parts, plan).await?;
     parts.extensions.insert(caller);
     if admits_json(parts.headers.get(ACCEPT)) {
         parts.headers.insert(ACCEPT, HeaderValue::from_static("application/json, text/event-stream"));

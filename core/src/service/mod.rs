@@ -3,6 +3,7 @@
 //! two framings of these functions. Must not depend on `http` or `mcp`.
 
 pub mod accounts;
+pub mod cancel_watch;
 pub mod records;
 pub mod rooms;
 pub mod runs;

@@ -1,7 +1,7 @@
 //! The store conformance suite: one set of behaviours every backend must show.
 //! Backends' tests call `run_all` with a fresh, empty store (own table or data dir).
 
-use super::{CancelReason, Cond, EXPIRES_AT, Item, Key, Store, StoreError, WriteOp, now_epoch};
+use super::{COUNT, CancelReason, Cond, EXPIRES_AT, Item, Key, Store, StoreError, WriteOp, now_epoch};
 
 fn item(pk: &str, sk: &str, rev: i64) -> Item {
     Item::new(pk, sk).with_n("rev", rev).with_s("body", format!("{pk}/{sk}@{rev}"))
@@ -17,6 +17,7 @@ pub async fn run_all(store: &dyn Store) {
     query_pages_after_a_sort_key(store).await;
     expired_items_are_invisible_and_replaceable(store).await;
     batch_get_keeps_key_order(store).await;
+    counters_add_one_atomically_and_restart_after_expiry(store).await;
 }
 
 pub async fn conditional_create_admits_one_writer(store: &dyn Store) {
@@ -164,4 +165,28 @@ pub async fn batch_get_keeps_key_order(store: &dyn Store) {
     let got = store.batch_get(&[Key::new("T#bg", "C"), Key::new("T#bg", "B"), Key::new("T#bg", "A")]).await.unwrap();
     let revs: Vec<_> = got.iter().map(|i| i.as_ref().and_then(|i| i.n("rev"))).collect();
     assert_eq!(revs, vec![Some(3), None, Some(1)]);
+}
+
+pub async fn counters_add_one_atomically_and_restart_after_expiry(store: &dyn Store) {
+    let key = Key::new("T#count", "RL");
+    let expires_at = now_epoch() + 120;
+    assert_eq!(store.count(&key, expires_at).await.unwrap(), 1, "a new counter starts at 1");
+    assert_eq!(store.count(&key, expires_at + 999).await.unwrap(), 2);
+    let stored = store.get(&key).await.unwrap().expect("the counter is an item");
+    assert_eq!(stored.n(COUNT), Some(2));
+    assert_eq!(stored.n(EXPIRES_AT), Some(expires_at), "a live counter keeps its first expiry");
+
+    let contended = Key::new("T#count", "CONTENDED");
+    let mut seen: Vec<i64> = futures::future::join_all((0..8).map(|_| store.count(&contended, expires_at)))
+        .await
+        .into_iter()
+        .map(|r| r.expect("count"))
+        .collect();
+    seen.sort_unstable();
+    assert_eq!(seen, (1..=8).collect::<Vec<_>>(), "concurrent adds each see a distinct value");
+
+    let old = Key::new("T#count", "OLD");
+    store.put(Item::new("T#count", "OLD").with_n(COUNT, 50).with_n(EXPIRES_AT, now_epoch() - 5), None).await.unwrap();
+    assert_eq!(store.count(&old, expires_at).await.unwrap(), 1, "an expired counter restarts");
+    assert_eq!(store.get(&old).await.unwrap().unwrap().n(EXPIRES_AT), Some(expires_at));
 }

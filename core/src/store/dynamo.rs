@@ -4,7 +4,8 @@
 //!
 //! Round trips: get = 1 GetItem; batch_get = 1 BatchGetItem per 100 distinct keys (plus bounded
 //! retries of UnprocessedKeys); put = 1 PutItem; transact = 1 TransactWriteItems; query = 1 Query
-//! (more only when expired items or the 1 MB page cap leave it short of `limit + 1` live items).
+//! (more only when expired items or the 1 MB page cap leave it short of `limit + 1` live items);
+//! count = 1 UpdateItem (plus a PutItem when it replaces an expired counter).
 //! Expiry is checked on every read and inside every condition, because TTL deletion is lazy.
 
 use std::collections::{BTreeMap, HashMap};
@@ -19,14 +20,16 @@ use aws_sdk_dynamodb::operation::create_table::CreateTableError;
 use aws_sdk_dynamodb::operation::describe_table::DescribeTableError;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
+use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, AttributeValue, BillingMode, CancellationReason, ConditionCheck, Delete, KeySchemaElement,
-    KeyType, KeysAndAttributes, Put, ReturnValuesOnConditionCheckFailure, ScalarAttributeType, TableStatus,
-    TimeToLiveSpecification, TimeToLiveStatus, TransactWriteItem,
+    KeyType, KeysAndAttributes, Put, ReturnValue, ReturnValuesOnConditionCheckFailure, ScalarAttributeType,
+    TableStatus, TimeToLiveSpecification, TimeToLiveStatus, TransactWriteItem,
 };
 
 use super::{
-    Attr, CancelReason, Cond, EXPIRES_AT, Item, Key, Page, Store, StoreError, WriteOp, check_transaction, now_epoch,
+    Attr, COUNT, CancelReason, Cond, EXPIRES_AT, Item, Key, Page, Store, StoreError, WriteOp, check_transaction,
+    now_epoch,
 };
 
 const PK: &str = "pk";
@@ -35,6 +38,8 @@ const SK: &str = "sk";
 const BATCH_GET_MAX: usize = 100;
 /// Retries of UnprocessedKeys per chunk before giving up as `Unavailable`.
 const BATCH_GET_RETRIES: u32 = 8;
+/// Attempts of `count` when an expired counter is being replaced concurrently.
+const COUNT_ATTEMPTS: u32 = 3;
 
 type AvMap = HashMap<String, AttributeValue>;
 
@@ -53,6 +58,8 @@ enum DynamoError {
     Unprocessed(usize),
     #[error("table {0} did not become ACTIVE in time")]
     NotActive(String),
+    #[error("counter still contended after {COUNT_ATTEMPTS} attempts")]
+    Contended,
 }
 
 fn internal(e: impl std::error::Error + Send + Sync + 'static) -> StoreError {
@@ -587,6 +594,60 @@ impl Store for DynamoStore {
             }
         }
         Err(sdk_error(err))
+    }
+
+    /// One UpdateItem (`ADD count 1`, `ReturnValues = UPDATED_NEW`) in the common case. An
+    /// expired counter that TTL has not deleted yet fails the update's liveness condition and
+    /// is replaced by a conditional PutItem starting at 1 (then the update is tried again if
+    /// another process replaced it first).
+    async fn count(&self, key: &Key, expires_at: i64) -> Result<i64, StoreError> {
+        let key_map = self.storable_key(key)?;
+        for _ in 0..COUNT_ATTEMPTS {
+            let now = now_epoch();
+            let mut b = ExprBuilder::default();
+            let (exp, count) = (b.name(EXPIRES_AT), b.name(COUNT));
+            let (at, one, now_v) = (
+                b.value(AttributeValue::N(expires_at.to_string())),
+                b.value(AttributeValue::N("1".into())),
+                now_ph(now, &mut b),
+            );
+            let not_expired = format!("attribute_not_exists({exp}) OR {exp} > {now_v}");
+            let update = b.finish(format!("SET {exp} = if_not_exists({exp}, {at}) ADD {count} {one}"));
+            let result = self
+                .client
+                .update_item()
+                .table_name(&self.table)
+                .set_key(Some(key_map.clone()))
+                .update_expression(&update.text)
+                .condition_expression(not_expired)
+                .set_expression_attribute_names(update.names())
+                .set_expression_attribute_values(update.values())
+                .return_values(ReturnValue::UpdatedNew)
+                .send()
+                .await;
+            match result {
+                Ok(out) => {
+                    return match out.attributes().and_then(|a| a.get(COUNT)) {
+                        Some(AttributeValue::N(n)) => n.parse().map_err(|_| mapping(format!("{COUNT} = {n}"))),
+                        other => Err(mapping(format!("{COUNT} came back as {other:?}"))),
+                    };
+                }
+                Err(e) if matches!(e.as_service_error(), Some(UpdateItemError::ConditionalCheckFailedException(_))) => {
+                    let fresh = Item::new(&key.pk, &key.sk).with_n(COUNT, 1).with_n(EXPIRES_AT, expires_at);
+                    match self.put(fresh, Some(Cond::NotExists)).await {
+                        Ok(()) => return Ok(1),
+                        Err(StoreError::ConditionFailed { .. }) => continue,
+                        Err(e) => return Err(e),
+                    }
+                }
+                Err(e) => return Err(sdk_error(e)),
+            }
+        }
+        Err(StoreError::Unavailable(Box::new(DynamoError::Contended)))
+    }
+
+    fn is_shared(&self) -> bool {
+        true
     }
 
     async fn query(&self, pk: &str, sk_prefix: &str, after_sk: Option<&str>, limit: usize) -> Result<Page, StoreError> {

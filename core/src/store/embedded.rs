@@ -9,7 +9,10 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 
-use super::{Attr, CancelReason, Cond, Item, Key, Page, Store, StoreError, WriteOp, check_transaction, now_epoch};
+use super::{
+    Attr, COUNT, CancelReason, Cond, EXPIRES_AT, Item, Key, Page, Store, StoreError, WriteOp, check_transaction,
+    now_epoch,
+};
 
 const ITEMS: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("items");
 
@@ -125,6 +128,27 @@ impl Store for EmbeddedStore {
                 }
             }
             tx.commit().map_err(internal)
+        })
+        .await
+    }
+
+    async fn count(&self, key: &Key, expires_at: i64) -> Result<i64, StoreError> {
+        let key = key.clone();
+        self.blocking(move |db| {
+            let now = now_epoch();
+            let tx = db.begin_write().map_err(internal)?;
+            let value = {
+                let mut table = tx.open_table(ITEMS).map_err(internal)?;
+                let mut item = live(read_item(&table, &key)?, now)
+                    .unwrap_or_else(|| Item::new(key.pk.clone(), key.sk.clone()).with_n(EXPIRES_AT, expires_at));
+                let value = item.n(COUNT).unwrap_or(0).saturating_add(1);
+                item.attrs.insert(COUNT.to_owned(), Attr::N(value));
+                let bytes = encode(&item)?;
+                table.insert((key.pk.as_str(), key.sk.as_str()), bytes.as_slice()).map_err(internal)?;
+                value
+            };
+            tx.commit().map_err(internal)?;
+            Ok(value)
         })
         .await
     }

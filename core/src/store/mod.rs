@@ -15,6 +15,8 @@ use async_trait::async_trait;
 /// Attribute name of the TTL column. Expired items are invisible to every read
 /// and count as absent for `Cond::NotExists`, because DynamoDB deletes them lazily.
 pub const EXPIRES_AT: &str = "expires_at";
+/// Attribute name of the value of a counter item ([`Store::count`]).
+pub const COUNT: &str = "count";
 
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Attr {
@@ -194,6 +196,16 @@ pub trait Store: Send + Sync + 'static {
     /// Live items of `pk` whose sort key starts with `sk_prefix` and sorts after
     /// `after_sk`, ascending, at most `limit`.
     async fn query(&self, pk: &str, sk_prefix: &str, after_sk: Option<&str>, limit: usize) -> Result<Page, StoreError>;
+    /// Atomically adds one to the [`COUNT`] attribute of the counter item under `key` and
+    /// returns the new value. A new (or expired) counter starts at 1 with `expires_at`;
+    /// a live one keeps its expiry. Concurrent callers each see a distinct value.
+    async fn count(&self, key: &Key, expires_at: i64) -> Result<i64, StoreError>;
+    /// True when other processes read and write the same items (DynamoDB), so state
+    /// that must hold across instances (per-minute limits, cancellation) goes through
+    /// the store; false when this process is the only one using it.
+    fn is_shared(&self) -> bool {
+        false
+    }
 }
 
 /// The store of a function that has no table: every call is `Unavailable`.
@@ -218,6 +230,9 @@ impl Store for NoStore {
         Err(StoreError::Unavailable(Box::new(NoStoreError)))
     }
     async fn query(&self, _: &str, _: &str, _: Option<&str>, _: usize) -> Result<Page, StoreError> {
+        Err(StoreError::Unavailable(Box::new(NoStoreError)))
+    }
+    async fn count(&self, _: &Key, _: i64) -> Result<i64, StoreError> {
         Err(StoreError::Unavailable(Box::new(NoStoreError)))
     }
 }

@@ -181,6 +181,11 @@ impl Services {
         let run_id = turn.run_id.clone();
         let cancel = CancellationToken::new();
         self.running.lock().expect("running map").insert(run_id.clone(), cancel.clone());
+        // A cancel committed through another process reaches this turn through the store.
+        let _watch = self.store.is_shared().then(|| {
+            let every = crate::service::cancel_watch::POLL_INTERVAL;
+            crate::service::cancel_watch::watch(self.store.clone(), &run_id, &turn.claim_token, cancel.clone(), every)
+        });
         let result = tokio::select! {
             // Checked first: a cancellation also ends the executor's own wait, and its
             // answer must not pass for a timeout.
