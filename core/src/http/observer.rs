@@ -43,7 +43,8 @@ async fn method_not_allowed_get_delete() -> ApiError {
     ApiError::MethodNotAllowed { allow: "GET, DELETE" }
 }
 
-/// Same-origin and the per-account limit of this lane, for every observer request.
+/// Same-origin and the per-account limit of this lane, for every observer request (the
+/// window's verdict is awaited before the handler acts, so a 429 means nothing happened).
 async fn admit(state: &AppState, headers: &HeaderMap, session: &Session) -> Result<(), ApiError> {
     require_same_origin(state, headers)?;
     let limit = state.services.config.observer_limits.principal_per_minute;
