@@ -111,7 +111,7 @@ async fn cancel(
 }
 
 /// `after_seq` (default 0) and `limit` (default 50, 1-200); any other parameter is refused.
-fn event_query(raw: Option<&str>) -> Result<(u64, u32), ApiError> {
+pub(crate) fn event_query(raw: Option<&str>) -> Result<(u64, u32), ApiError> {
     let (mut after, mut limit) = (0u64, DEFAULT_EVENT_LIMIT);
     for pair in raw.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
         let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
@@ -145,5 +145,6 @@ mod tests {
         assert_eq!(event_query(Some("after_seq=41&limit=100")).unwrap(), (41, 100));
         assert!(event_query(Some("after_seq=-1")).is_err());
         assert!(event_query(Some("cursor=9")).is_err());
+        assert!(event_query(Some("chat_id=x")).is_err(), "the observer lane parses with it too");
     }
 }

@@ -15,7 +15,6 @@ use super::rooms::empty_request;
 use super::{AppState, Group, JsonBody, pipeline};
 use crate::domain::room::ObserverRequest;
 use crate::error::ApiError;
-use crate::service::runs::DEFAULT_EVENT_LIMIT;
 use crate::service::sessions::Session;
 
 pub const BASE: &str = "/api/agi/agent-run-observer/bindings";
@@ -76,21 +75,6 @@ async fn read(
     Ok(Json(state.services.observer(&session, &observer_ref).await?).into_response())
 }
 
-/// `after_seq` (default 0) and `limit` (default 50, 1-200); nothing else.
-fn page_query(raw: Option<&str>) -> Result<(u64, u32), ApiError> {
-    let (mut after, mut limit) = (0u64, DEFAULT_EVENT_LIMIT);
-    for pair in raw.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
-        let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
-        let bad = |n: &str| ApiError::InvalidRequest(format!("{n}: must be a whole number"));
-        match name {
-            "after_seq" => after = value.parse().map_err(|_| bad("after_seq"))?,
-            "limit" => limit = value.parse().map_err(|_| bad("limit"))?,
-            _ => return Err(ApiError::InvalidRequest("unknown query parameter".into())),
-        }
-    }
-    Ok((after, limit))
-}
-
 async fn events(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -99,7 +83,7 @@ async fn events(
     RawQuery(q): RawQuery,
 ) -> Result<Response, ApiError> {
     admit(&state, &headers, &session).await?;
-    let (after, limit) = page_query(q.as_deref())?;
+    let (after, limit) = super::agent_runs::event_query(q.as_deref())?;
     Ok(Json(state.services.observer_events(&session, &observer_ref, after, limit).await?).into_response())
 }
 
@@ -114,17 +98,4 @@ async fn disconnect(
     admit(&state, &headers, &session).await?;
     empty_request(q.as_deref(), &body)?;
     Ok(Json(state.services.disconnect_observer(&session, &observer_ref).await?).into_response())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::page_query;
-
-    #[test]
-    fn page_query_defaults_and_refuses_unknown_parameters() {
-        assert_eq!(page_query(None).unwrap(), (0, 50));
-        assert_eq!(page_query(Some("after_seq=3&limit=10")).unwrap(), (3, 10));
-        assert!(page_query(Some("chat_id=x")).is_err());
-        assert!(page_query(Some("limit=-1")).is_err());
-    }
 }

@@ -18,8 +18,8 @@ use rmcp::model::{
     PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
+use rmcp::transport::streamable_http_server::StreamableHttpService;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
-use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -154,14 +154,7 @@ struct DcState {
 }
 
 pub fn router(state: AppState) -> Router {
-    let config = &state.services.config;
-    let transport = StreamableHttpServerConfig::default()
-        .with_legacy_session_mode(false)
-        .with_json_response(true)
-        .with_sse_keep_alive(None)
-        .with_sse_retry(None)
-        .with_allowed_hosts(config.allowed_hosts.iter().cloned())
-        .with_max_request_body_bytes(config.mcp_limits.body_bytes);
+    let transport = super::transport_config(&state.services.config);
     let factory_state = state.clone();
     let service = StreamableHttpService::new(
         move || Ok(DeviceCheckMcp { state: factory_state.clone() }),

@@ -68,9 +68,9 @@ struct McpState {
     tools: ToolsCache,
 }
 
-pub fn router(state: AppState) -> Router {
-    let config = &state.services.config;
-    let transport = StreamableHttpServerConfig::default()
+/// The rmcp transport of every MCP server here: stateless, JSON responses, no SSE.
+pub(crate) fn transport_config(config: &crate::config::Config) -> StreamableHttpServerConfig {
+    StreamableHttpServerConfig::default()
         .with_legacy_session_mode(false)
         .with_json_response(true)
         .with_sse_keep_alive(None)
@@ -78,7 +78,11 @@ pub fn router(state: AppState) -> Router {
         // The pipeline already admitted Host and Origin; the SDK's own Host check
         // (loopback only by default) gets the same allowlist so it agrees.
         .with_allowed_hosts(config.allowed_hosts.iter().cloned())
-        .with_max_request_body_bytes(config.mcp_limits.body_bytes);
+        .with_max_request_body_bytes(config.mcp_limits.body_bytes)
+}
+
+pub fn router(state: AppState) -> Router {
+    let transport = transport_config(&state.services.config);
     let factory_state = state.clone();
     let service = StreamableHttpService::new(
         move || Ok(HelixMcp::new(factory_state.clone())),
