@@ -34,7 +34,8 @@ pub fn compose(state: AppState) -> axum::Router {
     let mut app = helix_agent_runs::routes(state.clone())
         .merge(helix_discovery::routes(state.clone()))
         .merge(helix_mcp::routes(state.clone()))
-        .merge(helix_account::routes(state.clone()));
+        .merge(helix_account::routes(state.clone()))
+        .merge(helix_rooms::routes(state.clone()));
     if let Some(dev) = helix_core::http::dev_oidc::router(state.clone()) {
         app = app.merge(dev);
     }

@@ -144,6 +144,7 @@ pub fn compose(state: AppState) -> axum::Router {
         .merge(helix_discovery::routes(state.clone()))
         .merge(helix_mcp::routes(state.clone()))
         .merge(helix_account::routes(state.clone()))
+        .merge(helix_rooms::routes(state.clone()))
         .fallback_service(helix_core::http::fallback_router(state))
 }
 
@@ -203,7 +204,15 @@ fn store_name(args: &StoreArgs) -> &'static str {
 }
 
 fn default_scopes() -> Vec<String> {
-    ["helix.agent_runs.read", "helix.agent_runs.write", "helix.data.research_library.read"].map(String::from).to_vec()
+    [
+        "helix.agent_runs.read",
+        "helix.agent_runs.write",
+        "helix.data.research_library.read",
+        "helix.rooms.read",
+        "helix.rooms.manage",
+    ]
+    .map(String::from)
+    .to_vec()
 }
 
 /// Links the principal through the trusted path, then mints its token.

@@ -56,7 +56,10 @@ enum Command {
         #[arg(long)]
         tenant: String,
         /// Space-separated OAuth scopes.
-        #[arg(long, default_value = "helix.agent_runs.read helix.agent_runs.write helix.data.research_library.read")]
+        #[arg(
+            long,
+            default_value = "helix.agent_runs.read helix.agent_runs.write helix.data.research_library.read helix.rooms.read helix.rooms.manage"
+        )]
         scope: String,
         #[arg(long, default_value_t = 3600)]
         ttl_seconds: i64,

@@ -24,6 +24,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 
 FULL_SCOPE = "helix.agent_runs.read helix.agent_runs.write helix.data.research_library.read"
 READ_ONLY_SCOPE = "helix.agent_runs.read helix.data.research_library.read"
+ROOM_SCOPE = FULL_SCOPE + " helix.rooms.read helix.rooms.manage"
 
 SUBJECT = "conformance-python"
 TENANT = "tenant-conformance"
@@ -104,6 +105,8 @@ class HelixServer:
         self.data_dir.mkdir()
         self.tokens["full"] = self.mint(FULL_SCOPE)
         self.tokens["read_only"] = self.mint(READ_ONLY_SCOPE)
+        # Minted before serve starts: the embedded store admits one process at a time.
+        self.tokens["rooms"] = self.mint(ROOM_SCOPE)
         self.port = free_port()
         self.log_path = self.tmp / "serve.log"
         log = open(self.log_path, "wb")

@@ -106,6 +106,10 @@ pub struct Config {
     pub deadline_margin: Duration,
     pub agent_limits: Limits,
     pub mcp_limits: Limits,
+    /// The external room REST facade (`HELIX_ROOM_AGENT_*`).
+    pub room_limits: Limits,
+    /// The browser observer lane: per-IP and per-account (`HELIX_AGENT_RUN_OBSERVER_*`).
+    pub observer_limits: Limits,
     pub table_name: Option<String>,
     pub executor: ExecutorConfig,
     pub trusted_terminal_keys: TrustedKeys,
@@ -325,6 +329,23 @@ impl Config {
                 "HELIX_MCP_IP_RATE_LIMIT",
                 "HELIX_MCP_PRINCIPAL_RATE_LIMIT",
             )?,
+            room_limits: limits(
+                &env,
+                "HELIX_ROOM_AGENT_BODY_LIMIT",
+                "HELIX_ROOM_AGENT_IP_RATE_LIMIT",
+                "HELIX_ROOM_AGENT_PRINCIPAL_RATE_LIMIT",
+            )?,
+            // The observer lane has no body-limit variable: its body is a bounded snapshot
+            // (12,000 characters), so 64 KiB covers any valid request.
+            observer_limits: Limits {
+                body_bytes: 64 * 1024,
+                ..limits(
+                    &env,
+                    "HELIX_ROOM_AGENT_BODY_LIMIT",
+                    "HELIX_AGENT_RUN_OBSERVER_IP_RATE_LIMIT",
+                    "HELIX_AGENT_RUN_OBSERVER_ACCOUNT_RATE_LIMIT",
+                )?
+            },
             table_name: env.get("HELIX_TABLE_NAME"),
             executor: executor(&env, prod)?,
             trusted_terminal_keys: match env.get("HELIX_TERMINAL_AUTHORITY_PUBLIC_KEYS_JSON") {

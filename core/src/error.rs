@@ -69,6 +69,20 @@ pub enum ApiError {
     IdentityMismatch,
     #[error("browser sign-in is not configured")]
     SignInUnavailable,
+    #[error("the account policy locks the Shared Live Room feature")]
+    RoomFeatureLocked,
+    #[error("this run already has an active binding of this kind; withdraw it before binding again")]
+    RunAlreadyBound,
+    #[error("the claim handle is not valid for this account and run")]
+    ClaimHandleInvalid,
+    #[error("the invite code is not valid")]
+    InviteInvalid,
+    #[error("the room's current consent version has not been accepted")]
+    ConsentRequired,
+    #[error("room command execution is not enabled; nothing was executed")]
+    CommandExecutionNotEnabled,
+    #[error("{0}")]
+    CredentialRejected(String),
     #[error("rate limit exceeded")]
     RateLimited { retry_after_secs: u64 },
     #[error("service unavailable")]
@@ -80,6 +94,15 @@ pub enum ApiError {
 impl From<Invalid> for ApiError {
     fn from(e: Invalid) -> Self {
         ApiError::InvalidRequest(e.to_string())
+    }
+}
+
+impl From<crate::domain::room::RoomInvalid> for ApiError {
+    fn from(e: crate::domain::room::RoomInvalid) -> Self {
+        match e {
+            crate::domain::room::RoomInvalid::Invalid(m) => ApiError::InvalidRequest(m),
+            c @ crate::domain::room::RoomInvalid::CredentialShaped(_) => ApiError::CredentialRejected(c.to_string()),
+        }
     }
 }
 
@@ -124,6 +147,13 @@ impl ApiError {
             UnsupportedMediaType => "unsupported_media_type",
             IdempotencyConflict => "idempotency_conflict",
             RateLimited { .. } => "rate_limited",
+            RoomFeatureLocked => "room_feature_locked",
+            RunAlreadyBound => "run_already_bound",
+            ClaimHandleInvalid => "claim_handle_invalid",
+            CommandExecutionNotEnabled => "command_execution_not_enabled",
+            ConsentRequired => "consent_required",
+            InviteInvalid => "invite_invalid",
+            CredentialRejected(_) => "credential_rejected",
             SessionRequired => "session_required",
             GuestNotAllowed => "guest_not_allowed",
             CrossSiteRequest => "cross_site_request",
@@ -157,6 +187,10 @@ impl ApiError {
             UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             IdempotencyConflict => StatusCode::UNPROCESSABLE_ENTITY,
             RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
+            RoomFeatureLocked | CommandExecutionNotEnabled | ConsentRequired => StatusCode::FORBIDDEN,
+            RunAlreadyBound => StatusCode::CONFLICT,
+            ClaimHandleInvalid | InviteInvalid => StatusCode::NOT_FOUND,
+            CredentialRejected(_) => StatusCode::BAD_REQUEST,
             SessionRequired => StatusCode::UNAUTHORIZED,
             GuestNotAllowed | CrossSiteRequest | IdentityMismatch => StatusCode::FORBIDDEN,
             SignInFailed { .. } => StatusCode::BAD_REQUEST,

@@ -6,5 +6,8 @@ mod lambda_events;
 mod lifecycle;
 mod limits;
 mod pipeline;
+mod rooms;
+mod rooms_mcp;
+mod rooms_members;
 mod round_trips;
 mod runs;

@@ -12,6 +12,7 @@ export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', 
 
 export const FULL_SCOPE = 'helix.agent_runs.read helix.agent_runs.write helix.data.research_library.read';
 export const READ_ONLY_SCOPE = 'helix.agent_runs.read helix.data.research_library.read';
+export const ROOM_SCOPE = `${FULL_SCOPE} helix.rooms.read helix.rooms.manage`;
 export const SUBJECT = 'conformance-node';
 export const TENANT = 'tenant-conformance';
 
@@ -62,7 +63,11 @@ export async function startHelix(env = {}) {
   const tmp = mkdtempSync(join(tmpdir(), 'helix-conf-node-'));
   const dataDir = join(tmp, 'data');
   mkdirSync(dataDir);
-  const tokens = { full: mintToken(dataDir, FULL_SCOPE), readOnly: mintToken(dataDir, READ_ONLY_SCOPE) };
+  const tokens = {
+    full: mintToken(dataDir, FULL_SCOPE),
+    readOnly: mintToken(dataDir, READ_ONLY_SCOPE),
+    rooms: mintToken(dataDir, ROOM_SCOPE),
+  };
   const port = await freePort();
   const logPath = join(tmp, 'serve.log');
   const logFd = openSync(logPath, 'w');

@@ -3,8 +3,10 @@
 
 pub mod account;
 pub mod authority;
+pub mod credential;
 pub mod event;
 pub mod ids;
+pub mod room;
 pub mod run;
 pub mod scopes;
 pub mod turn;

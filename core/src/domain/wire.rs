@@ -46,6 +46,8 @@ macro_rules! constant {
     };
 }
 
+pub(crate) use constant;
+
 constant!(
     /// `helix.agent_run.v1`
     RunSchemaName = RUN_SCHEMA

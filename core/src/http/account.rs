@@ -125,7 +125,7 @@ pub fn require_same_origin(state: &AppState, headers: &HeaderMap) -> Result<(), 
 }
 
 /// The session of the request's `helix_session` cookie, if live.
-async fn session_of(state: &AppState, headers: &HeaderMap) -> Result<Option<Session>, ApiError> {
+pub(crate) async fn session_of(state: &AppState, headers: &HeaderMap) -> Result<Option<Session>, ApiError> {
     let Some(token) = cookie(headers, SESSION_COOKIE).and_then(|v| BrowserSecret::parse(&v)) else {
         return Ok(None);
     };

@@ -10,8 +10,12 @@ pub mod dev_oidc;
 pub mod discovery;
 #[cfg(test)]
 mod fuzz;
+pub mod observer;
 pub mod ratelimit;
 pub mod redact;
+pub mod room_admin;
+pub mod room_pages;
+pub mod rooms;
 pub mod server;
 
 use std::sync::Arc;
@@ -72,13 +76,18 @@ pub enum Group {
     Discovery,
     /// The cookie lane and pages (`/account`, `/agent-access`, `/api/account/…`).
     Account,
+    /// `/api/v1/rooms/*` (bearer).
+    Rooms,
+    /// `/api/agi/agent-run-observer/*` (cookie).
+    Observer,
 }
 
 impl Group {
     pub fn resource_path(self) -> &'static str {
         match self {
             Group::AgentRuns => "/api/v1/agent-runs",
-            Group::Mcp | Group::Discovery | Group::Account => "/mcp",
+            Group::Rooms => "/api/v1/rooms",
+            Group::Mcp | Group::Discovery | Group::Account | Group::Observer => "/mcp",
         }
     }
     /// True when each handler of the group that has an effect runs `authenticate` first,
@@ -91,6 +100,8 @@ impl Group {
     fn limits(self, state: &AppState) -> Limits {
         match self {
             Group::Mcp => state.services.config.mcp_limits,
+            Group::Rooms => state.services.config.room_limits,
+            Group::Observer => state.services.config.observer_limits,
             _ => state.services.config.agent_limits,
         }
     }

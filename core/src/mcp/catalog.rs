@@ -9,9 +9,11 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::rooms::{BindRunArgs, BindingRefArgs, ClaimChatArgs, CommandArgs, CreateRoomArgs, NoArgs, RoomArgs, RoomOp};
 use super::schema::{input_schema, output_schema_of};
+use crate::domain::room::{ChatBindingReceipt, RevocationReceipt, RoomList, RoomView, RunBindingReceipt};
 use crate::domain::run::{CancelRequest, ContinueRequest, StartRequest};
-use crate::domain::scopes::{RUNS_READ, RUNS_WRITE};
+use crate::domain::scopes::{ROOMS_MANAGE, ROOMS_READ, RUNS_READ, RUNS_WRITE};
 use crate::domain::wire::{EventPageView, EvidenceBundleView, McpErrorView, RunView};
 
 /// What a tool does; `server` dispatches on it.
@@ -23,6 +25,7 @@ pub enum Op {
     RunInspect,
     RunEvidence,
     RunEvents,
+    Room(RoomOp),
 }
 
 /// The shape of a tool's successful `structuredContent`.
@@ -31,6 +34,13 @@ pub enum Output {
     Run,
     EvidenceBundle,
     EventPage,
+    Room,
+    RoomList,
+    RunBinding,
+    ChatBinding,
+    Revocation,
+    /// The tool never succeeds (the disabled command request): its schema is the error's.
+    RefusalOnly,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -115,6 +125,9 @@ pub struct ListEventsArgs {
 
 const WRITE: &[&str] = &[RUNS_WRITE];
 const READ: &[&str] = &[RUNS_READ];
+const ROOM_READ: &[&str] = &[ROOMS_READ];
+const ROOM_MANAGE: &[&str] = &[ROOMS_MANAGE];
+const ROOM_BIND: &[&str] = &[ROOMS_MANAGE, RUNS_WRITE];
 const READ_HINTS: Hints = Hints { read_only: true, destructive: false, idempotent: true, open_world: false };
 
 pub static CATALOG: &[ToolSpec] = &[
@@ -188,6 +201,98 @@ pub static CATALOG: &[ToolSpec] = &[
         output: Output::EventPage,
         op: Op::RunEvents,
     },
+    ToolSpec {
+        name: "helix_room_list",
+        title: "List Shared Live Rooms",
+        description: "List the Shared Live Rooms the linked account is a member of (helix.room_list.v1). \
+            Refused with room_feature_locked while the account policy locks the room feature.",
+        scopes: ROOM_READ,
+        hints: READ_HINTS,
+        input: input_schema::<NoArgs>,
+        output: Output::RoomList,
+        op: Op::Room(RoomOp::List),
+    },
+    ToolSpec {
+        name: "helix_room_inspect",
+        title: "Inspect a Shared Live Room",
+        description: "Read one room the caller is a member of (helix.room.v1): name, status, the caller's \
+            role and consent state. Another account's room is not_found.",
+        scopes: ROOM_READ,
+        hints: READ_HINTS,
+        input: input_schema::<RoomArgs>,
+        output: Output::Room,
+        op: Op::Room(RoomOp::Inspect),
+    },
+    ToolSpec {
+        name: "helix_room_create",
+        title: "Create a Shared Live Room",
+        description: "Idempotently create a room owned by the caller (the owner is derived from the token, \
+            never from arguments). Returns helix.room.v1.",
+        scopes: ROOM_MANAGE,
+        hints: Hints { read_only: false, destructive: false, idempotent: true, open_world: false },
+        input: input_schema::<CreateRoomArgs>,
+        output: Output::Room,
+        op: Op::Room(RoomOp::Create),
+    },
+    ToolSpec {
+        name: "helix_room_bind_run",
+        title: "Bind a run to a room",
+        description: "Durably bind one of the caller's runs to one room (helix.room_run_binding.v1). A run has \
+            at most one active room binding: an exact retry returns it, another room is run_already_bound \
+            until the binding is withdrawn with helix_room_unbind_run.",
+        scopes: ROOM_BIND,
+        hints: Hints { read_only: false, destructive: false, idempotent: true, open_world: false },
+        input: input_schema::<BindRunArgs>,
+        output: Output::RunBinding,
+        op: Op::Room(RoomOp::BindRun),
+    },
+    ToolSpec {
+        name: "helix_room_claim_chat_binding",
+        title: "Claim a browser chat for a run",
+        description: "Consume the one-time chat claim handle a signed-in browser issued (hcc_...) for the \
+            caller's own run: the run's progress and its one verified terminal answer then reach that \
+            chat. The receipt (helix.room_chat_binding.v1) never carries the chat id. A reused, expired or \
+            foreign handle is claim_handle_invalid.",
+        scopes: ROOM_BIND,
+        hints: Hints { read_only: false, destructive: false, idempotent: false, open_world: false },
+        input: input_schema::<ClaimChatArgs>,
+        output: Output::ChatBinding,
+        op: Op::Room(RoomOp::ClaimChat),
+    },
+    ToolSpec {
+        name: "helix_room_unbind_run",
+        title: "Withdraw a run-room binding",
+        description: "Withdraw one of the caller's run-room bindings by its opaque binding_ref. Permanent and \
+            idempotent (revoked, then already_revoked); frees the run for a fresh binding. Available even \
+            while the room feature is locked.",
+        scopes: ROOM_BIND,
+        hints: Hints { read_only: false, destructive: true, idempotent: true, open_world: false },
+        input: input_schema::<BindingRefArgs>,
+        output: Output::Revocation,
+        op: Op::Room(RoomOp::UnbindRun),
+    },
+    ToolSpec {
+        name: "helix_room_unbind_chat",
+        title: "Withdraw a claimed chat binding",
+        description: "Withdraw one of the caller's claimed run-chat bindings by its opaque binding_ref. \
+            Permanent and idempotent; available even while the room feature is locked.",
+        scopes: ROOM_BIND,
+        hints: Hints { read_only: false, destructive: true, idempotent: true, open_world: false },
+        input: input_schema::<BindingRefArgs>,
+        output: Output::Revocation,
+        op: Op::Room(RoomOp::UnbindChat),
+    },
+    ToolSpec {
+        name: "helix_room_command_request",
+        title: "Request a room command (disabled)",
+        description: "Room command execution is not enabled: this tool always answers \
+            command_execution_not_enabled and executes nothing.",
+        scopes: ROOM_MANAGE,
+        hints: Hints { read_only: true, destructive: false, idempotent: true, open_world: false },
+        input: input_schema::<CommandArgs>,
+        output: Output::RefusalOnly,
+        op: Op::Room(RoomOp::Command),
+    },
 ];
 
 pub fn find(name: &str) -> Option<&'static ToolSpec> {
@@ -252,6 +357,15 @@ fn output_schema(output: Output) -> JsonObject {
         Output::Run => output_schema_of::<RunView>(),
         Output::EvidenceBundle => output_schema_of::<EvidenceBundleView>(),
         Output::EventPage => output_schema_of::<EventPageView>(),
+        Output::Room => output_schema_of::<RoomView>(),
+        Output::RoomList => output_schema_of::<RoomList>(),
+        Output::RunBinding => output_schema_of::<RunBindingReceipt>(),
+        Output::ChatBinding => output_schema_of::<ChatBindingReceipt>(),
+        Output::Revocation => output_schema_of::<RevocationReceipt>(),
+        Output::RefusalOnly => {
+            let Value::Object(root) = output_schema_of::<McpErrorView>() else { unreachable!() };
+            return root;
+        }
     };
     let Value::Object(root) = json!({ "type": "object", "anyOf": [success, output_schema_of::<McpErrorView>()] })
     else {
@@ -281,7 +395,15 @@ mod tests {
                 "helix_run_cancel",
                 "helix_run_inspect",
                 "helix_run_fetch_evidence",
-                "helix_run_list_events"
+                "helix_run_list_events",
+                "helix_room_list",
+                "helix_room_inspect",
+                "helix_room_create",
+                "helix_room_bind_run",
+                "helix_room_claim_chat_binding",
+                "helix_room_unbind_run",
+                "helix_room_unbind_chat",
+                "helix_room_command_request",
             ]
         );
         assert_eq!(tools().iter().map(|t| t.name.to_string()).collect::<Vec<_>>(), names);

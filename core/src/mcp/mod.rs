@@ -6,6 +6,7 @@
 
 pub mod catalog;
 pub mod preflight;
+pub mod rooms;
 pub mod schema;
 pub mod server;
 

@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 
 use super::catalog;
 use super::schema::validate;
-use crate::http::redact::{identifier_carries_credential, looks_like_credential, text_carries_credential};
+use crate::http::redact::{identifier_carries_credential, looks_like_credential};
 
 /// Longest JSON-RPC string id admitted.
 pub const MAX_ID_CHARS: usize = 128;
@@ -180,25 +180,45 @@ fn check_tool_call(params: &Map<String, Value>) -> Result<(), Rejection> {
     if !validate(catalog::input_schema_value(tool), arguments) {
         return Err(Rejection::Arguments);
     }
-    if carries_credential(None, arguments) {
+    if carries_credential(None, &without_admitted_claim(tool.name, arguments)) {
         return Err(Rejection::Arguments);
     }
     Ok(())
 }
 
+/// The one credential-shaped argument admitted: the browser-issued chat claim handle,
+/// exactly in `request.claim_handle` of the claim tool and exactly in its own shape.
+/// Anywhere else (another tool, another argument, another shape) it is refused.
+fn without_admitted_claim(tool: &str, arguments: &Value) -> Value {
+    let mut args = arguments.clone();
+    if tool == super::rooms::CLAIM_TOOL
+        && let Some(request) = args.get_mut("request").and_then(Value::as_object_mut)
+        && request.get("claim_handle").and_then(Value::as_str).is_some_and(crate::domain::room::is_claim_handle)
+    {
+        request.remove("claim_handle");
+    }
+    args
+}
+
 /// Arguments that are opaque identifiers with their own grammar; every other string
 /// (and every object key, at any depth) is free text.
-const IDENTIFIER_ARGUMENTS: &[&str] = &["run_id", "idempotency_key", "question_id"];
+const IDENTIFIER_ARGUMENTS: &[&str] = &["run_id", "idempotency_key", "question_id", "room_id", "binding_ref"];
 
 /// True when any string of the arguments carries a credential (the shared rule of
 /// `http::redact`): such a call is refused before authentication, like a
 /// credential-shaped id or tool name, and nothing of it reaches the services or a log.
 fn carries_credential(key: Option<&str>, value: &Value) -> bool {
     match value {
-        Value::String(s) if key.is_some_and(|k| IDENTIFIER_ARGUMENTS.contains(&k)) => identifier_carries_credential(s),
-        Value::String(s) => text_carries_credential(s),
+        // A claim handle is a credential wherever it appears, identifiers included (its one
+        // admitted place is removed before this check), random-looking or not.
+        Value::String(s) if key.is_some_and(|k| IDENTIFIER_ARGUMENTS.contains(&k)) => {
+            identifier_carries_credential(s) || crate::domain::room::is_claim_handle(s)
+        }
+        Value::String(s) => crate::domain::room::credential_shaped(s),
         Value::Array(items) => items.iter().any(|v| carries_credential(None, v)),
-        Value::Object(map) => map.iter().any(|(k, v)| text_carries_credential(k) || carries_credential(Some(k), v)),
+        Value::Object(map) => {
+            map.iter().any(|(k, v)| crate::domain::room::credential_shaped(k) || carries_credential(Some(k), v))
+        }
         _ => false,
     }
 }
@@ -374,6 +394,25 @@ mod tests {
             cont(json!({"include": false, "note": "the password policy is out of scope"})),
         ] {
             assert_eq!(run(admitted.clone()), Ok(Envelope::Request { method: "tools/call" }), "{admitted}");
+        }
+    }
+
+    #[test]
+    fn a_claim_handle_is_admitted_only_in_its_claim_tool_request() {
+        let handle = format!("hcc_{}", "ab".repeat(32));
+        let call_of = |name: &str, arguments: Value| json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name, "arguments": arguments}});
+        let run_id = "run_0123456789abcdef0123456789abcdef";
+        let admitted =
+            call_of("helix_room_claim_chat_binding", json!({"request": {"claim_handle": handle, "run_id": run_id}}));
+        assert_eq!(run(admitted), Ok(Envelope::Request { method: "tools/call" }));
+        for refused in [
+            call_of("helix_room_claim_chat_binding", json!({"request": {"claim_handle": handle, "run_id": handle}})),
+            call_of("helix_room_inspect", json!({"room_id": handle})),
+            call_of("helix_room_unbind_chat", json!({"binding_ref": handle})),
+            call_of("helix_run_inspect", json!({"run_id": handle})),
+            call_of("helix_room_create", json!({"idempotency_key": "k-12345678", "request": {"name": handle}})),
+        ] {
+            assert_eq!(run(refused.clone()), Err(Rejection::Arguments), "{refused}");
         }
     }
 

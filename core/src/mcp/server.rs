@@ -112,6 +112,10 @@ impl HelixMcp {
                 let (after, limit) = (a.after_seq.unwrap_or(0), a.limit.unwrap_or(DEFAULT_EVENT_LIMIT));
                 Outcome::Value(services.list_events(p, &a.run_id, after, limit).await?)
             }
+            Op::Room(op) => match super::rooms::dispatch(services, op, p, arguments).await? {
+                super::rooms::RoomOutcome::Value(v) => Outcome::Value(v),
+                super::rooms::RoomOutcome::Mutation(m) => Outcome::Mutation(m),
+            },
         })
     }
 

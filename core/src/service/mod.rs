@@ -5,6 +5,7 @@
 pub mod accounts;
 pub mod cancel_watch;
 pub mod records;
+pub mod rooms;
 pub mod runs;
 pub mod sessions;
 

@@ -83,12 +83,12 @@ fn completed(status: u16, body: &Value, replayed: bool) -> Mutation {
 }
 
 impl Services {
-    fn receipt_expiry(&self) -> i64 {
+    pub(super) fn receipt_expiry(&self) -> i64 {
         self.clock.epoch() + RECEIPT_TTL_SECS
     }
 
     /// What an existing receipt answers for a retry carrying `request_hash`.
-    fn answer_from_receipt(&self, item: &Item, request_hash: &str) -> Result<Mutation, ApiError> {
+    pub(super) fn answer_from_receipt(&self, item: &Item, request_hash: &str) -> Result<Mutation, ApiError> {
         let receipt = Receipt::from_item(item)?;
         if receipt.request_hash != request_hash {
             return Err(ApiError::IdempotencyConflict);

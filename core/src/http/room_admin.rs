@@ -1,0 +1,171 @@
+//! `/rooms`: the page where people see their rooms and owners manage members, invites and
+//! the consent version. Plain forms (no script), same-origin only; every rule is in
+//! `service::rooms`.
+
+use askama::Template;
+use axum::extract::State;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Form, Router};
+use http::header::LOCATION;
+use http::{HeaderMap, HeaderValue, StatusCode};
+use serde::Deserialize;
+
+use super::AppState;
+use super::account::{BrowserSession, require_same_origin, session_of};
+use super::room_pages::html;
+use crate::error::ApiError;
+use crate::service::rooms::{InvitePreview, RoomAdminView};
+use crate::service::sessions::Session;
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/rooms", get(rooms_page))
+        .route("/rooms/invite", post(invite))
+        .route("/rooms/join/preview", post(join_preview))
+        .route("/rooms/join", post(join))
+        .route("/rooms/consent", post(accept_consent))
+        .route("/rooms/consent/raise", post(raise_consent))
+        .route("/rooms/members/remove", post(remove_member))
+}
+
+#[derive(Template, Default)]
+#[template(path = "rooms.html")]
+struct RoomsPage {
+    signed_in: bool,
+    guest: bool,
+    locked: bool,
+    rooms: Vec<RoomAdminView>,
+    invite_code: Option<String>,
+    invite_expires: String,
+    preview: Option<InvitePreview>,
+    preview_code: String,
+}
+
+async fn page_for(state: &AppState, session: Option<&Session>) -> Result<RoomsPage, ApiError> {
+    let Some(s) = session else { return Ok(RoomsPage::default()) };
+    let mut page =
+        RoomsPage { signed_in: true, guest: s.policy.guest, locked: s.policy.rooms_locked, ..Default::default() };
+    if !page.guest && !page.locked {
+        page.rooms = state.services.rooms_for_session(s).await?;
+    }
+    Ok(page)
+}
+
+async fn rooms_page(State(state): State<AppState>, headers: HeaderMap) -> Result<Response, ApiError> {
+    let session = session_of(&state, &headers).await?;
+    html(page_for(&state, session.as_ref()).await?.render())
+}
+
+fn back() -> Response {
+    let mut res = StatusCode::SEE_OTHER.into_response();
+    res.headers_mut().insert(LOCATION, HeaderValue::from_static("/rooms"));
+    res
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RoomForm {
+    room_id: String,
+}
+
+/// The invite code is shown once, in this response (never in a redirect URL).
+async fn invite(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    BrowserSession(s): BrowserSession,
+    Form(f): Form<RoomForm>,
+) -> Result<Response, ApiError> {
+    require_same_origin(&state, &headers)?;
+    let (code, expires) = state.services.create_invite(&s, &f.room_id).await?;
+    let mut page = page_for(&state, Some(&s)).await?;
+    page.invite_code = Some(code);
+    page.invite_expires = expires;
+    html(page.render())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CodeForm {
+    code: String,
+}
+
+async fn join_preview(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    BrowserSession(s): BrowserSession,
+    Form(f): Form<CodeForm>,
+) -> Result<Response, ApiError> {
+    require_same_origin(&state, &headers)?;
+    let code = f.code.trim().to_owned();
+    let preview = state.services.preview_invite(&s, &code).await?;
+    let mut page = page_for(&state, Some(&s)).await?;
+    page.preview = Some(preview);
+    page.preview_code = code;
+    html(page.render())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct JoinForm {
+    code: String,
+    consent_version: u32,
+}
+
+async fn join(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    BrowserSession(s): BrowserSession,
+    Form(f): Form<JoinForm>,
+) -> Result<Response, ApiError> {
+    require_same_origin(&state, &headers)?;
+    state.services.accept_invite(&s, f.code.trim(), f.consent_version).await?;
+    Ok(back())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ConsentForm {
+    room_id: String,
+    consent_version: u32,
+}
+
+async fn accept_consent(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    BrowserSession(s): BrowserSession,
+    Form(f): Form<ConsentForm>,
+) -> Result<Response, ApiError> {
+    require_same_origin(&state, &headers)?;
+    state.services.accept_consent(&s, &f.room_id, f.consent_version).await?;
+    Ok(back())
+}
+
+async fn raise_consent(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    BrowserSession(s): BrowserSession,
+    Form(f): Form<RoomForm>,
+) -> Result<Response, ApiError> {
+    require_same_origin(&state, &headers)?;
+    state.services.raise_consent(&s, &f.room_id).await?;
+    Ok(back())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RemoveForm {
+    room_id: String,
+    account_ref: String,
+}
+
+async fn remove_member(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    BrowserSession(s): BrowserSession,
+    Form(f): Form<RemoveForm>,
+) -> Result<Response, ApiError> {
+    require_same_origin(&state, &headers)?;
+    state.services.remove_member(&s, &f.room_id, &f.account_ref).await?;
+    Ok(back())
+}

@@ -1,0 +1,153 @@
+//! `/api/v1/rooms/*`: REST framing of the room services (bearer lane). Room and
+//! binding identity comes from the verified principal; bodies are strict (any owner,
+//! tenant, account, participant, chat or source field is an unknown field), and the two
+//! withdrawals take only the opaque reference in the path.
+
+use axum::body::Bytes;
+use axum::extract::{Path, RawQuery, State};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{delete, get, post};
+use axum::{Json, Router};
+use http::{HeaderValue, StatusCode};
+
+use super::{AppState, Authed, Group, IdemKey, JsonBody, pipeline};
+use crate::domain::room::{ChatClaimRequest, CreateRoomRequest, RunBindingRequest};
+use crate::error::ApiError;
+
+pub fn router(state: AppState) -> Router {
+    Router::new()
+        .route("/api/v1/rooms", get(list).post(create).fallback(method_not_allowed_get_post))
+        .route("/api/v1/rooms/run-bindings", post(bind_run).fallback(method_not_allowed_post))
+        .route("/api/v1/rooms/run-bindings/{binding_ref}", delete(unbind_run).fallback(method_not_allowed_delete))
+        .route("/api/v1/rooms/chat-bindings/claim", post(claim_chat).fallback(method_not_allowed_post))
+        .route("/api/v1/rooms/chat-bindings/{binding_ref}", delete(unbind_chat).fallback(method_not_allowed_delete))
+        .route("/api/v1/rooms/{room_id}", get(inspect).fallback(method_not_allowed_get))
+        .route("/api/v1/rooms/{room_id}/commands", post(command).fallback(method_not_allowed_post))
+        .layer(axum::middleware::from_fn_with_state((state.clone(), Group::Rooms), pipeline))
+        .with_state(state)
+}
+
+async fn method_not_allowed_get_post() -> ApiError {
+    ApiError::MethodNotAllowed { allow: "GET, POST" }
+}
+async fn method_not_allowed_get() -> ApiError {
+    ApiError::MethodNotAllowed { allow: "GET" }
+}
+async fn method_not_allowed_post() -> ApiError {
+    ApiError::MethodNotAllowed { allow: "POST" }
+}
+async fn method_not_allowed_delete() -> ApiError {
+    ApiError::MethodNotAllowed { allow: "DELETE" }
+}
+
+/// Reads take no query: a caller-supplied filter (owner, account, …) is refused, not used.
+fn no_query(query: Option<&str>) -> Result<(), ApiError> {
+    match query {
+        Some(q) if !q.is_empty() => Err(ApiError::InvalidRequest("this route takes no query parameters".into())),
+        _ => Ok(()),
+    }
+}
+
+/// A withdrawal takes only the opaque reference in the path: no query, no body.
+pub fn empty_request(query: Option<&str>, body: &[u8]) -> Result<(), ApiError> {
+    no_query(query)?;
+    if !body.is_empty() {
+        return Err(ApiError::InvalidRequest("this request takes no body".into()));
+    }
+    Ok(())
+}
+
+fn json(status: StatusCode, body: serde_json::Value) -> Response {
+    (status, Json(body)).into_response()
+}
+
+async fn list(State(app): State<AppState>, Authed(p): Authed, RawQuery(q): RawQuery) -> Result<Response, ApiError> {
+    no_query(q.as_deref())?;
+    Ok(json(StatusCode::OK, app.services.list_rooms(&p).await?))
+}
+
+async fn create(
+    State(app): State<AppState>,
+    Authed(p): Authed,
+    IdemKey(key): IdemKey,
+    JsonBody(req): JsonBody<CreateRoomRequest>,
+) -> Result<Response, ApiError> {
+    let m = app.services.create_room(&p, &key, req).await?;
+    let status = StatusCode::from_u16(m.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let location = m.body.get("room_id").and_then(|v| v.as_str()).map(|id| format!("/api/v1/rooms/{id}"));
+    let mut res = json(status, m.body);
+    let h = res.headers_mut();
+    h.insert("idempotency-replayed", HeaderValue::from_static(if m.replayed { "true" } else { "false" }));
+    if let Some(loc) = location.filter(|_| status == StatusCode::CREATED) {
+        h.insert(http::header::LOCATION, HeaderValue::from_str(&loc).expect("room ids are ascii"));
+    }
+    Ok(res)
+}
+
+async fn inspect(
+    State(app): State<AppState>,
+    Authed(p): Authed,
+    Path(room_id): Path<String>,
+    RawQuery(q): RawQuery,
+) -> Result<Response, ApiError> {
+    no_query(q.as_deref())?;
+    Ok(json(StatusCode::OK, app.services.inspect_room(&p, &room_id).await?))
+}
+
+async fn bind_run(
+    State(app): State<AppState>,
+    Authed(p): Authed,
+    JsonBody(req): JsonBody<RunBindingRequest>,
+) -> Result<Response, ApiError> {
+    let (created, body) = app.services.bind_run(&p, req).await?;
+    Ok(json(if created { StatusCode::CREATED } else { StatusCode::OK }, body))
+}
+
+async fn unbind_run(
+    State(app): State<AppState>,
+    Authed(p): Authed,
+    Path(binding_ref): Path<String>,
+    RawQuery(q): RawQuery,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    empty_request(q.as_deref(), &body)?;
+    Ok(json(StatusCode::OK, app.services.unbind_run(&p, &binding_ref).await?))
+}
+
+async fn claim_chat(
+    State(app): State<AppState>,
+    Authed(p): Authed,
+    JsonBody(req): JsonBody<ChatClaimRequest>,
+) -> Result<Response, ApiError> {
+    Ok(json(StatusCode::CREATED, app.services.claim_chat(&p, req).await?))
+}
+
+async fn unbind_chat(
+    State(app): State<AppState>,
+    Authed(p): Authed,
+    Path(binding_ref): Path<String>,
+    RawQuery(q): RawQuery,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    empty_request(q.as_deref(), &body)?;
+    Ok(json(StatusCode::OK, app.services.unbind_chat(&p, &binding_ref).await?))
+}
+
+/// Always `command_execution_not_enabled` (after authentication and scope): the body is
+/// never read, so nothing in it can reach anything.
+async fn command(State(app): State<AppState>, Authed(p): Authed) -> Result<Response, ApiError> {
+    Ok(json(StatusCode::OK, app.services.room_command(&p).await?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn withdrawals_refuse_any_query_or_body() {
+        assert!(empty_request(None, b"").is_ok());
+        assert!(empty_request(Some(""), b"").is_ok());
+        assert!(empty_request(Some("run_id=run_x"), b"").is_err());
+        assert!(empty_request(None, b"{}").is_err());
+    }
+}

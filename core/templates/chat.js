@@ -1,0 +1,119 @@
+// The /chat page: local chats (localStorage), the observer lane (same-origin fetch with the
+// session cookie), a progress lane, and the one terminal assistant message appended once
+// by its stable id. Text is always inserted as text, never as HTML.
+(function () {
+  "use strict";
+  var KEY = "helix.chats.v1";
+  var BASE = "/api/agi/agent-run-observer/bindings";
+  // The claim handle is shown once: kept in memory for the page's life, never stored.
+  var state = { chats: load(), current: null, timer: null, claim: null };
+
+  function load() {
+    try { return JSON.parse(localStorage.getItem(KEY)) || []; } catch (e) { return []; }
+  }
+  function save() { localStorage.setItem(KEY, JSON.stringify(state.chats)); }
+  function $(id) { return document.getElementById(id); }
+  function chat() { return state.chats.find(function (c) { return c.id === state.current; }); }
+  function newId() {
+    var b = new Uint8Array(8); crypto.getRandomValues(b);
+    return "chat-" + Array.prototype.map.call(b, function (x) { return ("0" + x.toString(16)).slice(-2); }).join("");
+  }
+  function li(text, cls) { var e = document.createElement("li"); e.textContent = text; if (cls) e.className = cls; return e; }
+
+  function render() {
+    var list = $("chats"); list.textContent = "";
+    state.chats.forEach(function (c) {
+      var item = document.createElement("li");
+      var b = document.createElement("button"); b.type = "button"; b.textContent = c.title; b.className = "chat-item";
+      b.dataset.chatId = c.id;
+      b.addEventListener("click", function () { select(c.id); });
+      item.appendChild(b); list.appendChild(item);
+    });
+    var c = chat();
+    var msgs = $("messages"); msgs.textContent = "";
+    var progress = $("progress"); progress.textContent = "";
+    var claim = state.claim && c && state.claim.chatId === c.id && c.status === "awaiting_claim" ? state.claim : null;
+    $("claim").hidden = !claim;
+    $("claim-handle").textContent = claim ? claim.handle : "";
+    $("claim-expires").textContent = claim ? claim.expires : "";
+    if (!c) { $("binding-status").textContent = "none"; return; }
+    c.messages.forEach(function (m) {
+      var e = li(m.content, "message " + m.role); e.dataset.messageId = m.id; e.dataset.role = m.role; msgs.appendChild(e);
+    });
+    (c.progress || []).forEach(function (p) { progress.appendChild(li("#" + p.seq + " " + p.kind, "receipt")); });
+    $("binding-status").textContent = c.status || "none";
+    $("disconnect").hidden = !c.observer;
+  }
+
+  function select(id) { state.current = id; render(); poll(); }
+
+  $("new-chat").addEventListener("click", function () {
+    var c = { id: newId(), title: "Chat " + (state.chats.length + 1), messages: [], progress: [], seen: 0 };
+    state.chats.push(c); save(); select(c.id);
+  });
+
+  $("composer").addEventListener("submit", function (ev) {
+    ev.preventDefault();
+    var c = chat(); var text = $("message-input").value.trim();
+    if (!c || !text) return;
+    c.messages.push({ id: "local-" + Date.now(), role: "user", content: text });
+    $("message-input").value = ""; save(); render();
+  });
+
+  function api(method, path, body) {
+    var init = { method: method, credentials: "same-origin", headers: { "Accept": "application/json" } };
+    if (body !== undefined) { init.headers["Content-Type"] = "application/json"; init.body = JSON.stringify(body); }
+    return fetch(path, init).then(function (r) { return r.json().then(function (j) { return { status: r.status, body: j }; }); });
+  }
+
+  $("attach").addEventListener("click", function () {
+    var c = chat(); if (!c) return;
+    // The bounded recent-chat snapshot: at most 12 messages, 2,000 characters each, 12,000 in all.
+    var snapshot = [], total = 0;
+    c.messages.slice(-12).reverse().forEach(function (m) {
+      var content = m.content.slice(0, 2000);
+      if (total + content.length <= 12000) { snapshot.unshift({ role: m.role, content: content }); total += content.length; }
+    });
+    api("POST", BASE, { chat_id: c.id, snapshot: snapshot }).then(function (r) {
+      if (r.status !== 201) { $("binding-status").textContent = "error: " + r.body.error.code; return; }
+      c.observer = r.body.observer_binding_ref; c.status = "awaiting_claim"; c.seen = 0; c.progress = [];
+      state.claim = { chatId: c.id, handle: r.body.claim_handle, expires: r.body.expires_at };
+      save(); render();
+      poll();
+    });
+  });
+
+  $("disconnect").addEventListener("click", function () {
+    var c = chat(); if (!c || !c.observer) return;
+    api("DELETE", BASE + "/" + c.observer).then(function (r) {
+      if (r.status === 200) { c.status = "disconnected"; c.observer = null; save(); render(); }
+    });
+  });
+
+  function poll() {
+    if (state.timer) { clearTimeout(state.timer); state.timer = null; }
+    var c = chat(); if (!c || !c.observer) return;
+    var ref = c.observer;
+    api("GET", BASE + "/" + ref + "/events?after_seq=" + (c.seen || 0) + "&limit=50").then(function (r) {
+      if (r.status === 200) {
+        r.body.receipts.forEach(function (p) { c.progress.push({ seq: p.seq, kind: p.kind }); });
+        c.seen = r.body.next_after_seq;
+      }
+      return api("GET", BASE + "/" + ref);
+    }).then(function (r) {
+      if (r.status === 200) {
+        c.status = r.body.binding_status;
+        var m = r.body.terminal_message;
+        // Exactly once: the message's stable id is the de-duplication key across reloads.
+        if (m && !c.messages.some(function (x) { return x.id === m.id; })) {
+          c.messages.push({ id: m.id, role: "assistant", content: m.content });
+        }
+      }
+      save(); if (state.current === c.id) render();
+    }).finally(function () {
+      if (state.current === c.id && c.observer && c.status !== "disconnected") state.timer = setTimeout(poll, 1000);
+    });
+  }
+
+  if (state.chats.length) select(state.chats[state.chats.length - 1].id); else render();
+})();

@@ -1,0 +1,263 @@
+//! Members, consent and invites through the `/rooms` page forms (cookie, same-origin), and
+//! what the bearer lane sees after each change, on both store backends.
+
+use helix_core::domain::account::PolicyChange;
+use helix_core::service::accounts::LinkIdentity;
+use helix_integration_tests::*;
+use serde_json::{Value, json};
+
+const ALL: &[&str] = &[
+    "helix.agent_runs.read",
+    "helix.agent_runs.write",
+    "helix.rooms.read",
+    "helix.rooms.manage",
+    "helix.data.research_library.read",
+];
+
+async fn session(app: &TestApp, subject: &str) -> String {
+    let o = &app.state.services.config.oauth;
+    let id = LinkIdentity { issuer: &o.issuer, tenant: "tenant-a", provider: &o.provider, subject };
+    format!("helix_session={}", app.state.services.sign_in(&id, None).await.unwrap().expose())
+}
+
+/// A same-origin form POST; returns (status, body text).
+async fn form(app: &TestApp, cookie: &str, path: &str, fields: &[(&str, &str)]) -> (u16, String) {
+    let res = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+        .post(format!("{}{path}", app.base))
+        .header("cookie", cookie)
+        .header("origin", app.state.services.config.browser.public_origin.clone())
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(encode(fields))
+        .send()
+        .await
+        .unwrap();
+    (res.status().as_u16(), res.text().await.unwrap())
+}
+
+fn encode(fields: &[(&str, &str)]) -> String {
+    let enc = |v: &str| {
+        v.bytes()
+            .map(|b| {
+                if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+                    (b as char).to_string()
+                } else {
+                    format!("%{b:02X}")
+                }
+            })
+            .collect::<String>()
+    };
+    fields.iter().map(|(k, v)| format!("{}={}", enc(k), enc(v))).collect::<Vec<_>>().join("&")
+}
+
+fn between<'a>(text: &'a str, start: &str, end: &str) -> &'a str {
+    let from = text.find(start).unwrap_or_else(|| panic!("{start} in {text}")) + start.len();
+    &text[from..from + text[from..].find(end).unwrap()]
+}
+
+async fn json_of(res: reqwest::Response) -> (u16, Value) {
+    let status = res.status().as_u16();
+    (status, res.json().await.unwrap_or(Value::Null))
+}
+
+async fn members_consent_and_invites_take_effect_on_the_next_request(backend: Backend) {
+    let app = TestApp::spawn_with(backend, &[]).await;
+    let alice = app.token_for("alice", "tenant-a", ALL).await;
+    let bob = app.token_for("bob", "tenant-a", ALL).await;
+    let (alice_web, bob_web) = (session(&app, "alice").await, session(&app, "bob").await);
+    let res = app
+        .post("/api/v1/rooms", &alice)
+        .header("Idempotency-Key", "members-room-01")
+        .json(&json!({"name": "Bench"}))
+        .send()
+        .await
+        .unwrap();
+    let room_id = res.json::<Value>().await.unwrap()["room_id"].as_str().unwrap().to_owned();
+
+    // The owner page lists the room and its one member (the owner).
+    let page = app.http.get(format!("{}/rooms", app.base)).header("cookie", &alice_web).send().await.unwrap();
+    assert!(page.headers()["content-security-policy"].to_str().unwrap().contains("frame-ancestors 'none'"));
+    let html = page.text().await.unwrap();
+    assert!(html.contains(&room_id) && html.matches("class=\"member\"").count() == 1, "{html}");
+
+    // A non-owner cannot invite; the owner's invite is shown once and stored hashed.
+    assert_eq!(form(&app, &bob_web, "/rooms/invite", &[("room_id", &room_id)]).await.0, 404);
+    let (status, html) = form(&app, &alice_web, "/rooms/invite", &[("room_id", &room_id)]).await;
+    assert_eq!(status, 200);
+    let code = between(&html, "id=\"invite-code\">", "<").to_owned();
+    assert!(code.starts_with("hri_"));
+    let again = app.http.get(format!("{}/rooms", app.base)).header("cookie", &alice_web).send().await.unwrap();
+    assert!(!again.text().await.unwrap().contains(&code), "shown once");
+
+    // Bob previews (room name, consent version) and accepts exactly that version.
+    let (status, html) = form(&app, &bob_web, "/rooms/join/preview", &[("code", &code)]).await;
+    assert_eq!(status, 200);
+    assert_eq!(between(&html, "id=\"join-consent-version\">", "<"), "1");
+    assert_eq!(form(&app, &bob_web, "/rooms/join", &[("code", &code), ("consent_version", "2")]).await.0, 403);
+    assert_eq!(form(&app, &bob_web, "/rooms/join", &[("code", &code), ("consent_version", "1")]).await.0, 303);
+    let (status, body) = form(&app, &bob_web, "/rooms/join", &[("code", &code), ("consent_version", "1")]).await;
+    assert_eq!(status, 404, "single use: {body}");
+    assert!(body.contains("invite_invalid"));
+
+    // Bob's agent now sees the room as a member and may bind its own run to it.
+    let (status, list) = json_of(app.get("/api/v1/rooms", &bob).send().await.unwrap()).await;
+    assert_eq!((status, list["rooms"][0]["role"].as_str()), (200, Some("member")));
+    assert_eq!(list["rooms"][0]["owned_by_caller"], false);
+    let run = app.started(&bob, research_run()).await;
+    let bind = |run_id: String| {
+        app.post("/api/v1/rooms/run-bindings", &bob).json(&json!({"room_id": room_id, "run_id": run_id})).send()
+    };
+    assert_eq!(bind(run["run_id"].as_str().unwrap().to_owned()).await.unwrap().status(), 201);
+
+    // Raising the consent version: bob must accept again before binding.
+    assert_eq!(form(&app, &bob_web, "/rooms/consent/raise", &[("room_id", &room_id)]).await.0, 404, "owner only");
+    assert_eq!(form(&app, &alice_web, "/rooms/consent/raise", &[("room_id", &room_id)]).await.0, 303);
+    let (_, got) = json_of(app.get(&format!("/api/v1/rooms/{room_id}"), &bob).send().await.unwrap()).await;
+    assert_eq!((got["consent_version"].as_u64(), got["consent_current"].as_bool()), (Some(2), Some(false)));
+    let run2 = app.started(&bob, research_run()).await;
+    let (status, err) = json_of(bind(run2["run_id"].as_str().unwrap().to_owned()).await.unwrap()).await;
+    assert_eq!((status, err["error"]["code"].as_str()), (403, Some("consent_required")));
+    let (_, owner_view) = json_of(app.get(&format!("/api/v1/rooms/{room_id}"), &alice).send().await.unwrap()).await;
+    assert_eq!(owner_view["consent_current"], true, "the owner's raise is its own acceptance");
+    assert_eq!(form(&app, &bob_web, "/rooms/consent", &[("room_id", &room_id), ("consent_version", "2")]).await.0, 303);
+    assert_eq!(bind(run2["run_id"].as_str().unwrap().to_owned()).await.unwrap().status(), 201);
+    // The consent receipts are durable, one per accepted version.
+    let receipts = app.state.services.store.query(&format!("ROOM#{room_id}"), "CONSENT#", None, 10).await.unwrap();
+    assert_eq!(receipts.items.len(), 4, "alice v1, bob v1, alice v2, bob v2");
+
+    // The owner removes bob: his next read no longer finds the room.
+    let html = app
+        .http
+        .get(format!("{}/rooms", app.base))
+        .header("cookie", &alice_web)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert_eq!(html.matches("class=\"member\"").count(), 2);
+    let bob_ref = helix_core::domain::account::account_ref(&helix_core::domain::account::account_id_for(
+        &app.state.services.config.oauth.provider,
+        "bob",
+    ));
+    assert_eq!(
+        form(&app, &bob_web, "/rooms/members/remove", &[("room_id", &room_id), ("account_ref", &bob_ref)]).await.0,
+        404
+    );
+    let (status, _) =
+        form(&app, &alice_web, "/rooms/members/remove", &[("room_id", &room_id), ("account_ref", &bob_ref)]).await;
+    assert_eq!(status, 303);
+    assert_eq!(app.get(&format!("/api/v1/rooms/{room_id}"), &bob).send().await.unwrap().status(), 404);
+    let (_, list) = json_of(app.get("/api/v1/rooms", &bob).send().await.unwrap()).await;
+    assert_eq!(list["rooms"], json!([]));
+}
+
+async fn invites_expire_refuse_guests_and_cross_site_posts(backend: Backend) {
+    let app = TestApp::spawn_with(backend, &[]).await;
+    let alice = app.token_for("alice", "tenant-a", ALL).await;
+    let alice_web = session(&app, "alice").await;
+    let res = app
+        .post("/api/v1/rooms", &alice)
+        .header("Idempotency-Key", "members-room-02")
+        .json(&json!({"name": "Bench"}))
+        .send()
+        .await
+        .unwrap();
+    let room_id = res.json::<Value>().await.unwrap()["room_id"].as_str().unwrap().to_owned();
+    let (_, html) = form(&app, &alice_web, "/rooms/invite", &[("room_id", &room_id)]).await;
+    let code = between(&html, "id=\"invite-code\">", "<").to_owned();
+    // Cross-site form posts are refused.
+    let res = app
+        .http
+        .post(format!("{}/rooms/invite", app.base))
+        .header("cookie", &alice_web)
+        .header("origin", "https://evil.example")
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(encode(&[("room_id", &room_id)]))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 403);
+    // A guest cannot join.
+    let guest_web = session(&app, "gary").await;
+    let provider = app.state.services.config.oauth.provider.clone();
+    app.state
+        .services
+        .set_policy(&provider, "gary", &PolicyChange { guest: Some(true), ..Default::default() })
+        .await
+        .unwrap();
+    let (status, body) = form(&app, &guest_web, "/rooms/join/preview", &[("code", &code)]).await;
+    assert_eq!(status, 403, "{body}");
+    // Expired after seven days.
+    app.state.services.clock.advance(7 * 24 * 3600 + 1);
+    let bob_web = session(&app, "bob").await;
+    let (status, body) = form(&app, &bob_web, "/rooms/join", &[("code", &code), ("consent_version", "1")]).await;
+    assert_eq!(status, 404, "{body}");
+}
+
+macro_rules! on_both_backends {
+    ($($name:ident),* $(,)?) => {
+        mod embedded {
+            use super::*;
+            $(#[tokio::test] async fn $name() { super::$name(Backend::Embedded).await })*
+        }
+        mod dynamodb {
+            use super::*;
+            $(#[tokio::test] async fn $name() { super::$name(Backend::Dynamo).await })*
+        }
+    };
+}
+
+on_both_backends!(
+    members_consent_and_invites_take_effect_on_the_next_request,
+    invites_expire_refuse_guests_and_cross_site_posts,
+);
+
+#[tokio::test]
+async fn the_chat_page_runs_only_its_own_script_and_needs_a_member_session() {
+    let app = TestApp::spawn().await;
+    let res = app.http.get(format!("{}/chat", app.base)).send().await.unwrap();
+    let csp = res.headers()["content-security-policy"].to_str().unwrap().to_owned();
+    assert!(
+        csp.contains("script-src 'self'") && csp.contains("frame-ancestors 'none'") && !csp.contains("unsafe"),
+        "{csp}"
+    );
+    let html = res.text().await.unwrap();
+    assert!(html.contains("id=\"chat-signed-out\"") && !html.contains("chat.js"), "signed out: no script");
+    let cookie = session(&app, "alice").await;
+    let html = app
+        .http
+        .get(format!("{}/chat", app.base))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(html.contains("<script src=\"/chat/static/chat.js\" defer></script>") && html.contains("id=\"attach\""));
+    assert!(!html.contains("<script>"), "no inline script");
+    let js = app.http.get(format!("{}/chat/static/chat.js", app.base)).send().await.unwrap();
+    assert!(js.headers()["content-type"].to_str().unwrap().starts_with("text/javascript"));
+    assert!(js.text().await.unwrap().contains("agent-run-observer/bindings"));
+    let provider = app.state.services.config.oauth.provider.clone();
+    app.state
+        .services
+        .set_policy(&provider, "alice", &PolicyChange { guest: Some(true), ..Default::default() })
+        .await
+        .unwrap();
+    let html = app
+        .http
+        .get(format!("{}/chat", app.base))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(html.contains("id=\"guest-notice\"") && !html.contains("chat.js"));
+}

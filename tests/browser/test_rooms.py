@@ -1,0 +1,180 @@
+"""The Shared Live Room path in a real headless Chromium against a real `helix serve`:
+sign in, allow agents, create a chat on /chat, attach an agent run (the page shows a
+one-time claim handle), the agent claims it over MCP and continues its run to completion
+(the local executor signs the terminal product), exactly one assistant message appears and
+survives a reload without duplication, then the owner withdraws the bindings over MCP and
+the page shows the binding revoked. Screenshots go to the artifacts directory.
+
+Usage: python tests/browser/test_rooms.py  (env as test_account.py).
+"""
+
+import json
+import os
+import sys
+import time
+import uuid
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import test_account as base  # noqa: E402  (shared helpers: serve, bearer, screenshots, login)
+
+from selenium import webdriver  # noqa: E402
+from selenium.webdriver.chrome.options import Options  # noqa: E402
+from selenium.webdriver.chrome.service import Service  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+
+import subprocess  # noqa: E402
+import tempfile  # noqa: E402
+
+check, shot = base.check, base.shot
+SCOPES = ("helix.agent_runs.read helix.agent_runs.write helix.rooms.read helix.rooms.manage "
+          "helix.data.research_library.read")
+OBJECTIVE = ("Summarize the measured Casimir force between parallel plates, including the Lamoreaux 1997 "
+             "torsion pendulum measurement and the sphere-plate geometry with the proximity force approximation.")
+
+
+class Agent:
+    """An MCP client of the bearer lane, speaking plain JSON-RPC over HTTP."""
+
+    def __init__(self, url, token):
+        self.url, self.token, self.n = url, token, 0
+
+    def call(self, name, arguments):
+        self.n += 1
+        body = {"jsonrpc": "2.0", "id": self.n, "method": "tools/call",
+                "params": {"name": name, "arguments": arguments}}
+        headers = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-11-25"}
+        status, reply = base.request(f"{self.url}/mcp", self.token, body, headers)
+        check(status == 200 and "result" in reply, f"{name} answered ({status})")
+        result = reply["result"]
+        check(not result.get("isError"), f"{name} succeeded: {json.dumps(result.get('structuredContent'))[:300]}")
+        return result["structuredContent"]
+
+
+def assistant_messages(driver):
+    return driver.find_elements(By.CSS_SELECTOR, "#messages li.message.assistant")
+
+
+def main():
+    base.SCOPES = SCOPES
+    data_dir = tempfile.mkdtemp(prefix="helix-rooms-browser-")
+    port = base.free_port()
+    url = f"http://127.0.0.1:{port}"
+    env = {k: v for k, v in os.environ.items() if k != "HELIX_ENV"}
+    log = open(Path(data_dir) / "serve.log", "w")
+    proc = subprocess.Popen([base.HELIX_BIN, "serve", "--addr", f"127.0.0.1:{port}", "--data-dir", data_dir],
+                            stdout=log, stderr=subprocess.STDOUT, env=env)
+    driver = None
+    try:
+        base.wait_ready(url, proc)
+        options = Options()
+        options.binary_location = base.CHROMIUM
+        for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1400,1000"):
+            options.add_argument(arg)
+        driver = webdriver.Chrome(service=Service(base.CHROMEDRIVER), options=options)
+        driver.set_page_load_timeout(30)
+
+        # Sign in and allow agents (so the agent's bearer of this identity is admitted).
+        at_provider = lambda u: u.startswith(f"{url}/dev-oidc/authorize?")  # noqa: E731
+        driver.get(f"{url}/account")
+        base.click_and_wait(driver, driver.find_element(By.ID, "sign-in"), at_provider)
+        base.dev_provider_login(driver, url)
+        base.click_and_wait(driver, driver.find_element(By.ID, "allow-agents"), at_provider)
+        base.dev_provider_login(driver, url)
+        check(driver.find_element(By.ID, "oauth-ready").text == "yes", "agents allowed")
+        agent = Agent(url, base.bearer(data_dir))
+
+        # The agent creates a room and a run, and binds the run to the room.
+        room = agent.call("helix_room_create", {"idempotency_key": f"room-{uuid.uuid4().hex[:12]}",
+                                                "request": {"name": "Casimir bench"}})
+        run = agent.call("helix_run_start", {"idempotency_key": f"start-{uuid.uuid4().hex[:12]}",
+                                             "request": {"objective": OBJECTIVE, "database_scope": ["research_library"]}})
+        run_id = run["run_id"]
+        bound = agent.call("helix_room_bind_run", {"request": {"room_id": room["room_id"], "run_id": run_id}})
+        check(bound["binding_status"] == "active", "run bound to the room")
+
+        # The person creates a chat, writes a message and attaches an agent run.
+        driver.get(f"{url}/chat")
+        driver.find_element(By.ID, "new-chat").click()
+        driver.find_element(By.ID, "message-input").send_keys("What force did Lamoreaux measure?")
+        driver.find_element(By.ID, "send").click()
+        WebDriverWait(driver, 10).until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#messages li.user")) == 1)
+        driver.find_element(By.ID, "attach").click()
+        WebDriverWait(driver, 10).until(lambda d: d.find_element(By.ID, "claim-handle").text.startswith("hcc_"))
+        handle = driver.find_element(By.ID, "claim-handle").get_attribute("textContent").strip()
+        check(len(handle) == 68, f"a claim handle of the issued shape ({len(handle)} characters)")
+        check(driver.find_element(By.ID, "binding-status").text == "awaiting_claim", "awaiting the agent's claim")
+        shot(driver, "rooms-01-claim-handle")
+
+        # The agent claims the chat over MCP and continues its run to completion.
+        claimed = agent.call("helix_room_claim_chat_binding", {"request": {"claim_handle": handle, "run_id": run_id}})
+        check(claimed["chat_id_included"] is False and "binding_ref" in claimed, "claim receipt without the chat id")
+        for _ in range(10):
+            if run["recommended_next_action"] == "stop":
+                break
+            answers = [{"question_id": q["question_id"], "value": "Use the research library; SI units."}
+                       for q in run.get("pending_questions") or []]
+            run = agent.call("helix_run_continue", {
+                "run_id": run_id, "idempotency_key": f"cont-{uuid.uuid4().hex[:12]}",
+                "request": {"expected_version": run["version"], "answers": answers,
+                            "instruction": "Gather evidence from the research library and complete the objective."}})
+        check(run["completion_status"] == "completed" and run["terminal_authority_status"] == "authorized",
+              f"run completed with authorized terminal authority ({run['completion_status']})")
+
+        # Exactly one assistant message, the verified terminal product; progress in its own lane.
+        WebDriverWait(driver, 30).until(lambda d: len(assistant_messages(d)) >= 1)
+        time.sleep(2.5)  # more poll cycles: still one
+        msgs = assistant_messages(driver)
+        check(len(msgs) == 1, f"exactly one assistant message ({len(msgs)})")
+        message_id = msgs[0].get_attribute("data-message-id")
+        check(message_id.startswith("msg_") and msgs[0].text.strip() != "", "a stable message id and content")
+        progress = driver.find_elements(By.CSS_SELECTOR, "#progress li.receipt")
+        check(len(progress) >= 2, f"progress receipts in their own lane ({len(progress)})")
+        check(driver.find_element(By.ID, "binding-status").text == "bound", "bound")
+        shot(driver, "rooms-02-terminal-message")
+
+        driver.refresh()
+        WebDriverWait(driver, 10).until(lambda d: d.execute_script("return document.readyState") == "complete")
+        time.sleep(2.5)
+        msgs = assistant_messages(driver)
+        check(len(msgs) == 1 and msgs[0].get_attribute("data-message-id") == message_id,
+              "after a reload: still exactly one assistant message, same id")
+        check(len(driver.find_elements(By.CSS_SELECTOR, "#messages li.user")) == 1, "the user message survives")
+        shot(driver, "rooms-03-after-reload")
+
+        # The owner withdraws both bindings; the page shows the chat binding revoked.
+        w = agent.call("helix_room_unbind_chat", {"binding_ref": claimed["binding_ref"]})
+        check(w["revocation_status"] == "revoked", "chat binding withdrawn")
+        w = agent.call("helix_room_unbind_run", {"binding_ref": bound["binding_ref"]})
+        check(w["revocation_status"] == "revoked", "run binding withdrawn")
+        WebDriverWait(driver, 10).until(lambda d: d.find_element(By.ID, "binding-status").text == "revoked")
+        check(len(assistant_messages(driver)) == 1, "the answer stays, once")
+        shot(driver, "rooms-04-withdrawn")
+
+        driver.get(f"{url}/rooms")
+        check("Casimir bench" in driver.page_source, "the owner's room on /rooms")
+        check(len(driver.find_elements(By.CSS_SELECTOR, "tr.member")) == 1, "one member: the owner")
+        shot(driver, "rooms-05-rooms-page")
+        print(f"rooms browser test passed; screenshots in {base.ARTIFACTS}")
+    except Exception:
+        if driver is not None:
+            try:
+                shot(driver, "rooms-zz-failure")
+            except Exception:
+                pass
+        log.flush()
+        print((Path(data_dir) / "serve.log").read_text()[-3000:], file=sys.stderr)
+        raise
+    finally:
+        if driver is not None:
+            driver.quit()
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+if __name__ == "__main__":
+    main()
