@@ -156,8 +156,10 @@ def main():
         shot(driver, "rooms-04-withdrawn")
 
         driver.get(f"{url}/rooms")
-        check("Casimir bench" in driver.page_source, "the owner's room on /rooms")
-        check(len(driver.find_elements(By.CSS_SELECTOR, "tr.member")) == 1, "one member: the owner")
+        # Read through waits: a one-shot read right after get() raced the page under load.
+        base.expect(driver, "the owner's room on /rooms", lambda d: d.page_source, lambda s: "Casimir bench" in s)
+        base.expect(driver, "one member: the owner",
+                    lambda d: len(d.find_elements(By.CSS_SELECTOR, "tr.member")), lambda n: n == 1)
         shot(driver, "rooms-05-rooms-page")
         print(f"rooms browser test passed; screenshots in {base.ARTIFACTS}")
     except Exception:
