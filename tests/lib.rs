@@ -35,7 +35,8 @@ pub fn compose(state: AppState) -> axum::Router {
         .merge(helix_discovery::routes(state.clone()))
         .merge(helix_mcp::routes(state.clone()))
         .merge(helix_account::routes(state.clone()))
-        .merge(helix_rooms::routes(state.clone()));
+        .merge(helix_rooms::routes(state.clone()))
+        .merge(helix_ingress::routes(state.clone()));
     if let Some(dev) = helix_core::http::dev_oidc::router(state.clone()) {
         app = app.merge(dev);
     }
@@ -139,7 +140,27 @@ impl TestApp {
         Self::spawn_on(listener, backend, &vars).await
     }
 
+    /// A server whose turns run on `executor` instead of the scripted one (the scripted
+    /// executor stays in `executor` and is never called).
+    pub async fn spawn_with_executor(
+        backend: Backend,
+        extra: &[(&str, &str)],
+        executor: Arc<dyn helix_core::executor::TurnExecutor>,
+    ) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        Self::spawn_inner(listener, backend, extra, Some(executor)).await
+    }
+
     async fn spawn_on(listener: tokio::net::TcpListener, backend: Backend, extra: &[(&str, &str)]) -> Self {
+        Self::spawn_inner(listener, backend, extra, None).await
+    }
+
+    async fn spawn_inner(
+        listener: tokio::net::TcpListener,
+        backend: Backend,
+        extra: &[(&str, &str)],
+        turn_executor: Option<Arc<dyn helix_core::executor::TurnExecutor>>,
+    ) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let mut config = test_config(extra);
         let signer = signer();
@@ -148,7 +169,8 @@ impl TestApp {
         let faults = Arc::new(Faults::default());
         let store: Arc<dyn Store> =
             Arc::new(FaultyStore { inner: store_for(backend, dir.path()).await, faults: faults.clone() });
-        let state = helix_core::wiring::app_state(config, store, executor.clone());
+        let turns = turn_executor.unwrap_or_else(|| executor.clone());
+        let state = helix_core::wiring::app_state(config, store, turns);
         let app = compose(state.clone());
         let base = format!("http://{}", listener.local_addr().unwrap());
         let limits = state.services.config.server;

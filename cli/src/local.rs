@@ -145,6 +145,7 @@ pub fn compose(state: AppState) -> axum::Router {
         .merge(helix_mcp::routes(state.clone()))
         .merge(helix_account::routes(state.clone()))
         .merge(helix_rooms::routes(state.clone()))
+        .merge(helix_ingress::routes(state.clone()))
         .fallback_service(helix_core::http::fallback_router(state))
 }
 

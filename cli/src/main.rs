@@ -2,6 +2,7 @@
 //! this binary parses flags, builds state and wires the routers onto one port.
 
 mod local;
+mod source_sim;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -92,6 +93,12 @@ enum Command {
         #[arg(long)]
         subject: String,
     },
+    /// Reference producer: play a deterministic simulated world through the room-source
+    /// ingress. The claimed source bearer is read from HELIX_SOURCE_BEARER, never a flag.
+    SourceSim {
+        #[command(flatten)]
+        args: source_sim::SimArgs,
+    },
     /// Create the DynamoDB table (pk/sk, TTL on expires_at); idempotent.
     CreateTable {
         #[arg(long)]
@@ -174,6 +181,7 @@ async fn main() -> anyhow::Result<()> {
         Command::LinkAccount { store, issuer, tenant, provider, subject } => {
             local::link_account(&store, &issuer, &tenant, &provider, &subject).await
         }
+        Command::SourceSim { args } => source_sim::run(args).await,
         Command::CreateTable { table } => {
             let store = helix_core::store::dynamo::DynamoStore::from_env(table.clone()).await;
             store.create_table().await.with_context(|| format!("creating table {table}"))?;

@@ -19,6 +19,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -97,7 +98,9 @@ class HelixServer:
         )
         return token
 
-    def start(self) -> "HelixServer":
+    def start(self, prepare: "Callable[[HelixServer], None] | None" = None) -> "HelixServer":
+        """`prepare` runs after the default tokens are minted and before `serve` starts
+        (operator CLI steps such as `helix account policy` need the store to themselves)."""
         binary = helix_bin()
         if not binary.exists():
             raise RuntimeError(f"helix binary not found at {binary} (set HELIX_BIN)")
@@ -107,6 +110,8 @@ class HelixServer:
         self.tokens["read_only"] = self.mint(READ_ONLY_SCOPE)
         # Minted before serve starts: the embedded store admits one process at a time.
         self.tokens["rooms"] = self.mint(ROOM_SCOPE)
+        if prepare is not None:
+            prepare(self)
         self.port = free_port()
         self.log_path = self.tmp / "serve.log"
         log = open(self.log_path, "wb")

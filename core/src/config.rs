@@ -110,10 +110,25 @@ pub struct Config {
     pub room_limits: Limits,
     /// The browser observer lane: per-IP and per-account (`HELIX_AGENT_RUN_OBSERVER_*`).
     pub observer_limits: Limits,
+    /// Room sources: the browser credential-claim lane and the producer ingress.
+    pub sources: SourceConfig,
     pub table_name: Option<String>,
     pub executor: ExecutorConfig,
     pub trusted_terminal_keys: TrustedKeys,
     pub browser: BrowserConfig,
+}
+
+/// Room sources (`HELIX_ROOM_SOURCE_*`, `HELIX_BOUND_ROOM_EVIDENCE_MAX_AGE_MS`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SourceConfig {
+    /// Same-origin source-manager and credential-claim lane: per IP and per account.
+    pub browser_limits: Limits,
+    /// Producer ingress: body limit, per-IP (before auth) and per-source (after auth).
+    pub ingress_limits: Limits,
+    /// Freshness ceiling of bound-room evidence.
+    pub evidence_max_age: Duration,
+    /// How long a stored observation lives (TTL).
+    pub observation_ttl: Duration,
 }
 
 /// The browser lane: sign-in through OpenID Connect and the `helix_session` cookie.
@@ -346,6 +361,7 @@ impl Config {
                     "HELIX_AGENT_RUN_OBSERVER_ACCOUNT_RATE_LIMIT",
                 )?
             },
+            sources: sources(&env)?,
             table_name: env.get("HELIX_TABLE_NAME"),
             executor: executor(&env, prod)?,
             trusted_terminal_keys: match env.get("HELIX_TERMINAL_AUTHORITY_PUBLIC_KEYS_JSON") {
@@ -559,6 +575,34 @@ fn limits(env: &Env, body: &'static str, ip: &'static str, principal: &'static s
         body_bytes: env.number(body, 256 * 1024)?.clamp(1024, 6 * 1024 * 1024) as usize,
         ip_per_minute: env.number(ip, 600)? as u32,
         principal_per_minute: env.number(principal, 300)? as u32,
+    })
+}
+
+/// Room sources: the browser credential lane (same-origin, per IP and per account) and
+/// the producer ingress (its own body limit, per IP before auth, per source after).
+fn sources(env: &Env) -> Result<SourceConfig, ConfigError> {
+    Ok(SourceConfig {
+        browser_limits: Limits {
+            body_bytes: 16 * 1024,
+            ..limits(
+                env,
+                "HELIX_ROOM_AGENT_BODY_LIMIT",
+                "HELIX_ROOM_SOURCE_BROWSER_IP_RATE_LIMIT",
+                "HELIX_ROOM_SOURCE_BROWSER_ACCOUNT_RATE_LIMIT",
+            )?
+        },
+        ingress_limits: Limits {
+            body_bytes: env.number("HELIX_ROOM_SOURCE_INGRESS_BODY_LIMIT", 64 * 1024)?.clamp(1024, 1024 * 1024)
+                as usize,
+            ip_per_minute: env.number("HELIX_ROOM_SOURCE_INGRESS_IP_RATE_LIMIT", 1_200)? as u32,
+            principal_per_minute: env.number("HELIX_ROOM_SOURCE_INGRESS_SOURCE_RATE_LIMIT", 600)? as u32,
+        },
+        evidence_max_age: Duration::from_millis(
+            env.number("HELIX_BOUND_ROOM_EVIDENCE_MAX_AGE_MS", 120_000)?.clamp(1_000, 86_400_000),
+        ),
+        observation_ttl: Duration::from_secs(
+            env.number("HELIX_ROOM_SOURCE_OBSERVATION_TTL_SECS", 3_600)?.clamp(60, 7 * 86_400),
+        ),
     })
 }
 

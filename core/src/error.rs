@@ -83,6 +83,18 @@ pub enum ApiError {
     CommandExecutionNotEnabled,
     #[error("{0}")]
     CredentialRejected(String),
+    #[error("only a developer account may manage room-source credentials")]
+    DeveloperRequired,
+    #[error("the source credential is not valid")]
+    SourceCredentialInvalid,
+    #[error("the producer manifest was not admitted")]
+    ManifestNotAdmitted { reason: &'static str },
+    #[error("the producer epoch is lower than the admitted one")]
+    ProducerEpochStale { current: u64 },
+    #[error("no admitted manifest matches this batch; register the manifest first")]
+    ManifestNotRegistered,
+    #[error("an observation with this request identity was already stored")]
+    DuplicateObservation,
     #[error("rate limit exceeded")]
     RateLimited { retry_after_secs: u64 },
     #[error("service unavailable")]
@@ -102,6 +114,17 @@ impl From<crate::domain::room::RoomInvalid> for ApiError {
         match e {
             crate::domain::room::RoomInvalid::Invalid(m) => ApiError::InvalidRequest(m),
             c @ crate::domain::room::RoomInvalid::CredentialShaped(_) => ApiError::CredentialRejected(c.to_string()),
+        }
+    }
+}
+
+impl From<crate::domain::source::SourceInvalid> for ApiError {
+    fn from(e: crate::domain::source::SourceInvalid) -> Self {
+        match e {
+            crate::domain::source::SourceInvalid::Invalid(m) => ApiError::InvalidRequest(m),
+            c @ crate::domain::source::SourceInvalid::CredentialShaped(_) => {
+                ApiError::CredentialRejected(c.to_string())
+            }
         }
     }
 }
@@ -154,6 +177,12 @@ impl ApiError {
             ConsentRequired => "consent_required",
             InviteInvalid => "invite_invalid",
             CredentialRejected(_) => "credential_rejected",
+            DeveloperRequired => "developer_required",
+            SourceCredentialInvalid => "source_credential_invalid",
+            ManifestNotAdmitted { .. } => "manifest_not_admitted",
+            ProducerEpochStale { .. } => "producer_epoch_stale",
+            ManifestNotRegistered => "manifest_not_registered",
+            DuplicateObservation => "duplicate_observation",
             SessionRequired => "session_required",
             GuestNotAllowed => "guest_not_allowed",
             CrossSiteRequest => "cross_site_request",
@@ -191,6 +220,11 @@ impl ApiError {
             RunAlreadyBound => StatusCode::CONFLICT,
             ClaimHandleInvalid | InviteInvalid => StatusCode::NOT_FOUND,
             CredentialRejected(_) => StatusCode::BAD_REQUEST,
+            DeveloperRequired => StatusCode::FORBIDDEN,
+            SourceCredentialInvalid => StatusCode::UNAUTHORIZED,
+            ManifestNotAdmitted { .. } | ProducerEpochStale { .. } | ManifestNotRegistered | DuplicateObservation => {
+                StatusCode::CONFLICT
+            }
             SessionRequired => StatusCode::UNAUTHORIZED,
             GuestNotAllowed | CrossSiteRequest | IdentityMismatch => StatusCode::FORBIDDEN,
             SignInFailed { .. } => StatusCode::BAD_REQUEST,
@@ -221,6 +255,8 @@ impl ApiError {
             ApiError::InvalidToken { reason } => Some(json!({ "reason": reason })),
             ApiError::DuplicateHeader { name } => Some(json!({ "header": name })),
             ApiError::SignInFailed { reason } => Some(json!({ "reason": reason })),
+            ApiError::ManifestNotAdmitted { reason } => Some(json!({ "reason": reason })),
+            ApiError::ProducerEpochStale { current } => Some(json!({ "admitted_epoch": current })),
             _ => None,
         }
     }

@@ -185,6 +185,7 @@ fn request(deadline_ms: i64) -> TurnRequest {
         required_evidence_families: vec!["research_library_evidence".into()],
         prior_evidence_refs: vec!["evidence:research_library:sha256:fedcba9876543210".into()],
         deadline: Utc::now() + chrono::Duration::milliseconds(deadline_ms),
+        room_evidence: None,
     }
 }
 

@@ -77,6 +77,7 @@ async fn turn(
         required_evidence_families: vec![EVIDENCE_FAMILY.into()],
         prior_evidence_refs: run.evidence.evidence_refs.clone(),
         deadline: Utc::now() + Duration::seconds(20),
+        room_evidence: None,
     };
     let outcome = ex.execute(request, CancellationToken::new()).await;
     let required = vec![EVIDENCE_FAMILY.to_string()];
@@ -170,6 +171,7 @@ async fn a_candidate_signed_by_another_local_key_is_rejected() {
         required_evidence_families: vec![EVIDENCE_FAMILY.into()],
         prior_evidence_refs: vec![],
         deadline: Utc::now() + Duration::seconds(20),
+        room_evidence: None,
     };
     let a = impostor.execute(request.clone(), CancellationToken::new()).await.unwrap();
     assert_eq!(a.solver_status, SolverStatus::Succeeded);
@@ -210,6 +212,7 @@ async fn embedded_documents_give_the_same_evidence_as_the_directory() {
         required_evidence_families: vec![],
         prior_evidence_refs: vec![],
         deadline: Utc::now() + Duration::seconds(20),
+        room_evidence: None,
     };
     let a = embedded.execute(request.clone(), CancellationToken::new()).await.unwrap();
     let b = dir.execute(request, CancellationToken::new()).await.unwrap();
@@ -244,6 +247,7 @@ async fn a_cancelled_turn_is_a_timeout_failure() {
         required_evidence_families: vec![],
         prior_evidence_refs: vec![],
         deadline: Utc::now() + Duration::seconds(20),
+        room_evidence: None,
     };
     assert_eq!(ex.execute(request, cancel).await, Err(TurnFailure::TurnTimeout));
 }

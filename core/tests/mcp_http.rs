@@ -241,6 +241,8 @@ async fn initialize_negotiates_and_tools_list_publishes_the_full_catalog() {
             "helix_room_unbind_run",
             "helix_room_unbind_chat",
             "helix_room_command_request",
+            "helix_room_source_list",
+            "helix_room_source_create",
         ],
         "the full catalog, whatever the token's scopes"
     );
@@ -280,7 +282,7 @@ async fn server_discover_serves_the_2026_07_28_stateless_revision() {
     let headers = [("mcp-protocol-version", "2026-07-28"), ("mcp-method", "tools/list")];
     let reply = app.post_raw(Some(&token), msg.to_string(), &headers).await;
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
-    assert_eq!(reply.body["result"]["tools"].as_array().unwrap().len(), 14);
+    assert_eq!(reply.body["result"]["tools"].as_array().unwrap().len(), 16);
     assert_eq!(reply.body["result"]["tools"][0]["securitySchemes"][0]["type"], "oauth2");
 }
 

@@ -651,8 +651,9 @@ async fn terminal_candidate_ref_follows_the_latest_turn(backend: Backend) {
     assert_eq!(evidence_of(&app, &token, &id).await["terminal_candidate_ref"], Value::Null);
 }
 
-/// Item 16: a run that holds a room scope (started before the refusal existed) cannot
-/// continue without a room binding.
+/// Item 16 (issue 10): a run holding the probe scope is refused at continue; a run with
+/// `bound_room_evidence` but no room binding ends its turn blocked with
+/// `room_binding_missing`, without the executor.
 async fn a_run_holding_a_room_scope_is_refused_at_continue(backend: Backend) {
     let app = TestApp::spawn_with(
         backend,
@@ -680,9 +681,14 @@ async fn a_run_holding_a_room_scope_is_refused_at_continue(backend: Backend) {
         stored.database_scope.push(scope.into());
         store.put(helix_core::service::records::run_item(&stored).unwrap(), None).await.unwrap();
         app.script(completing_step(1));
-        let (status, err) = body(app.continue_run(&token, &id, &format!("room-turn-{scope}"), go(1)).await).await;
-        assert_eq!((status, err["error"]["code"].as_str()), (403, Some("data_scope_not_admitted")), "{scope}: {err}");
-        assert!(err["error"]["message"].as_str().unwrap().contains("room binding"), "{err}");
+        let (status, v) = body(app.continue_run(&token, &id, &format!("room-turn-{scope}"), go(1)).await).await;
+        if scope == "bound_room_evidence" {
+            assert_eq!(status, 200, "{v}");
+            assert_eq!(v["completion_status"], "blocked", "{v}");
+            assert_eq!(v["latest_result"]["failure_code"], "room_binding_missing", "{v}");
+        } else {
+            assert_eq!((status, v["error"]["code"].as_str()), (403, Some("data_scope_not_admitted")), "{scope}: {v}");
+        }
         assert!(app.executor.seen.lock().unwrap().is_empty(), "{scope}: no turn ran");
     }
 }

@@ -261,10 +261,11 @@ async fn every_mutation_response_carries_idempotency_replayed_errors_included() 
     assert_eq!(replay.headers()["idempotency-replayed"], "true");
 }
 
-/// Item 16: room scopes stay refused while rooms are not built, whatever the deployment
-/// enables: a run must never start without its room binding.
+/// Item 16 (issue 10): `bound_room_evidence` starts (its run is bound to a room after it
+/// exists, and every turn rechecks the binding); the probe scope, not served yet, stays
+/// refused whatever the deployment enables.
 #[tokio::test]
-async fn room_scopes_are_refused_at_start_until_room_bindings_exist() {
+async fn the_probe_scope_is_refused_at_start_and_bound_room_evidence_starts() {
     let app = TestApp::spawn_with(
         Backend::Embedded,
         &[("HELIX_AGENT_DATABASE_SCOPES", "research_library,bound_room_evidence,bound_room_environment_probe")],
@@ -282,20 +283,22 @@ async fn room_scopes_are_refused_at_start_until_room_bindings_exist() {
             ],
         )
         .await;
-    for scope in ["bound_room_evidence", "bound_room_environment_probe"] {
-        let res = app
-            .start(
-                &token,
-                &format!("room-start-{scope}"),
-                json!({"objective": "x", "database_scope": ["research_library", scope]}),
-            )
-            .await;
-        assert_eq!(res.status(), 403, "{scope}");
-        let err: Value = res.json().await.unwrap();
-        assert_eq!(err["error"]["code"], "data_scope_not_admitted", "{scope}");
-        let message = err["error"]["message"].as_str().unwrap();
-        assert!(message.contains(scope) && message.contains("room binding"), "{message}");
-    }
+    let scope = "bound_room_environment_probe";
+    let res = app
+        .start(&token, "room-start-probe", json!({"objective": "x", "database_scope": ["research_library", scope]}))
+        .await;
+    assert_eq!(res.status(), 403);
+    let err: Value = res.json().await.unwrap();
+    assert_eq!(err["error"]["code"], "data_scope_not_admitted");
+    assert!(err["error"]["message"].as_str().unwrap().contains(scope));
+    let res = app
+        .start(
+            &token,
+            "room-start-evidence",
+            json!({"objective": "x", "database_scope": ["research_library", "bound_room_evidence"]}),
+        )
+        .await;
+    assert_eq!(res.status(), 201);
     let plain = app.start(&token, "room-start-plain", research_run()).await;
     assert_eq!(plain.status(), 201, "other scopes still start");
 }

@@ -9,6 +9,7 @@ pub mod ids;
 pub mod room;
 pub mod run;
 pub mod scopes;
+pub mod source;
 pub mod turn;
 pub mod wire;
 

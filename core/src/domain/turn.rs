@@ -77,6 +77,16 @@ pub enum TurnFailure {
     TurnCancelled,
     ExecutorUnavailable,
     ExecutorInvalidResponse,
+    /// Bound-room rechecks (before the turn, and again before projection): each its own code.
+    RoomBindingMissing,
+    RoomMembershipChanged,
+    RoomConsentChanged,
+    RoomNotActive,
+    RoomPolicyChanged,
+    RoomSourceNotAdmitted,
+    RoomEvidenceStale,
+    RoomEvidenceIdentityMismatch,
+    RoomEvidenceUnavailable,
 }
 
 impl TurnFailure {
@@ -86,6 +96,15 @@ impl TurnFailure {
             Self::TurnCancelled => "turn_cancelled",
             Self::ExecutorUnavailable => "executor_unavailable",
             Self::ExecutorInvalidResponse => "executor_invalid_response",
+            Self::RoomBindingMissing => "room_binding_missing",
+            Self::RoomMembershipChanged => "room_membership_changed",
+            Self::RoomConsentChanged => "room_consent_changed",
+            Self::RoomNotActive => "room_not_active",
+            Self::RoomPolicyChanged => "room_policy_changed",
+            Self::RoomSourceNotAdmitted => "room_source_not_admitted",
+            Self::RoomEvidenceStale => "room_evidence_stale",
+            Self::RoomEvidenceIdentityMismatch => "room_evidence_identity_mismatch",
+            Self::RoomEvidenceUnavailable => "room_evidence_unavailable",
         }
     }
 }

@@ -24,7 +24,7 @@ use chrono::Utc;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
-use super::{TURN_REQUEST_SCHEMA, TurnExecutor, TurnRequest};
+use super::{TurnExecutor, TurnRequest};
 use crate::domain::turn::{TurnArtifact, TurnFailure};
 
 pub const TURN_ARTIFACT_SCHEMA: &str = "helix.turn_artifact.v1";
@@ -121,13 +121,14 @@ impl HttpExecutor {
         &self,
         client: &reqwest::Client,
         body: Vec<u8>,
+        schema: &'static str,
         timeout: Duration,
     ) -> Result<(u16, TurnArtifact), (Option<u16>, TurnFailure)> {
         let mut request = client
             .post(&self.endpoint)
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .header(reqwest::header::ACCEPT, "application/json")
-            .header(TURN_SCHEMA_HEADER, TURN_REQUEST_SCHEMA)
+            .header(TURN_SCHEMA_HEADER, schema)
             .timeout(timeout)
             .body(body);
         if let Some(bearer) = &self.bearer {
@@ -189,14 +190,15 @@ impl TurnExecutor for HttpExecutor {
         let Some(client) = &self.client else {
             return Err(TurnFailure::ExecutorUnavailable);
         };
-        // The header promises v1; the body says so too, whatever the caller filled in.
-        request.schema = TURN_REQUEST_SCHEMA.into();
+        // The body names its version (v2 only with room evidence); the header says the same.
+        let schema = request.schema_version();
+        request.schema = schema.into();
         let body = serde_json::to_vec(&request).map_err(|_| TurnFailure::ExecutorUnavailable)?;
         let started = Instant::now();
         let outcome = tokio::select! {
             biased;
             _ = cancel.cancelled() => Err((None, TurnFailure::TurnTimeout)),
-            r = tokio::time::timeout(remaining, self.round_trip(client, body, remaining)) => {
+            r = tokio::time::timeout(remaining, self.round_trip(client, body, schema, remaining)) => {
                 r.unwrap_or(Err((None, TurnFailure::TurnTimeout)))
             }
         };
@@ -242,7 +244,7 @@ mod tests {
     #[tokio::test]
     async fn an_unusable_endpoint_fails_every_turn_as_unavailable() {
         let req = TurnRequest {
-            schema: TURN_REQUEST_SCHEMA.into(),
+            schema: crate::executor::TURN_REQUEST_SCHEMA.into(),
             run_id: "run_httpunit01".into(),
             step: 1,
             claim_token: "c".into(),
@@ -254,6 +256,7 @@ mod tests {
             required_evidence_families: vec![],
             prior_evidence_refs: vec![],
             deadline: Utc::now() + chrono::Duration::seconds(5),
+            room_evidence: None,
         };
         let ex = HttpExecutor::new("::");
         assert_eq!(ex.execute(req, CancellationToken::new()).await, Err(TurnFailure::ExecutorUnavailable));

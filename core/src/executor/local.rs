@@ -30,6 +30,7 @@ use super::{TurnExecutor, TurnRequest};
 use crate::domain::authority::TerminalSigner;
 use crate::domain::run::{Answer, Question, Requirement, RequirementKind};
 use crate::domain::sha256_hex;
+use crate::domain::source::{ROOM_EVIDENCE_CAPABILITY, ROOM_EVIDENCE_FAMILY};
 use crate::domain::turn::{ArtifactEvidence, SolverStatus, TurnArtifact, TurnFailure};
 
 /// The read capability a turn must be admitted to search the library.
@@ -249,7 +250,67 @@ impl LocalExecutor {
         hits
     }
 
+    /// A turn with admitted live room observations uses them as passages: each fresh
+    /// observation becomes a `shared_live_room_evidence` item and an observation ref of
+    /// this turn, and the terminal candidate cites them. A run that also admits the
+    /// research library gets both, cited together.
     fn solve(&self, req: &TurnRequest) -> TurnArtifact {
+        let room = req
+            .room_evidence
+            .as_ref()
+            .filter(|e| !e.observations.is_empty())
+            .filter(|_| req.capabilities.iter().any(|c| c == ROOM_EVIDENCE_CAPABILITY));
+        let Some(room) = room else { return self.solve_library(req) };
+        let mut evidence: Vec<ArtifactEvidence> = room
+            .observations
+            .iter()
+            .map(|o| ArtifactEvidence {
+                reference: o.observation_ref.clone(),
+                family: ROOM_EVIDENCE_FAMILY.into(),
+                source: format!("room-source:{}#{}", o.provenance.source_id, o.provenance.request_id),
+                content_sha256: o.content_sha256.clone(),
+                excerpt: excerpt(&o.summary, EXCERPT_CHARS),
+            })
+            .collect();
+        let observation_refs: Vec<String> = evidence.iter().map(|e| e.reference.clone()).collect();
+        let latest: Vec<&ArtifactEvidence> = evidence.iter().rev().take(5).collect();
+        let mut text = format!(
+            "Live room observations ({} fresh, world {}): {}",
+            room.observations.len(),
+            room.observations[0].provenance.world_id,
+            latest.iter().rev().map(|e| format!("{} [{}]", e.excerpt, e.reference)).collect::<Vec<_>>().join("; ")
+        );
+        let mut refs = observation_refs.clone();
+        let mut families = vec![ROOM_EVIDENCE_FAMILY.to_string()];
+        let mut claims: Vec<String> = latest.iter().rev().map(|e| e.excerpt.clone()).collect();
+        let mut resolved = vec![];
+        let mut summary = format!("Read {} fresh observation(s) of the bound room.", room.observations.len());
+        if req.capabilities.iter().any(|c| c == CAPABILITY) {
+            let library = self.solve_library(req);
+            if library.solver_status == SolverStatus::Succeeded {
+                refs.extend(library.evidence.iter().map(|e| e.reference.clone()));
+                families.extend(library.satisfied_evidence_families.clone());
+                claims.extend(library.supported_claims.clone());
+                if let Some(c) = &library.terminal_candidate {
+                    text = format!("{text} {}", c.text);
+                }
+                summary = format!("{summary} {}", library.summary);
+                evidence.extend(library.evidence);
+            }
+            resolved = library.resolved_requirements;
+        }
+        TurnArtifact {
+            observation_refs,
+            evidence,
+            satisfied_evidence_families: families,
+            resolved_requirements: resolved,
+            supported_claims: claims,
+            terminal_candidate: Some(self.signer.sign(&req.run_id, req.step, &req.claim_token, &text, refs)),
+            ..artifact(SolverStatus::Succeeded, summary)
+        }
+    }
+
+    fn solve_library(&self, req: &TurnRequest) -> TurnArtifact {
         if !req.capabilities.iter().any(|c| c == CAPABILITY) {
             return TurnArtifact {
                 unresolved_requirements: vec![Requirement {
@@ -571,6 +632,7 @@ mod tests {
             required_evidence_families: vec![EVIDENCE_FAMILY.into()],
             prior_evidence_refs: vec![],
             deadline: Utc::now() + Duration::seconds(30),
+            room_evidence: None,
         }
     }
 

@@ -16,6 +16,9 @@ use crate::domain::run::Answer;
 use crate::domain::turn::{TurnArtifact, TurnFailure};
 
 pub const TURN_REQUEST_SCHEMA: &str = "helix.turn_request.v1";
+/// v1 plus `room_evidence`: sent only for a turn that carries bound-room observations,
+/// so a v1 solver never receives a field it does not know.
+pub const TURN_REQUEST_SCHEMA_V2: &str = "helix.turn_request.v2";
 
 /// One turn's input (the `http` executor's request body, versioned).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -36,6 +39,16 @@ pub struct TurnRequest {
     /// Evidence already admitted by earlier turns (refs only).
     pub prior_evidence_refs: Vec<String>,
     pub deadline: DateTime<Utc>,
+    /// The admitted bound-room observations of this turn (v2 only; absent in v1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub room_evidence: Option<crate::domain::source::RoomEvidenceInput>,
+}
+
+impl TurnRequest {
+    /// The schema version this request is: v2 exactly when it carries room evidence.
+    pub fn schema_version(&self) -> &'static str {
+        if self.room_evidence.is_some() { TURN_REQUEST_SCHEMA_V2 } else { TURN_REQUEST_SCHEMA }
+    }
 }
 
 #[async_trait]

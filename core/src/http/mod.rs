@@ -17,6 +17,7 @@ pub mod room_admin;
 pub mod room_pages;
 pub mod rooms;
 pub mod server;
+pub mod sources;
 
 use std::sync::Arc;
 
@@ -80,6 +81,12 @@ pub enum Group {
     Rooms,
     /// `/api/agi/agent-run-observer/*` (cookie).
     Observer,
+    /// The room-source credential lane and its page (cookie).
+    SourceBrowser,
+    /// Producer ingress (source bearer only).
+    Ingress,
+    /// `POST /mcp/device-check`: the one-tool read-only MCP server.
+    DeviceCheck,
 }
 
 impl Group {
@@ -87,21 +94,29 @@ impl Group {
         match self {
             Group::AgentRuns => "/api/v1/agent-runs",
             Group::Rooms => "/api/v1/rooms",
-            Group::Mcp | Group::Discovery | Group::Account | Group::Observer => "/mcp",
+            Group::DeviceCheck => "/mcp/device-check",
+            Group::Mcp
+            | Group::Discovery
+            | Group::Account
+            | Group::Observer
+            | Group::SourceBrowser
+            | Group::Ingress => "/mcp",
         }
     }
     /// True when each handler of the group that has an effect runs `authenticate` first,
     /// which awaits the IP window before anything happens (the rest is read-only), so the
     /// window's count may overlap the request. The cookie lane acts without it.
     fn gates_in_authenticate(self) -> bool {
-        matches!(self, Group::AgentRuns | Group::Mcp | Group::Discovery)
+        matches!(self, Group::AgentRuns | Group::Mcp | Group::Discovery | Group::DeviceCheck)
     }
 
     fn limits(self, state: &AppState) -> Limits {
         match self {
-            Group::Mcp => state.services.config.mcp_limits,
+            Group::Mcp | Group::DeviceCheck => state.services.config.mcp_limits,
             Group::Rooms => state.services.config.room_limits,
             Group::Observer => state.services.config.observer_limits,
+            Group::SourceBrowser => state.services.config.sources.browser_limits,
+            Group::Ingress => state.services.config.sources.ingress_limits,
             _ => state.services.config.agent_limits,
         }
     }

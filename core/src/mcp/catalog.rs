@@ -13,7 +13,8 @@ use super::rooms::{BindRunArgs, BindingRefArgs, ClaimChatArgs, CommandArgs, Crea
 use super::schema::{input_schema, output_schema_of};
 use crate::domain::room::{ChatBindingReceipt, RevocationReceipt, RoomList, RoomView, RunBindingReceipt};
 use crate::domain::run::{CancelRequest, ContinueRequest, StartRequest};
-use crate::domain::scopes::{ROOMS_MANAGE, ROOMS_READ, RUNS_READ, RUNS_WRITE};
+use crate::domain::scopes::{ROOM_SOURCES_MANAGE, ROOMS_MANAGE, ROOMS_READ, RUNS_READ, RUNS_WRITE};
+use crate::domain::source::{CreateSourceRequest, SourceCreated, SourceList};
 use crate::domain::wire::{EventPageView, EvidenceBundleView, McpErrorView, RunView};
 
 /// What a tool does; `server` dispatches on it.
@@ -26,6 +27,8 @@ pub enum Op {
     RunEvidence,
     RunEvents,
     Room(RoomOp),
+    SourceList,
+    SourceCreate,
 }
 
 /// The shape of a tool's successful `structuredContent`.
@@ -41,6 +44,8 @@ pub enum Output {
     Revocation,
     /// The tool never succeeds (the disabled command request): its schema is the error's.
     RefusalOnly,
+    SourceList,
+    SourceCreated,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -119,6 +124,26 @@ pub struct ListEventsArgs {
     /// Page size, 1-200 (default 50).
     #[serde(default)]
     pub limit: Option<u32>,
+}
+
+/// Arguments of helix_room_source_list.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SourceListArgs {
+    /// A room the caller owns (room_...).
+    pub room_id: String,
+}
+
+/// Arguments of helix_room_source_create.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SourceCreateArgs {
+    /// A room the caller owns (room_...).
+    pub room_id: String,
+    /// Caller-chosen key of 8-200 visible ASCII characters. A retry with the same key and request replays the stored result (without the claim handle, which is shown once).
+    pub idempotency_key: String,
+    /// The source request (the body of POST /api/v1/rooms/{room_id}/sources).
+    pub request: CreateSourceRequest,
 }
 
 // ---------- the table ----------
@@ -293,6 +318,31 @@ pub static CATALOG: &[ToolSpec] = &[
         output: Output::RefusalOnly,
         op: Op::Room(RoomOp::Command),
     },
+    ToolSpec {
+        name: "helix_room_source_list",
+        title: "List a room's sources",
+        description: "List the read-only environment source bindings of a room the caller owns \
+            (helix.room_source_list.v1): adapter profile, world, status, credential generation and manifest \
+            admission. Never contains a credential.",
+        scopes: &[ROOM_SOURCES_MANAGE],
+        hints: READ_HINTS,
+        input: input_schema::<SourceListArgs>,
+        output: Output::SourceList,
+        op: Op::SourceList,
+    },
+    ToolSpec {
+        name: "helix_room_source_create",
+        title: "Create a room source",
+        description: "Idempotently create a read-only environment source (adapter profile minecraft or fixture, \
+            one world) in a room the caller owns. Returns the source and a credential_delivery with only an \
+            opaque claim handle, claim URL and expiry: the room owner claims the source bearer in the signed-in \
+            browser at claim_url. The bearer and plugin configuration are never in this result.",
+        scopes: &[ROOM_SOURCES_MANAGE],
+        hints: Hints { read_only: false, destructive: false, idempotent: true, open_world: false },
+        input: input_schema::<SourceCreateArgs>,
+        output: Output::SourceCreated,
+        op: Op::SourceCreate,
+    },
 ];
 
 pub fn find(name: &str) -> Option<&'static ToolSpec> {
@@ -366,6 +416,8 @@ fn output_schema(output: Output) -> JsonObject {
             let Value::Object(root) = output_schema_of::<McpErrorView>() else { unreachable!() };
             return root;
         }
+        Output::SourceList => output_schema_of::<SourceList>(),
+        Output::SourceCreated => output_schema_of::<SourceCreated>(),
     };
     let Value::Object(root) = json!({ "type": "object", "anyOf": [success, output_schema_of::<McpErrorView>()] })
     else {
@@ -404,6 +456,8 @@ mod tests {
                 "helix_room_unbind_run",
                 "helix_room_unbind_chat",
                 "helix_room_command_request",
+                "helix_room_source_list",
+                "helix_room_source_create"
             ]
         );
         assert_eq!(tools().iter().map(|t| t.name.to_string()).collect::<Vec<_>>(), names);

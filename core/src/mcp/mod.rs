@@ -5,6 +5,7 @@
 //! handlers in the request extensions. Tools frame the same `Services` calls as REST.
 
 pub mod catalog;
+pub mod device_check;
 pub mod preflight;
 pub mod rooms;
 pub mod schema;

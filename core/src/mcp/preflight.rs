@@ -98,8 +98,13 @@ pub enum Envelope {
     Response,
 }
 
-/// Checks one raw JSON-RPC message against the envelope rules.
+/// Checks one raw JSON-RPC message against the envelope rules and the `/mcp` catalog.
 pub fn check(body: &[u8]) -> Result<Envelope, Rejection> {
+    check_for(body, &|name| catalog::find(name).map(catalog::input_schema_value))
+}
+
+/// The same rules against another server's tools (`tools` gives a tool's input schema).
+pub fn check_for(body: &[u8], tools: &dyn Fn(&str) -> Option<&'static Value>) -> Result<Envelope, Rejection> {
     let value = parse_no_duplicates(body)?;
     let msg = match value {
         Value::Object(m) => m,
@@ -129,7 +134,7 @@ pub fn check(body: &[u8]) -> Result<Envelope, Rejection> {
             return Err(Rejection::IdPresence);
         }
         if *known == "tools/call" {
-            check_tool_call(params.ok_or(Rejection::CallParams)?)?;
+            check_tool_call(params.ok_or(Rejection::CallParams)?, tools)?;
         }
         return Ok(Envelope::Request { method: known });
     }
@@ -159,7 +164,10 @@ fn check_response(msg: &Map<String, Value>) -> Result<Envelope, Rejection> {
     Ok(Envelope::Response)
 }
 
-fn check_tool_call(params: &Map<String, Value>) -> Result<(), Rejection> {
+fn check_tool_call(
+    params: &Map<String, Value>,
+    tools: &dyn Fn(&str) -> Option<&'static Value>,
+) -> Result<(), Rejection> {
     if params.keys().any(|k| !matches!(k.as_str(), "name" | "arguments" | "_meta")) {
         return Err(Rejection::CallParams);
     }
@@ -170,17 +178,17 @@ fn check_tool_call(params: &Map<String, Value>) -> Result<(), Rejection> {
     if looks_like_credential(name) {
         return Err(Rejection::ToolName);
     }
-    let tool = catalog::find(name).ok_or(Rejection::ToolName)?;
+    let schema = tools(name).ok_or(Rejection::ToolName)?;
     let empty = Value::Object(Map::new());
     let arguments = match params.get("arguments") {
         None => &empty,
         Some(a @ Value::Object(_)) => a,
         Some(_) => return Err(Rejection::Arguments),
     };
-    if !validate(catalog::input_schema_value(tool), arguments) {
+    if !validate(schema, arguments) {
         return Err(Rejection::Arguments);
     }
-    if carries_credential(None, &without_admitted_claim(tool.name, arguments)) {
+    if carries_credential(None, &without_admitted_claim(name, arguments)) {
         return Err(Rejection::Arguments);
     }
     Ok(())

@@ -13,7 +13,9 @@ use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-use super::catalog::{self, CancelArgs, ContinueArgs, ListEventsArgs, Op, RunArgs, StartArgs};
+use super::catalog::{
+    self, CancelArgs, ContinueArgs, ListEventsArgs, Op, RunArgs, SourceCreateArgs, SourceListArgs, StartArgs,
+};
 use crate::domain::ids::IdempotencyKey;
 use crate::domain::wire::{self, McpErrorView, NotAnAnswer};
 use crate::error::ApiError;
@@ -116,23 +118,36 @@ impl HelixMcp {
                 super::rooms::RoomOutcome::Value(v) => Outcome::Value(v),
                 super::rooms::RoomOutcome::Mutation(m) => Outcome::Mutation(m),
             },
+            Op::SourceList => {
+                Outcome::Value(services.list_sources(p, &args::<SourceListArgs>(arguments)?.room_id).await?)
+            }
+            Op::SourceCreate => {
+                let a: SourceCreateArgs = args(arguments)?;
+                Outcome::Mutation(services.create_source(p, &a.room_id, &key(&a.idempotency_key)?, a.request).await?)
+            }
         })
     }
 
     /// A failure as a tool result: `isError`, the error envelope as structured content,
     /// and for a scope refusal the challenge a host uses to re-authorize.
     fn error_result(&self, err: &ApiError, request_id: &str) -> CallToolResult {
-        err.log(request_id);
-        let view = McpErrorView { envelope: err.envelope(request_id), flags: NotAnAnswer::default() };
-        let mut result = CallToolResult::structured_error(wire::to_value(&view));
         let metadata_url = resource_metadata_url(&self.state.services.config.public_base_url, Group::Mcp);
-        if let (ApiError::InsufficientScope { .. }, Some(c)) = (err, challenge(err, &metadata_url)) {
-            let mut meta = MetaObject::new();
-            meta.insert(CHALLENGE_META.into(), json!([c]));
-            result = result.with_meta(Some(meta));
-        }
-        result
+        tool_error(err, request_id, &metadata_url)
     }
+}
+
+/// A failure as a tool result (shared with the Device Check server, whose challenge
+/// points at its own metadata).
+pub(crate) fn tool_error(err: &ApiError, request_id: &str, metadata_url: &str) -> CallToolResult {
+    err.log(request_id);
+    let view = McpErrorView { envelope: err.envelope(request_id), flags: NotAnAnswer::default() };
+    let mut result = CallToolResult::structured_error(wire::to_value(&view));
+    if let (ApiError::InsufficientScope { .. }, Some(c)) = (err, challenge(err, metadata_url)) {
+        let mut meta = MetaObject::new();
+        meta.insert(CHALLENGE_META.into(), json!([c]));
+        result = result.with_meta(Some(meta));
+    }
+    result
 }
 
 fn framed(outcome: Outcome) -> CallToolResult {

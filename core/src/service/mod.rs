@@ -5,9 +5,11 @@
 pub mod accounts;
 pub mod cancel_watch;
 pub mod records;
+pub mod room_evidence;
 pub mod rooms;
 pub mod runs;
 pub mod sessions;
+pub mod sources;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};

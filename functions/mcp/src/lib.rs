@@ -4,7 +4,7 @@ pub use helix_core::http::AppState;
 
 /// The route alone, for composition with other functions (the local server).
 pub fn routes(state: AppState) -> axum::Router {
-    helix_core::mcp::router(state)
+    helix_core::mcp::router(state.clone()).merge(helix_core::mcp::device_check::router(state))
 }
 
 /// The function's whole router: its route plus the enveloped 404 fallback.

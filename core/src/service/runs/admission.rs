@@ -36,17 +36,17 @@ impl Services {
         Ok(admitted)
     }
 
-    /// The one place a room-bound scope (`bound_room_evidence`,
-    /// `bound_room_environment_probe`) is admitted. The contract admits one only for a run
-    /// durably bound to one exact room, rechecking binding, membership, role, consent,
-    /// room status and source on every continuation. Room bindings do not exist in this
-    /// service yet, so no run can hold one: the scope is refused at start and at every
-    /// continuation, even when a deployment enables it (fail closed). The rooms work
-    /// replaces this body with those rechecks.
+    /// The one place a room-bound scope is admitted. `bound_room_evidence` is admitted
+    /// at start (a run is bound to its room after it exists) and at every continuation;
+    /// the binding, membership, role, consent, room, source, freshness and provenance
+    /// rechecks then run for every turn, after its claim and again before projection
+    /// (`service::room_evidence`), each failing the turn with its own code.
+    /// `bound_room_environment_probe` is not served by this deployment yet: refused
+    /// (fail closed) even when enabled.
     fn admit_room_binding(&self, _p: &Caller, scope: &DataScope, _run: Option<&Run>) -> Result<(), ApiError> {
-        Err(ApiError::DataScopeNotAdmitted(format!(
-            "{} needs an active room binding for the run, and this deployment has no room bindings yet",
-            scope.id
-        )))
+        if scope.id == "bound_room_evidence" {
+            return Ok(());
+        }
+        Err(ApiError::DataScopeNotAdmitted(format!("{} is not served by this deployment yet", scope.id)))
     }
 }

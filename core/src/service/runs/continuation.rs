@@ -13,6 +13,8 @@ use crate::domain::ids::{IdempotencyKey, RunId};
 use crate::domain::random_hex;
 use crate::domain::run::{Claim, ContinueRequest, Run};
 use crate::domain::scopes::{DataScope, RUNS_WRITE};
+
+const BOUND_ROOM_EVIDENCE: &str = "bound_room_evidence";
 use crate::domain::turn::{TurnArtifact, TurnContext, TurnFailure, apply_turn};
 use crate::error::ApiError;
 use crate::executor::{TURN_REQUEST_SCHEMA, TurnRequest};
@@ -84,7 +86,12 @@ impl Services {
         let step = turn.claimed.budget.steps_used + 1;
         let (budget, deadline) = self.deadline(&turn.claimed, c.invocation);
         let started = Instant::now();
-        let outcome = self.execute_turn(turn_request(&turn, &c.req, step, deadline), budget).await;
+        let request = turn_request(&turn, &c.req, step, deadline);
+        let outcome = if admitted.iter().any(|s| s.id == BOUND_ROOM_EVIDENCE) {
+            self.execute_room_turn(p, request, budget).await
+        } else {
+            self.execute_turn(request, budget).await
+        };
         tracing::info!(
             run_id = %turn.claimed.run_id,
             step,
@@ -203,6 +210,23 @@ impl Services {
         }
     }
 
+    /// A turn of a `bound_room_evidence` run: every room recheck, then the executor with
+    /// the admitted observations, then the binding/membership/consent/room rechecks again
+    /// just before the artifact is projected. A failed recheck fails the turn with its code.
+    async fn execute_room_turn(
+        &self,
+        p: &Caller,
+        mut request: TurnRequest,
+        budget: StdDuration,
+    ) -> Result<TurnArtifact, TurnFailure> {
+        let evidence = self.gather_room_evidence(p, &request.run_id).await?;
+        let run_id = request.run_id.clone();
+        request.room_evidence = Some(evidence);
+        let artifact = self.execute_turn(request, budget).await?;
+        self.recheck_room_binding(p, &run_id).await?;
+        Ok(artifact)
+    }
+
     /// Finalize: CAS on the claimed rev; the turn's events and the completed receipt in
     /// the same transaction. Only a failed condition proves the claim was lost.
     async fn finalize_turn(
@@ -313,6 +337,7 @@ fn turn_request(turn: &ClaimedTurn, req: &ContinueRequest, step: u32, deadline: 
         required_evidence_families: turn.families.clone(),
         prior_evidence_refs: run.evidence.evidence_refs.clone(),
         deadline,
+        room_evidence: None,
     }
 }
 
@@ -348,6 +373,7 @@ mod tests {
             required_evidence_families: vec![],
             prior_evidence_refs: vec![],
             deadline: Utc::now(),
+            room_evidence: None,
         }
     }
 

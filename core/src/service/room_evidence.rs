@@ -1,0 +1,191 @@
+//! Bound-room evidence of one turn of a run that requested `bound_room_evidence`: the
+//! rechecks the contract lists (owner and current account policy; the active run-room
+//! binding with the participant, role and consent identity that authorized it; room
+//! status; an active, credentialed, admitted source of that room; freshness and exact
+//! request-level provenance of its observations), each failing the turn with its own
+//! code, and the bounded admitted observations handed to the executor. The binding,
+//! membership, consent and room checks run again just before the turn is projected.
+//! Must not depend on `http` or `mcp`.
+
+use crate::domain::source::*;
+use crate::domain::turn::TurnFailure;
+use crate::store::Item;
+
+use super::Caller;
+use super::Services;
+use super::accounts::policy_of;
+use super::records::account_key;
+use super::rooms::{bind_key, member_key, room_key, run_room_slot};
+use super::sources::{Source, StoredObservation};
+
+/// The binding that authorized a turn, as rechecked.
+#[derive(Debug, Clone)]
+pub struct BoundRoom {
+    pub binding_ref: String,
+    pub room_id: String,
+    pub room_owner: String,
+}
+
+fn unavailable<E>(_: E) -> TurnFailure {
+    TurnFailure::RoomEvidenceUnavailable
+}
+
+/// The rechecks of the binding and its room on the items read together.
+fn check_binding(
+    p: &Caller,
+    run_id: &str,
+    binding_ref: &str,
+    binding: Option<&Item>,
+    room: Option<&Item>,
+    member: Option<&Item>,
+    account: Option<&Item>,
+) -> Result<BoundRoom, TurnFailure> {
+    let binding = binding
+        .filter(|b| b.s("kind") == Some("run_room") && b.s("status") == Some("active"))
+        .filter(|b| b.s("owner_hash") == Some(p.owner_hash().as_str()) && b.s("run_id") == Some(run_id))
+        .ok_or(TurnFailure::RoomBindingMissing)?;
+    let policy = account.map(policy_of).ok_or(TurnFailure::RoomPolicyChanged)?;
+    if policy.rooms_locked || policy.guest || policy.denied_capabilities.iter().any(|c| c == ROOM_EVIDENCE_CAPABILITY) {
+        return Err(TurnFailure::RoomPolicyChanged);
+    }
+    let room = room.filter(|r| r.s("status") == Some("active")).ok_or(TurnFailure::RoomNotActive)?;
+    let member = member.ok_or(TurnFailure::RoomMembershipChanged)?;
+    if member.s("role") != binding.s("role") {
+        return Err(TurnFailure::RoomMembershipChanged);
+    }
+    let bound_version = binding.n("consent_version");
+    if bound_version.is_none()
+        || room.n("consent_version") != bound_version
+        || member.n("consent_version") != bound_version
+        || member.s("consent_receipt") != binding.s("consent_receipt")
+    {
+        return Err(TurnFailure::RoomConsentChanged);
+    }
+    Ok(BoundRoom {
+        binding_ref: binding_ref.to_owned(),
+        room_id: binding.s("room_id").unwrap_or_default().to_owned(),
+        room_owner: room.s("owner_account").unwrap_or_default().to_owned(),
+    })
+}
+
+/// True when the observation was stored under exactly the source's current admission.
+fn provenance_matches(o: &StoredObservation, s: &Source) -> bool {
+    o.source_id == s.source_id
+        && o.room_id == s.room_id
+        && o.world_id == s.world_id
+        && o.adapter_profile == s.adapter_profile
+        && Some(&o.adapter_version) == s.adapter_version.as_ref()
+        && Some(&o.adapter_hash) == s.adapter_hash.as_ref()
+        && Some(&o.manifest_hash) == s.manifest_hash.as_ref()
+        && Some(o.producer_epoch) == s.producer_epoch
+        && o.credential_generation == s.generation
+}
+
+fn projected(o: StoredObservation) -> RoomObservation {
+    RoomObservation {
+        content_sha256: observation_content_sha256(o.kind, o.event.as_deref(), &o.summary, &o.data),
+        observation_ref: o.observation_ref,
+        kind: o.kind,
+        event: o.event,
+        summary: o.summary,
+        data: o.data,
+        provenance: ObservationProvenance {
+            source_id: o.source_id,
+            room_id: o.room_id,
+            world_id: o.world_id,
+            adapter_profile: o.adapter_profile,
+            adapter_version: o.adapter_version,
+            adapter_hash: o.adapter_hash,
+            manifest_hash: o.manifest_hash,
+            producer_epoch: o.producer_epoch,
+            request_id: o.request_id,
+            observed_at: o.observed_at,
+            received_at: o.received_at,
+        },
+    }
+}
+
+impl Services {
+    /// The binding, membership, consent, room and policy rechecks of a run's turn: the
+    /// run's slot, then one BatchGetItem (binding, room, membership, account).
+    pub async fn recheck_room_binding(&self, p: &Caller, run_id: &str) -> Result<BoundRoom, TurnFailure> {
+        let slot = self.store.get(&run_room_slot(run_id)).await.map_err(unavailable)?;
+        let slot = slot
+            .filter(|s| s.s("owner_hash") == Some(p.owner_hash().as_str()))
+            .ok_or(TurnFailure::RoomBindingMissing)?;
+        let (binding_ref, room_id) = (slot.s("binding_ref").unwrap_or(""), slot.s("room_id").unwrap_or(""));
+        let got = self
+            .store
+            .batch_get(&[
+                bind_key(binding_ref),
+                room_key(room_id),
+                member_key(room_id, &p.account_id),
+                account_key(&p.account_id),
+            ])
+            .await
+            .map_err(unavailable)?;
+        let bound =
+            check_binding(p, run_id, binding_ref, got[0].as_ref(), got[1].as_ref(), got[2].as_ref(), got[3].as_ref())?;
+        if bound.room_id != room_id {
+            return Err(TurnFailure::RoomBindingMissing);
+        }
+        Ok(bound)
+    }
+
+    /// Every recheck of a turn, then the admitted observations: the freshest (at most
+    /// `MAX_TURN_OBSERVATIONS`) of the room's active, credentialed, admitted sources whose
+    /// provenance matches their source's current admission exactly.
+    pub async fn gather_room_evidence(&self, p: &Caller, run_id: &str) -> Result<RoomEvidenceInput, TurnFailure> {
+        let bound = self.recheck_room_binding(p, run_id).await?;
+        let now = self.clock.epoch();
+        let page = self
+            .store
+            .query(&room_key(&bound.room_id).pk, "SRC#", None, super::sources::MAX_LISTED_SOURCES)
+            .await
+            .map_err(unavailable)?;
+        let sources: Vec<Source> = page
+            .items
+            .iter()
+            .map(Source::from_item)
+            .filter(|s| {
+                s.status == SourceStatus::Active
+                    && s.bearer_hash.is_some()
+                    && s.credential_expires_at > now
+                    && s.admitted
+                    && s.manifest_hash.is_some()
+                    && s.owner_account == bound.room_owner
+                    && s.room_id == bound.room_id
+            })
+            .collect();
+        if sources.is_empty() {
+            return Err(TurnFailure::RoomSourceNotAdmitted);
+        }
+        let max_age = self.config.sources.evidence_max_age;
+        let (mut admitted, mut mismatched) = (Vec::new(), 0usize);
+        for s in &sources {
+            let fresh = self
+                .fresh_observations(&s.source_id, max_age.as_millis() as i64, 2 * MAX_TURN_OBSERVATIONS)
+                .await
+                .map_err(unavailable)?;
+            for o in fresh {
+                if provenance_matches(&o, s) { admitted.push(o) } else { mismatched += 1 }
+            }
+        }
+        if admitted.is_empty() {
+            return Err(if mismatched > 0 {
+                TurnFailure::RoomEvidenceIdentityMismatch
+            } else {
+                TurnFailure::RoomEvidenceStale
+            });
+        }
+        admitted.sort_by_key(|o| o.observed_at);
+        let skip = admitted.len().saturating_sub(MAX_TURN_OBSERVATIONS);
+        Ok(RoomEvidenceInput {
+            room_id: bound.room_id,
+            binding_ref: bound.binding_ref,
+            execution_enabled: false,
+            max_age_ms: max_age.as_millis() as u64,
+            observations: admitted.into_iter().skip(skip).map(projected).collect(),
+        })
+    }
+}

@@ -1,0 +1,346 @@
+//! Bound-room evidence in runs over real HTTP on both store backends: a run with
+//! `bound_room_evidence` completes on live observations of its bound room (local
+//! executor, authority verified), every recheck fails its turn with its own code
+//! (binding, membership, consent, room, source admission, freshness, provenance), the
+//! executor receives the admitted observations with `execution_enabled: false`, and the
+//! membership/consent check is repeated just before projection.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use helix_core::domain::source::{ROOM_EVIDENCE_FAMILY, observation_ref};
+use helix_core::executor::local::LocalExecutor;
+use helix_core::executor::scripted::Step;
+use helix_core::store::{Attr, Item};
+use helix_integration_tests::*;
+use serde_json::{Value, json};
+
+use super::sources::{ALL, batch, browser, claimed_source, developer, ingress, manifest, read, room, session};
+
+const SCOPES: &str = "research_library,bound_room_evidence";
+const MAX_AGE_MS: &str = "5000";
+
+fn config() -> Vec<(&'static str, &'static str)> {
+    vec![("HELIX_AGENT_DATABASE_SCOPES", SCOPES), ("HELIX_BOUND_ROOM_EVIDENCE_MAX_AGE_MS", MAX_AGE_MS)]
+}
+
+/// A room of alice (developer) with one claimed source whose producer registered its manifest.
+struct World {
+    token: String,
+    cookie: String,
+    room_id: String,
+    source_id: String,
+    bearer: String,
+}
+
+async fn world(app: &TestApp) -> World {
+    let token = app.token_for("alice", "tenant-a", ALL).await;
+    developer(app, "alice").await;
+    let cookie = session(app, "alice").await;
+    let room_id = room(app, &token).await;
+    let (source_id, bearer) = claimed_source(app, &token, &cookie, &room_id, "overworld").await;
+    let (status, v) = ingress(app, &bearer, "manifest", &manifest("overworld", 1)).await;
+    assert_eq!(status, 200, "{v}");
+    World { token, cookie, room_id, source_id, bearer }
+}
+
+async fn observe(app: &TestApp, w: &World, epoch: u64, ids: &[&str]) {
+    let (status, v) = ingress(app, &w.bearer, "observations", &batch("overworld", epoch, ids, 0)).await;
+    assert_eq!(status, 202, "{v}");
+}
+
+/// Starts a `bound_room_evidence` run and binds it to the world's room.
+async fn bound_run(app: &TestApp, w: &World) -> String {
+    let run = app
+        .started(
+            &w.token,
+            json!({ "objective": "What is happening in the shared world?", "database_scope": ["bound_room_evidence"] }),
+        )
+        .await;
+    let run_id = run["run_id"].as_str().unwrap().to_owned();
+    let (status, v) = read(
+        app.post("/api/v1/rooms/run-bindings", &w.token)
+            .json(&json!({ "room_id": w.room_id, "run_id": run_id }))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 201, "{v}");
+    run_id
+}
+
+async fn turn(app: &TestApp, token: &str, run_id: &str) -> Value {
+    let run: Value =
+        app.get(&format!("/api/v1/agent-runs/{run_id}"), token).send().await.unwrap().json().await.unwrap();
+    let key = format!("turn-{}", helix_core::domain::random_hex(6));
+    let (status, v) = read(
+        app.continue_run(
+            token,
+            run_id,
+            &key,
+            json!({ "expected_version": run["version"], "instruction": "Report what the room shows now." }),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(status, 200, "{v}");
+    v
+}
+
+fn failure(v: &Value) -> &str {
+    v["latest_result"]["failure_code"].as_str().unwrap_or("")
+}
+
+/// A scripted artifact citing the given observations as `shared_live_room_evidence`.
+fn room_step(source_id: &str, ids: &[&str], name_family: bool) -> Step {
+    let refs: Vec<String> = ids.iter().map(|id| observation_ref(source_id, id)).collect();
+    let evidence: Vec<Value> = refs
+        .iter()
+        .map(|r| json!({ "ref": r, "family": ROOM_EVIDENCE_FAMILY, "source": "room", "content_sha256": "00", "excerpt": "x" }))
+        .collect();
+    let families = if name_family { vec![ROOM_EVIDENCE_FAMILY] } else { vec![] };
+    let artifact = serde_json::from_value(json!({
+        "solver_status": "succeeded",
+        "summary": "read the room",
+        "observation_refs": refs,
+        "evidence": evidence,
+        "satisfied_evidence_families": families,
+    }))
+    .unwrap();
+    Step::Signed { artifact, text: "Steve joined the overworld.".into(), refs }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+async fn a_bound_run_completes_on_live_room_evidence_then_blocks_when_it_goes_stale(backend: Backend) {
+    let local = Arc::new(LocalExecutor::from_documents(vec![], signer()));
+    let app = TestApp::spawn_with_executor(backend, &config(), local).await;
+    let w = world(&app).await;
+    observe(&app, &w, 1, &["tick-0001", "tick-0002"]).await;
+    let run_id = bound_run(&app, &w).await;
+    let done = turn(&app, &w.token, &run_id).await;
+    assert_eq!(done["completion_status"], "completed", "{done}");
+    assert_eq!(done["terminal_authority_status"], "authorized", "{done}");
+    assert!(done["unresolved_requirements"].as_array().unwrap().is_empty(), "{done}");
+    let evidence: Value =
+        app.get(&format!("/api/v1/agent-runs/{run_id}/evidence"), &w.token).send().await.unwrap().json().await.unwrap();
+    let items = evidence["evidence"].as_array().unwrap();
+    assert_eq!(items.len(), 2, "{evidence}");
+    assert!(items.iter().all(|i| i["family"] == ROOM_EVIDENCE_FAMILY));
+    assert!(!evidence.to_string().contains(&w.bearer), "no bearer in evidence");
+
+    // The producer stops; past the freshness window the next run's turn is blocked.
+    let second = bound_run(&app, &w).await;
+    app.state.services.clock.advance(6);
+    let stale = turn(&app, &w.token, &second).await;
+    assert_eq!(stale["completion_status"], "blocked", "{stale}");
+    assert_eq!(failure(&stale), "room_evidence_stale", "{stale}");
+    assert_ne!(stale["terminal_authority_status"], "authorized");
+}
+
+async fn the_executor_receives_admitted_observations_and_the_family_needs_current_refs(backend: Backend) {
+    let app = TestApp::spawn_with(backend, &config()).await;
+    let w = world(&app).await;
+    observe(&app, &w, 1, &["tick-0001"]).await;
+    let run_id = bound_run(&app, &w).await;
+
+    // Naming the family without this turn's refs cannot clear the gate ...
+    app.script(Step::Artifact(
+        serde_json::from_value(json!({
+            "solver_status": "succeeded", "summary": "claims", "satisfied_evidence_families": [ROOM_EVIDENCE_FAMILY],
+        }))
+        .unwrap(),
+    ));
+    let v = turn(&app, &w.token, &run_id).await;
+    assert_eq!(v["completion_status"], "blocked", "{v}");
+    assert!(v.to_string().contains("required_evidence:shared_live_room_evidence"), "{v}");
+    let seen = app.executor.seen.lock().unwrap().last().cloned().unwrap();
+    assert_eq!(seen.schema_version(), "helix.turn_request.v2");
+    let ev = seen.room_evidence.expect("room evidence in the executor input");
+    assert!(!ev.execution_enabled);
+    assert_eq!(ev.room_id, w.room_id);
+    assert_eq!(ev.observations.len(), 1);
+    let o = &ev.observations[0];
+    assert_eq!(o.observation_ref, observation_ref(&w.source_id, "tick-0001"));
+    assert_eq!((o.provenance.request_id.as_str(), o.provenance.producer_epoch), ("tick-0001", 1));
+    assert_eq!(o.provenance.manifest_hash, manifest("overworld", 1)["manifest_hash"]);
+    assert!(!serde_json::to_string(&ev).unwrap().contains(&w.bearer));
+
+    // ... current observation refs without naming the family cannot either ...
+    app.script(room_step(&w.source_id, &["tick-0001"], false));
+    let v = turn(&app, &w.token, &run_id).await;
+    assert_eq!(v["completion_status"], "blocked", "{v}");
+    // ... both together complete the run with verified authority.
+    app.script(room_step(&w.source_id, &["tick-0001"], true));
+    let v = turn(&app, &w.token, &run_id).await;
+    assert_eq!(
+        (v["completion_status"].as_str(), v["terminal_authority_status"].as_str()),
+        (Some("completed"), Some("authorized")),
+        "{v}"
+    );
+}
+
+async fn each_room_recheck_fails_the_turn_with_its_own_code(backend: Backend) {
+    let app = TestApp::spawn_with(backend, &config()).await;
+    let token = app.token_for("alice", "tenant-a", ALL).await;
+    developer(&app, "alice").await;
+    let cookie = session(&app, "alice").await;
+    let room_id = room(&app, &token).await;
+    let w = World { token, cookie, room_id, source_id: String::new(), bearer: String::new() };
+
+    // No source at all, then a source whose credential is claimed but no manifest registered.
+    let run_id = bound_run(&app, &w).await;
+    assert_eq!(failure(&turn(&app, &w.token, &run_id).await), "room_source_not_admitted");
+    let (source_id, bearer) = claimed_source(&app, &w.token, &w.cookie, &w.room_id, "overworld").await;
+    assert_eq!(failure(&turn(&app, &w.token, &run_id).await), "room_source_not_admitted");
+    let w = World { source_id, bearer, ..w };
+
+    // Admitted, but nothing observed yet: stale, never a silent empty result.
+    assert_eq!(ingress(&app, &w.bearer, "manifest", &manifest("overworld", 1)).await.0, 200);
+    assert_eq!(failure(&turn(&app, &w.token, &run_id).await), "room_evidence_stale");
+
+    // Observed under epoch 1, then the producer re-registers with epoch 2: the old
+    // observations no longer match the source's admission exactly.
+    observe(&app, &w, 1, &["tick-0001"]).await;
+    assert_eq!(ingress(&app, &w.bearer, "manifest", &manifest("overworld", 2)).await.0, 200);
+    assert_eq!(failure(&turn(&app, &w.token, &run_id).await), "room_evidence_identity_mismatch");
+    observe(&app, &w, 2, &["tick-0002"]).await;
+    app.script(room_step(&w.source_id, &["tick-0002"], true));
+    let ok = turn(&app, &w.token, &run_id).await;
+    assert_eq!(ok["completion_status"], "completed", "{ok}");
+
+    // A new run: consent bump, membership removal, room closed, policy lock, binding withdrawn.
+    let store = app.state.services.store.clone();
+    let room_key = helix_core::service::rooms::room_key(&w.room_id);
+    let set_attr = |mut item: Item, name: &str, v: Attr| {
+        item.attrs.insert(name.into(), v);
+        item
+    };
+    let run2 = bound_run(&app, &w).await;
+    let room_item = store.get(&room_key).await.unwrap().unwrap();
+    store.put(set_attr(room_item.clone(), "consent_version", Attr::N(2)), None).await.unwrap();
+    assert_eq!(failure(&turn(&app, &w.token, &run2).await), "room_consent_changed");
+    store.put(room_item.clone(), None).await.unwrap();
+    store.put(set_attr(room_item.clone(), "status", Attr::S("closed".into())), None).await.unwrap();
+    assert_eq!(failure(&turn(&app, &w.token, &run2).await), "room_not_active");
+    store.put(room_item, None).await.unwrap();
+
+    let provider = app.state.services.config.oauth.provider.clone();
+    let lock = |on| helix_core::domain::account::PolicyChange { rooms_locked: Some(on), ..Default::default() };
+    app.state.services.set_policy(&provider, "alice", &lock(true)).await.unwrap();
+    assert_eq!(failure(&turn(&app, &w.token, &run2).await), "room_policy_changed");
+    app.state.services.set_policy(&provider, "alice", &lock(false)).await.unwrap();
+
+    let account_id = helix_core::domain::account::account_id_for(&provider, "alice");
+    let member_key = helix_core::service::rooms::member_key(&w.room_id, &account_id);
+    let member = store.get(&member_key).await.unwrap().unwrap();
+    store.transact(vec![helix_core::store::WriteOp::Delete { key: member_key.clone(), cond: None }]).await.unwrap();
+    assert_eq!(failure(&turn(&app, &w.token, &run2).await), "room_membership_changed");
+    store.put(member, None).await.unwrap();
+
+    let slot = store.get(&helix_core::service::rooms::run_room_slot(&run2)).await.unwrap().unwrap();
+    let binding_ref = slot.s("binding_ref").unwrap().to_owned();
+    let (status, _) = read(
+        app.http
+            .delete(format!("{}/api/v1/rooms/run-bindings/{binding_ref}", app.base))
+            .bearer_auth(&w.token)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(failure(&turn(&app, &w.token, &run2).await), "room_binding_missing");
+
+    // Revocation of the source: no admitted source any more.
+    let run3 = bound_run(&app, &w).await;
+    let (status, _) = read(
+        browser(&app, "/api/account/room-sources/revocations", &w.cookie)
+            .json(&json!({ "room_id": w.room_id, "source_id": w.source_id }))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(failure(&turn(&app, &w.token, &run3).await), "room_source_not_admitted");
+    assert_eq!(app.executor.seen.lock().unwrap().len(), 1, "only the admitted turn reached the executor");
+}
+
+async fn a_consent_bump_during_the_turn_blocks_its_projection(backend: Backend) {
+    let app = TestApp::spawn_with(backend, &config()).await;
+    let w = world(&app).await;
+    observe(&app, &w, 1, &["tick-0001"]).await;
+    let run_id = bound_run(&app, &w).await;
+    app.script(Step::Delay(Duration::from_millis(600), Box::new(room_step(&w.source_id, &["tick-0001"], true))));
+    let run: Value =
+        app.get(&format!("/api/v1/agent-runs/{run_id}"), &w.token).send().await.unwrap().json().await.unwrap();
+    let version = run["version"].clone();
+    let (token, id) = (w.token.clone(), run_id.clone());
+    let base = app.base.clone();
+    let http = app.http.clone();
+    let pending = tokio::spawn(async move {
+        http.post(format!("{base}/api/v1/agent-runs/{id}/continue"))
+            .bearer_auth(token)
+            .header("Idempotency-Key", "turn-during-bump")
+            .json(&json!({ "expected_version": version, "instruction": "Report what the room shows now." }))
+            .send()
+            .await
+            .unwrap()
+    });
+    tokio::time::sleep(Duration::from_millis(250)).await;
+    let store = app.state.services.store.clone();
+    let key = helix_core::service::rooms::room_key(&w.room_id);
+    let mut room_item = store.get(&key).await.unwrap().unwrap();
+    room_item.attrs.insert("consent_version".into(), Attr::N(2));
+    store.put(room_item, None).await.unwrap();
+    let (status, v) = read(pending.await.unwrap()).await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(failure(&v), "room_consent_changed", "{v}");
+    assert_eq!(v["completion_status"], "blocked");
+    assert_eq!(app.executor.seen.lock().unwrap().len(), 1, "the executor ran; its artifact was not projected");
+    let evidence: Value =
+        app.get(&format!("/api/v1/agent-runs/{run_id}/evidence"), &w.token).send().await.unwrap().json().await.unwrap();
+    assert!(evidence["evidence"].as_array().unwrap().is_empty(), "{evidence}");
+}
+
+async fn the_newest_fresh_observations_reach_the_executor(backend: Backend) {
+    let app = TestApp::spawn_with(backend, &config()).await;
+    let w = world(&app).await;
+    for (prefix, age) in [("old", 3_000), ("mid", 2_000), ("new", 1_000)] {
+        let ids: Vec<String> = (0..25).map(|i| format!("{prefix}-{i:04}")).collect();
+        let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+        let (status, v) = ingress(&app, &w.bearer, "observations", &batch("overworld", 1, &ids, age)).await;
+        assert_eq!(status, 202, "{v}");
+    }
+    let run_id = bound_run(&app, &w).await;
+    app.script(room_step(&w.source_id, &["new-0024"], true));
+    let v = turn(&app, &w.token, &run_id).await;
+    assert_eq!(v["completion_status"], "completed", "{v}");
+    let seen = app.executor.seen.lock().unwrap().last().cloned().unwrap();
+    let obs = seen.room_evidence.unwrap().observations;
+    assert_eq!(obs.len(), 20, "bounded");
+    assert!(obs.iter().all(|o| o.provenance.request_id.starts_with("new-")), "the newest, not the oldest");
+}
+
+macro_rules! on_both_backends {
+    ($($name:ident),* $(,)?) => {
+        mod embedded {
+            use super::*;
+            $(#[tokio::test] async fn $name() { super::$name(Backend::Embedded).await })*
+        }
+        mod dynamodb {
+            use super::*;
+            $(#[tokio::test] async fn $name() { super::$name(Backend::Dynamo).await })*
+        }
+    };
+}
+
+on_both_backends!(
+    a_bound_run_completes_on_live_room_evidence_then_blocks_when_it_goes_stale,
+    the_executor_receives_admitted_observations_and_the_family_needs_current_refs,
+    each_room_recheck_fails_the_turn_with_its_own_code,
+    a_consent_bump_during_the_turn_blocks_its_projection,
+    the_newest_fresh_observations_reach_the_executor,
+);

@@ -1,0 +1,187 @@
+"""End to end, with real parts: `helix serve`, a headless Chromium and `helix source-sim`.
+A developer creates a room and a read-only source (REST, bearer), claims the source
+credential once in the signed-in browser at the claim URL, runs the reference producer
+with that bearer, starts a run with `bound_room_evidence`, binds it to the room, and the
+run completes on live room evidence with verified authority. Then the producer stops and,
+past the freshness window, the next run's turn is blocked with `room_evidence_stale`.
+
+Usage: python tests/browser/test_sources.py  (env: HELIX_BIN, HELIX_BROWSER_ARTIFACTS,
+CHROMIUM_BIN, CHROMEDRIVER_BIN). Exits non-zero on the first failed check.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from selenium import webdriver
+from selenium.webdriver.chrome.options import Options
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_account import ARTIFACTS, CHROMEDRIVER, CHROMIUM, HELIX_BIN, check, click_and_wait, free_port, shot, wait_ready  # noqa: E402
+
+SUBJECT, TENANT = "source-developer", "source-tenant"
+SCOPES = "helix.agent_runs.read helix.agent_runs.write helix.rooms.read helix.rooms.manage helix.room_sources.manage"
+MAX_AGE_MS = 4000
+
+
+def call(method, url, token=None, body=None, headers=None):
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(url, data=data, method=method)
+    if token:
+        req.add_header("Authorization", f"Bearer {token}")
+    if body is not None:
+        req.add_header("Content-Type", "application/json")
+    for k, v in (headers or {}).items():
+        req.add_header(k, v)
+    try:
+        with urllib.request.urlopen(req, timeout=30) as res:
+            return res.status, json.loads(res.read() or b"null")
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read() or b"null")
+
+
+def helix(*args, env=None):
+    out = subprocess.run([HELIX_BIN, *args], capture_output=True, text=True, env=env, check=True)
+    return out.stdout.strip()
+
+
+def sign_in(driver, base):
+    driver.get(f"{base}/account")
+    sign_in_button = driver.find_element(By.ID, "sign-in")
+    click_and_wait(driver, sign_in_button, lambda u: u.startswith(f"{base}/dev-oidc/authorize?"))
+    for field, value in (("subject", SUBJECT), ("tenant", TENANT)):
+        el = driver.find_element(By.ID, field)
+        el.clear()
+        el.send_keys(value)
+    click_and_wait(driver, driver.find_element(By.ID, "dev-sign-in"), lambda u: u == f"{base}/account")
+
+
+def claim_in_page(driver, claim_url, handle):
+    driver.get(claim_url)
+    field = driver.find_element(By.ID, "claim-handle")
+    field.clear()
+    field.send_keys(handle)
+    driver.find_element(By.ID, "claim-button").click()
+    WebDriverWait(driver, 20).until(
+        lambda d: d.find_element(By.ID, "claim-result").is_displayed() or d.find_element(By.ID, "claim-error").text
+    )
+
+
+def bound_run(base, token, room_id, key):
+    status, run = call("POST", f"{base}/api/v1/agent-runs", token,
+                       {"objective": "What is happening in the shared world right now?",
+                        "database_scope": ["bound_room_evidence"]}, {"Idempotency-Key": key})
+    check(status == 201, f"run started with bound_room_evidence ({status})")
+    status, binding = call("POST", f"{base}/api/v1/rooms/run-bindings", token,
+                           {"room_id": room_id, "run_id": run["run_id"]})
+    check(status == 201 and binding["binding_status"] == "active", "run bound to the room")
+    return run
+
+
+def continue_run(base, token, run, key):
+    return call("POST", f"{base}/api/v1/agent-runs/{run['run_id']}/continue", token,
+                {"expected_version": run["version"], "instruction": "Report what the room shows now."},
+                {"Idempotency-Key": key})
+
+
+def main():
+    data_dir = tempfile.mkdtemp(prefix="helix-sources-")
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    env = {k: v for k, v in os.environ.items() if k != "HELIX_ENV"}
+    env["HELIX_AGENT_DATABASE_SCOPES"] = "research_library,bound_room_evidence"
+    env["HELIX_BOUND_ROOM_EVIDENCE_MAX_AGE_MS"] = str(MAX_AGE_MS)
+    # The operator path runs before the server (the embedded store is single-process).
+    token = helix("dev-token", "--data-dir", data_dir, "--subject", SUBJECT, "--tenant", TENANT, "--scope", SCOPES, env=env)
+    helix("account", "policy", "--data-dir", data_dir, "--subject", SUBJECT, "--tenant", TENANT, "--developer", "true", env=env)
+    log = open(Path(data_dir) / "serve.log", "w")
+    proc = subprocess.Popen([HELIX_BIN, "serve", "--addr", f"127.0.0.1:{port}", "--data-dir", data_dir],
+                            stdout=log, stderr=subprocess.STDOUT, env=env)
+    driver = None
+    try:
+        wait_ready(base, proc)
+        status, room = call("POST", f"{base}/api/v1/rooms", token, {"name": "Shared world"},
+                            {"Idempotency-Key": "e2e-room-0001"})
+        check(status == 201, f"room created ({status})")
+        status, created = call("POST", f"{base}/api/v1/rooms/{room['room_id']}/sources", token,
+                               {"adapter_profile": "minecraft", "world_id": "overworld"},
+                               {"Idempotency-Key": "e2e-source-0001"})
+        check(status == 201, f"source created ({status})")
+        delivery = created["credential_delivery"]
+        check(delivery["bearer_included"] is False and delivery["plugin_config_included"] is False,
+              "the agent-facing delivery carries no bearer and no plugin config")
+
+        options = Options()
+        options.binary_location = CHROMIUM
+        for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1280,1000"):
+            options.add_argument(arg)
+        driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+        driver.set_page_load_timeout(30)
+        sign_in(driver, base)
+        claim_in_page(driver, delivery["claim_url"], delivery["claim_handle"])
+        bearer = driver.find_element(By.ID, "source-bearer").text
+        plugin_config = json.loads(driver.find_element(By.ID, "plugin-config").text)
+        check(bearer.startswith("hsb_"), "the page shows the source bearer once")
+        check(plugin_config["world_id"] == "overworld" and plugin_config["adapter_profile"] == "minecraft",
+              "the page shows the plugin configuration")
+        check(driver.find_element(By.ID, "claim-handle").get_attribute("value") == "", "the handle field is cleared")
+        shot(driver, "sources-01-claimed")
+        claim_in_page(driver, delivery["claim_url"], delivery["claim_handle"])
+        check(driver.find_element(By.ID, "claim-error").text == "claim_handle_invalid", "a second claim is refused")
+        check(bearer not in driver.page_source, "the bearer is not shown again")
+        shot(driver, "sources-02-second-claim-refused")
+
+        config_path = Path(data_dir) / "plugin-config.json"
+        config_path.write_text(json.dumps(plugin_config))
+        sim_env = dict(env, HELIX_SOURCE_BEARER=bearer)
+        sim = subprocess.run([HELIX_BIN, "source-sim", "--plugin-config", str(config_path), "--ticks", "3",
+                              "--interval-ms", "200"], capture_output=True, text=True, env=sim_env)
+        check(sim.returncode == 0, f"source-sim played its world ({sim.stderr.strip()[-200:]})")
+        check(bearer not in sim.stdout and bearer not in sim.stderr, "source-sim never prints the bearer")
+
+        run = bound_run(base, token, room["room_id"], "e2e-run-0001")
+        status, done = continue_run(base, token, run, "e2e-turn-0001")
+        check(status == 200 and done["completion_status"] == "completed", f"the run completed ({done.get('completion_status')})")
+        check(done["terminal_authority_status"] == "authorized", "terminal authority verified")
+        status, evidence = call("GET", f"{base}/api/v1/agent-runs/{run['run_id']}/evidence", token)
+        families = {e["family"] for e in evidence["evidence"]}
+        check(families == {"shared_live_room_evidence"}, f"evidence is live room evidence ({families})")
+        check(bearer not in json.dumps(evidence) and bearer not in json.dumps(done), "no bearer in run or evidence")
+
+        # The producer has stopped; past the freshness window the next turn is blocked.
+        second = bound_run(base, token, room["room_id"], "e2e-run-0002")
+        time.sleep(MAX_AGE_MS / 1000 + 1.5)
+        status, stale = continue_run(base, token, second, "e2e-turn-0002")
+        check(status == 200 and stale["completion_status"] == "blocked", f"the stale turn is blocked ({stale.get('completion_status')})")
+        check(stale["latest_result"]["failure_code"] == "room_evidence_stale", "with the stale-evidence failure")
+        print(f"sources end-to-end test passed; screenshots in {ARTIFACTS}")
+    except Exception:
+        if driver is not None:
+            try:
+                shot(driver, "sources-zz-failure")
+            except Exception:
+                pass
+        log.flush()
+        print((Path(data_dir) / "serve.log").read_text()[-3000:], file=sys.stderr)
+        raise
+    finally:
+        if driver is not None:
+            driver.quit()
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+if __name__ == "__main__":
+    main()
