@@ -24,9 +24,8 @@ from pathlib import Path
 from selenium import webdriver
 from selenium.webdriver.chrome.options import Options
 from selenium.webdriver.chrome.service import Service
+from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException, WebDriverException
 from selenium.webdriver.common.by import By
-from selenium.webdriver.support import expected_conditions as EC
-from selenium.webdriver.support.ui import WebDriverWait
 
 ROOT = Path(__file__).resolve().parents[2]
 HELIX_BIN = os.environ.get("HELIX_BIN", str(ROOT / "target" / "debug" / "helix"))
@@ -35,6 +34,9 @@ CHROMIUM = os.environ.get("CHROMIUM_BIN", "/usr/bin/chromium")
 CHROMEDRIVER = os.environ.get("CHROMEDRIVER_BIN", "/usr/bin/chromedriver")
 SUBJECT, TENANT = "browser-newcomer", "browser-tenant"
 SCOPES = "helix.agent_runs.read helix.agent_runs.write helix.data.research_library.read"
+# Longest wait for any one page or element to settle: generous, the test runs on loaded
+# machines; a wait that passes returns as soon as its condition holds.
+WAIT = 30
 
 
 def check(cond, what):
@@ -95,7 +97,8 @@ def mcp_tools_list(base, token):
 
 
 def wait_ready(base, proc):
-    for _ in range(300):
+    deadline = time.monotonic() + 60  # a cold start on a loaded machine can be slow
+    while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise RuntimeError("helix serve exited early")
         try:
@@ -114,21 +117,113 @@ def shot(driver, name):
     check(driver.save_screenshot(str(path)), f"screenshot {path.name}")
 
 
-def click_and_wait(driver, element, url_ok):
-    """Clicks and waits until the old page is gone and the URL satisfies `url_ok`
-    (a form post may go through several redirects before the page settles)."""
-    element.click()
-    WebDriverWait(driver, 20).until(EC.staleness_of(element))
-    WebDriverWait(driver, 20).until(lambda d: url_ok(d.current_url) and d.execute_script("return document.readyState") == "complete")
+# What chromedriver answers when a command meets a document that a navigation is replacing
+# (the command raced the navigation; the page is not known yet). Polls retry these; any other
+# WebDriver error fails the test at once.
+NAVIGATING = (
+    "does not belong to the document",
+    "no node with given id",
+    "cannot find context with specified id",
+    "execution context was destroyed",
+    "inspected target navigated or closed",
+    "frame was detached",
+    "target frame detached",
+    "timed out receiving message from renderer",
+)
 
 
-def dev_provider_login(driver, base):
-    check(driver.current_url.startswith(f"{base}/dev-oidc/authorize?"), "at the development provider")
+def navigating(exc):
+    if isinstance(exc, StaleElementReferenceException):
+        return True
+    msg = (exc.msg or str(exc)).lower() if isinstance(exc, WebDriverException) else ""
+    return any(m in msg for m in NAVIGATING)
+
+
+def until(driver, what, read, ok=bool, timeout=WAIT):
+    """Polls `read(driver)` until `ok(value)` holds and returns the value. A read that raced a
+    navigation, or found no element yet, is retried; on timeout the test fails naming `what`
+    and the last value (or error) seen. Every read re-finds its elements: no reference is
+    held across a navigation."""
+    deadline = time.monotonic() + timeout
+    last = "nothing read"
+    while True:
+        try:
+            value = read(driver)
+            if ok(value):
+                return value
+            last = repr(value)
+        except NoSuchElementException as e:
+            last = f"no such element ({e.msg})"
+        except WebDriverException as e:
+            if not navigating(e):
+                raise
+            last = f"navigating ({(e.msg or '').splitlines()[0] if e.msg else e})"
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"{what}: not so after {timeout}s; last seen: {last}")
+        time.sleep(0.2)
+
+
+def expect(driver, what, read, ok):
+    """A page check through a wait: `ok(read())` must come to hold within WAIT seconds."""
+    until(driver, what, read, ok)
+    print(f"ok - {what}")
+
+
+# One script, so the URL, the load state, the marker and the markup are all read from the
+# same document (separate commands could straddle a navigation).
+PAGE_STATE = """
+return {url: document.URL, ready: document.readyState,
+        marker: document.querySelector(arguments[0]) !== null,
+        html: document.documentElement.outerHTML};
+"""
+
+
+def on_page(driver, what, url_ok, marker):
+    """Waits until the browser shows the expected page: its URL satisfies `url_ok`, it is fully
+    loaded, and `marker` (a CSS selector of an element only that page, in that state, has) is
+    present. Returns the page state (url, html) read from that document."""
+    state = until(
+        driver,
+        f"on {what}",
+        lambda d: d.execute_script(PAGE_STATE, marker),
+        lambda s: url_ok(s["url"]) and s["ready"] == "complete" and s["marker"],
+    )
+    print(f"ok - on {what}")
+    return state
+
+
+def click(driver, css, what):
+    """Clicks the element `css` of the current, settled page, found afresh. If the click's own
+    answer races the navigation it started, that is not an error: the caller's wait for the
+    next page is the check that the click worked."""
+    element = driver.find_element(By.CSS_SELECTOR, css)
+    try:
+        element.click()
+    except WebDriverException as e:
+        if not navigating(e):
+            raise
+        print(f"# the click on {what} raced its navigation; the next page decides: {e.msg}")
+
+
+def texts(driver, css):
+    return [e.text for e in driver.find_elements(By.CSS_SELECTOR, css)]
+
+
+def statuses(driver):
+    return [e.get_attribute("data-status") for e in driver.find_elements(By.CSS_SELECTOR, "tr.binding")]
+
+
+def dev_provider_login(driver, base, marker, what):
+    """Signs in at the development provider (the page must be shown) and waits for /account
+    in the state `marker` shows."""
     for field, value in (("subject", SUBJECT), ("tenant", TENANT)):
         el = driver.find_element(By.ID, field)
         el.clear()
         el.send_keys(value)
-    click_and_wait(driver, driver.find_element(By.ID, "dev-sign-in"), lambda u: u == f"{base}/account")
+        until(driver, f"{field} field filled", lambda d: d.find_element(By.ID, field).get_attribute("value"),
+              lambda v: v == value)
+    click(driver, "#dev-sign-in", "dev-sign-in")
+    return on_page(driver, what, lambda u: u == f"{base}/account", marker)
 
 
 def main():
@@ -150,36 +245,45 @@ def main():
         for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1280,1000"):
             options.add_argument(arg)
         driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-        driver.set_page_load_timeout(30)
+        driver.set_page_load_timeout(60)
+
+        account = f"{base}/account"
+        at_account = lambda u: u == account  # noqa: E731
+        at_provider = lambda u: u.startswith(f"{base}/dev-oidc/authorize?")  # noqa: E731
+        active_row, revoked_row = 'tr.binding[data-status="active"]', 'tr.binding[data-status="revoked"]'
 
         driver.get(f"{base}/agent-access")
-        check("Connect an agent to Helix" in driver.page_source, "agent-access page")
-        check(driver.find_element(By.ID, "resource").text == f"{base}/mcp", "resource URL shown")
+        page = on_page(driver, "the agent-access page", lambda u: u == f"{base}/agent-access", "#resource")
+        check("Connect an agent to Helix" in page["html"], "agent-access page")
+        expect(driver, "resource URL shown", lambda d: d.find_element(By.ID, "resource").text,
+               lambda t: t == f"{base}/mcp")
         shot(driver, "01-agent-access")
 
-        driver.get(f"{base}/account")
+        driver.get(account)
+        on_page(driver, "/account, signed out", at_account, "#sign-in")
         shot(driver, "02-account-signed-out")
-        at_provider = lambda u: u.startswith(f"{base}/dev-oidc/authorize?")  # noqa: E731
-        click_and_wait(driver, driver.find_element(By.ID, "sign-in"), at_provider)
+        click(driver, "#sign-in", "sign-in")
+        on_page(driver, "the development provider", at_provider, "#dev-sign-in")
         shot(driver, "03-dev-provider-login")
-        dev_provider_login(driver, base)
-        check(driver.current_url == f"{base}/account", "back on /account after sign-in")
-        check(driver.find_element(By.ID, "account-ref").text.startswith("account:sha256:"), "opaque account reference")
-        check(driver.find_element(By.ID, "oauth-ready").text == "no", "oauth_ready is no before allowing agents")
-        check(SUBJECT not in driver.page_source and TENANT not in driver.page_source, "no subject or tenant on the page")
+        page = dev_provider_login(driver, base, "#account-ref", "/account after sign-in")
+        expect(driver, "opaque account reference", lambda d: d.find_element(By.ID, "account-ref").text,
+               lambda t: t.startswith("account:sha256:"))
+        expect(driver, "oauth_ready is no before allowing agents",
+               lambda d: d.find_element(By.ID, "oauth-ready").text, lambda t: t == "no")
+        check(SUBJECT not in page["html"] and TENANT not in page["html"], "no subject or tenant on the page")
         shot(driver, "04-account-signed-in")
 
         token = bearer(data_dir)
         status, body = rest_start(base, token, "browser-before-0001")
         check(status == 403 and body["error"]["code"] == "account_not_linked", "bearer refused before allowing agents")
 
-        click_and_wait(driver, driver.find_element(By.ID, "allow-agents"), at_provider)
+        click(driver, "#allow-agents", "allow-agents")
+        on_page(driver, "the development provider (step-up)", at_provider, "#dev-sign-in")
         shot(driver, "05-step-up-login")
-        dev_provider_login(driver, base)
-        check(driver.current_url == f"{base}/account", "back on /account after allowing agents")
-        rows = driver.find_elements(By.CSS_SELECTOR, "tr.binding")
-        check(len(rows) == 1 and rows[0].get_attribute("data-status") == "active", "one active binding listed")
-        check(driver.find_element(By.ID, "oauth-ready").text == "yes", "oauth_ready is yes")
+        dev_provider_login(driver, base, active_row, "/account with an active binding")
+        expect(driver, "one active binding listed", statuses, lambda s: s == ["active"])
+        expect(driver, "oauth_ready is yes", lambda d: d.find_element(By.ID, "oauth-ready").text,
+               lambda t: t == "yes")
         shot(driver, "06-binding-active")
 
         status, body = rest_start(base, token, "browser-after-0001")
@@ -187,11 +291,12 @@ def main():
         status, body = mcp_tools_list(base, token)
         check(status == 200 and len(body["result"]["tools"]) > 0, f"bearer admitted on MCP ({status})")
 
-        click_and_wait(driver, rows[0].find_element(By.CSS_SELECTOR, "button.revoke"), lambda u: u == f"{base}/account")
-        check(driver.current_url == f"{base}/account", "back on /account after revoking")
-        rows = driver.find_elements(By.CSS_SELECTOR, "tr.binding")
-        check(rows[0].get_attribute("data-status") == "revoked", "the binding shows revoked")
-        check(driver.find_element(By.ID, "oauth-ready").text == "no", "oauth_ready is no again")
+        click(driver, f"{active_row} button.revoke", "revoke")
+        on_page(driver, "/account with the binding revoked", at_account, revoked_row)
+        expect(driver, "the binding shows revoked", statuses, lambda s: s == ["revoked"])
+        expect(driver, "no revoke button left", lambda d: texts(d, "button.revoke"), lambda t: t == [])
+        expect(driver, "oauth_ready is no again", lambda d: d.find_element(By.ID, "oauth-ready").text,
+               lambda t: t == "no")
         shot(driver, "07-binding-revoked")
 
         status, body = rest_start(base, token, "browser-revoked-0001")
@@ -199,8 +304,11 @@ def main():
         status, body = mcp_tools_list(base, token)
         check(status == 403, f"bearer refused on MCP after revoke ({status})")
 
-        click_and_wait(driver, driver.find_element(By.ID, "sign-out"), lambda u: u == f"{base}/account")
-        check(len(driver.find_elements(By.ID, "sign-in")) == 1, "signed out")
+        click(driver, "#sign-out", "sign-out")
+        on_page(driver, "/account, signed out again", at_account, "#sign-in")
+        expect(driver, "signed out", lambda d: (len(d.find_elements(By.ID, "sign-in")),
+                                                len(d.find_elements(By.ID, "account-ref"))),
+               lambda n: n == (1, 0))
         shot(driver, "08-signed-out")
         print(f"browser test passed; screenshots in {ARTIFACTS}")
     except Exception:

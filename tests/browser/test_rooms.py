@@ -78,11 +78,14 @@ def main():
         # Sign in and allow agents (so the agent's bearer of this identity is admitted).
         at_provider = lambda u: u.startswith(f"{url}/dev-oidc/authorize?")  # noqa: E731
         driver.get(f"{url}/account")
-        base.click_and_wait(driver, driver.find_element(By.ID, "sign-in"), at_provider)
-        base.dev_provider_login(driver, url)
-        base.click_and_wait(driver, driver.find_element(By.ID, "allow-agents"), at_provider)
-        base.dev_provider_login(driver, url)
-        check(driver.find_element(By.ID, "oauth-ready").text == "yes", "agents allowed")
+        base.on_page(driver, "/account, signed out", lambda u: u == f"{url}/account", "#sign-in")
+        base.click(driver, "#sign-in", "sign-in")
+        base.on_page(driver, "the development provider", at_provider, "#dev-sign-in")
+        base.dev_provider_login(driver, url, "#account-ref", "/account after sign-in")
+        base.click(driver, "#allow-agents", "allow-agents")
+        base.on_page(driver, "the development provider (step-up)", at_provider, "#dev-sign-in")
+        base.dev_provider_login(driver, url, 'tr.binding[data-status="active"]', "/account with an active binding")
+        base.expect(driver, "agents allowed", lambda d: d.find_element(By.ID, "oauth-ready").text, lambda t: t == "yes")
         agent = Agent(url, base.bearer(data_dir))
 
         # The agent creates a room and a run, and binds the run to the room.
@@ -153,8 +156,10 @@ def main():
         shot(driver, "rooms-04-withdrawn")
 
         driver.get(f"{url}/rooms")
-        check("Casimir bench" in driver.page_source, "the owner's room on /rooms")
-        check(len(driver.find_elements(By.CSS_SELECTOR, "tr.member")) == 1, "one member: the owner")
+        # Read through waits: a one-shot read right after get() raced the page under load.
+        base.expect(driver, "the owner's room on /rooms", lambda d: d.page_source, lambda s: "Casimir bench" in s)
+        base.expect(driver, "one member: the owner",
+                    lambda d: len(d.find_elements(By.CSS_SELECTOR, "tr.member")), lambda n: n == 1)
         shot(driver, "rooms-05-rooms-page")
         print(f"rooms browser test passed; screenshots in {base.ARTIFACTS}")
     except Exception:

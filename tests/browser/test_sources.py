@@ -26,7 +26,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_account import ARTIFACTS, CHROMEDRIVER, CHROMIUM, HELIX_BIN, check, click_and_wait, free_port, shot, wait_ready  # noqa: E402
+from test_account import ARTIFACTS, CHROMEDRIVER, CHROMIUM, HELIX_BIN, check, click, free_port, on_page, shot, wait_ready  # noqa: E402
 
 SUBJECT, TENANT = "source-developer", "source-tenant"
 SCOPES = "helix.agent_runs.read helix.agent_runs.write helix.rooms.read helix.rooms.manage helix.room_sources.manage"
@@ -56,13 +56,15 @@ def helix(*args, env=None):
 
 def sign_in(driver, base):
     driver.get(f"{base}/account")
-    sign_in_button = driver.find_element(By.ID, "sign-in")
-    click_and_wait(driver, sign_in_button, lambda u: u.startswith(f"{base}/dev-oidc/authorize?"))
+    on_page(driver, "/account, signed out", lambda u: u == f"{base}/account", "#sign-in")
+    click(driver, "#sign-in", "sign-in")
+    on_page(driver, "the development provider", lambda u: u.startswith(f"{base}/dev-oidc/authorize?"), "#dev-sign-in")
     for field, value in (("subject", SUBJECT), ("tenant", TENANT)):
         el = driver.find_element(By.ID, field)
         el.clear()
         el.send_keys(value)
-    click_and_wait(driver, driver.find_element(By.ID, "dev-sign-in"), lambda u: u == f"{base}/account")
+    click(driver, "#dev-sign-in", "dev-sign-in")
+    on_page(driver, "/account after sign-in", lambda u: u == f"{base}/account", "#account-ref")
 
 
 def claim_in_page(driver, claim_url, handle):
