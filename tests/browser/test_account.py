@@ -226,6 +226,28 @@ def dev_provider_login(driver, base, marker, what):
     return on_page(driver, what, lambda u: u == f"{base}/account", marker)
 
 
+def report_failure(driver, log, data_dir, name):
+    """On a failed test: a screenshot of where the browser stood and the server log's tail."""
+    if driver is not None:
+        try:
+            shot(driver, name)
+        except Exception:
+            pass
+    log.flush()
+    print((Path(data_dir) / "serve.log").read_text()[-3000:], file=sys.stderr)
+
+
+def stop(driver, proc):
+    """Closes the browser and stops `helix serve`, whatever happened."""
+    if driver is not None:
+        driver.quit()
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
 def main():
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     for old in ARTIFACTS.glob("*.png"):
@@ -312,22 +334,10 @@ def main():
         shot(driver, "08-signed-out")
         print(f"browser test passed; screenshots in {ARTIFACTS}")
     except Exception:
-        if driver is not None:
-            try:
-                shot(driver, "zz-failure")
-            except Exception:
-                pass
-        log.flush()
-        print((Path(data_dir) / "serve.log").read_text()[-3000:], file=sys.stderr)
+        report_failure(driver, log, data_dir, "zz-failure")
         raise
     finally:
-        if driver is not None:
-            driver.quit()
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop(driver, proc)
 
 
 if __name__ == "__main__":

@@ -163,22 +163,10 @@ def main():
         shot(driver, "rooms-05-rooms-page")
         print(f"rooms browser test passed; screenshots in {base.ARTIFACTS}")
     except Exception:
-        if driver is not None:
-            try:
-                shot(driver, "rooms-zz-failure")
-            except Exception:
-                pass
-        log.flush()
-        print((Path(data_dir) / "serve.log").read_text()[-3000:], file=sys.stderr)
+        base.report_failure(driver, log, data_dir, "rooms-zz-failure")
         raise
     finally:
-        if driver is not None:
-            driver.quit()
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        base.stop(driver, proc)
 
 
 if __name__ == "__main__":

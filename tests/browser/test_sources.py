@@ -26,7 +26,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_account import ARTIFACTS, CHROMEDRIVER, CHROMIUM, HELIX_BIN, check, click, free_port, on_page, shot, wait_ready  # noqa: E402
+from test_account import ARTIFACTS, CHROMEDRIVER, CHROMIUM, HELIX_BIN, check, click, free_port, on_page, report_failure, shot, stop, wait_ready  # noqa: E402
 
 SUBJECT, TENANT = "source-developer", "source-tenant"
 SCOPES = "helix.agent_runs.read helix.agent_runs.write helix.rooms.read helix.rooms.manage helix.room_sources.manage"
@@ -167,22 +167,10 @@ def main():
         check(stale["latest_result"]["failure_code"] == "room_evidence_stale", "with the stale-evidence failure")
         print(f"sources end-to-end test passed; screenshots in {ARTIFACTS}")
     except Exception:
-        if driver is not None:
-            try:
-                shot(driver, "sources-zz-failure")
-            except Exception:
-                pass
-        log.flush()
-        print((Path(data_dir) / "serve.log").read_text()[-3000:], file=sys.stderr)
+        report_failure(driver, log, data_dir, "sources-zz-failure")
         raise
     finally:
-        if driver is not None:
-            driver.quit()
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop(driver, proc)
 
 
 if __name__ == "__main__":
