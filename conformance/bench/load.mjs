@@ -23,7 +23,7 @@
 import http from 'node:http';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { performance } from 'node:perf_hooks';
 import { get, loopbackUrl, post } from './lib.mjs';
@@ -41,6 +41,7 @@ const { values } = parseArgs({
     loadgen: { type: 'string', default: 'auto' },
     'wrk-threads': { type: 'string', default: '1' },
     json: { type: 'string' },
+    pid: { type: 'string', multiple: true },
   },
 });
 if (!values.target?.length || !values.token || !values['run-id']) {
@@ -64,6 +65,23 @@ if (!['wrk', 'node'].includes(loadgen)) {
 }
 const wrkThreads = Math.max(1, Math.min(concurrency, Number(values['wrk-threads'])));
 const WRK_SCRIPT = fileURLToPath(new URL('./wrk.lua', import.meta.url));
+
+// Server CPU per request (--pid name=PID, Linux /proc): user+system time the target's
+// process spent during a case, divided by its good responses. On a shared machine this
+// moves far less than requests/s, which also depends on what else gets the cores.
+const pids = new Map((values.pid ?? []).map((p) => [p.slice(0, p.indexOf('=')), p.slice(p.indexOf('=') + 1)]));
+const CLK_TCK = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout?.trim()) || 100;
+function cpuSeconds(name) {
+  const pid = pids.get(name);
+  if (!pid) return NaN;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / CLK_TCK;
+  } catch {
+    return NaN;
+  }
+}
 
 const OPS = [
   {
@@ -183,11 +201,14 @@ if (values.rest) {
 const rows = [];
 for (const { target, op } of cases) {
   let s;
+  let cpu0;
   if (loadgen === 'wrk') {
     if (warmupMs > 0) driveWrk(target, op, warmupMs);
+    cpu0 = cpuSeconds(target.name);
     s = driveWrk(target, op, durationMs);
   } else {
     if (warmupMs > 0) await drive(target, op, warmupMs, false);
+    cpu0 = cpuSeconds(target.name);
     s = await drive(target, op, durationMs, true);
     s.lat.sort((a, b) => a - b);
     s.p50_ms = pct(s.lat, 50);
@@ -202,6 +223,7 @@ for (const { target, op } of cases) {
     p50_ms: s.p50_ms,
     p99_ms: s.p99_ms,
     mean_bytes: s.ok ? Math.round(s.bytes / s.ok) : 0,
+    cpu_us: s.ok ? ((cpuSeconds(target.name) - cpu0) * 1e6) / s.ok : NaN,
     error_kinds: Object.fromEntries(s.errorKinds),
   };
   rows.push(row);
@@ -209,9 +231,9 @@ for (const { target, op } of cases) {
 }
 
 const fmt = (n, d = 0) => (Number.isFinite(n) ? n.toFixed(d) : 'n/a');
-const header = ['target', 'operation', 'requests', 'errors', 'req/s', 'p50 ms', 'p99 ms', 'resp bytes'];
+const header = ['target', 'operation', 'requests', 'errors', 'req/s', 'p50 ms', 'p99 ms', 'resp bytes', 'cpu us/req'];
 const table = rows.map((r) => [r.target, r.operation, String(r.requests), String(r.errors), fmt(r.rps),
-  fmt(r.p50_ms, 2), fmt(r.p99_ms, 2), String(r.mean_bytes)]);
+  fmt(r.p50_ms, 2), fmt(r.p99_ms, 2), String(r.mean_bytes), fmt(r.cpu_us, 1)]);
 const widths = header.map((h, i) => Math.max(h.length, ...table.map((t) => t[i].length)));
 const line = (cells) => cells.map((c, i) => (i < 2 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
 const generator = loadgen === 'wrk' ? `wrk, ${wrkThreads} thread(s)` : 'node:http';
@@ -245,6 +267,20 @@ if (values.rest) {
   const ratio = rps(a, REST_INSPECT.name) / rps(a, CALL);
   ratios['call cost/REST cost'] = ratio;
   console.log(`${a} ${CALL} costs ${fmt(ratio, 2)}x ${REST_INSPECT.name} per request (issue 11 target: <= 1.25)`);
+  const cpu = (target, operation) => rows.find((x) => x.target === target && x.operation === operation)?.cpu_us ?? NaN;
+  const cpuRatio = cpu(a, CALL) / cpu(a, REST_INSPECT.name);
+  if (Number.isFinite(cpuRatio)) {
+    ratios['call cpu/REST cpu'] = cpuRatio;
+    console.log(`${a} ${CALL} uses ${fmt(cpuRatio, 2)}x the server CPU of ${REST_INSPECT.name} per request`);
+  }
+}
+if (others.includes('floor')) {
+  const cpu = (target) => rows.find((x) => x.target === target && x.operation === CALL)?.cpu_us ?? NaN;
+  const cpuRatio = cpu(a) / cpu('floor');
+  if (Number.isFinite(cpuRatio)) {
+    ratios['call cpu/floor cpu'] = cpuRatio;
+    console.log(`${a} ${CALL} uses ${fmt(cpuRatio, 2)}x the server CPU of the floor's per request`);
+  }
 }
 for (const r of rows) {
   if (r.errors) console.log(`warning: ${r.target} ${r.operation}: ${r.errors} failed responses ${JSON.stringify(r.error_kinds)}`);

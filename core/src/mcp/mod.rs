@@ -213,7 +213,12 @@ async fn direct_call(
         Some(_) => return None,
     };
     let result = mcp.handler.call(spec, &arguments, server::CallContext::take(&mut parts.extensions)).await;
-    let response = ServerJsonRpcMessage::response(ServerResult::from(CallToolResponse::from(result)), id);
+    let mut result = ServerResult::from(CallToolResponse::from(result));
+    // What the SDK's handler does to a result for a peer before 2026-07-28 (the only
+    // revisions a shape admits): the legacy wire shape.
+    result.strip_result_type_for_legacy_peer();
+    result.strip_non_object_output_for_legacy_peer();
+    let response = ServerJsonRpcMessage::response(result, id);
     Some(match serde_json::to_vec(&response) {
         Ok(body) => ([(CONTENT_TYPE, "application/json")], body).into_response(),
         Err(e) => ApiError::internal(e).into_response(),
@@ -347,4 +352,83 @@ async fn with_security_schemes(res: Response<Body>) -> (Response<Body>, Option<V
     let mut parts = parts;
     parts.headers.remove(http::header::CONTENT_LENGTH);
     (Response::from_parts(parts, Body::from(message.to_string())), result)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn parts(headers: &[(&str, &str)]) -> http::request::Parts {
+        let mut req = http::Request::builder().method("POST").uri("http://127.0.0.1:9000/mcp");
+        for (name, value) in headers {
+            req = req.header(*name, *value);
+        }
+        req.body(()).unwrap().into_parts().0
+    }
+
+    fn message(v: Value) -> serde_json::Map<String, Value> {
+        v.as_object().unwrap().clone()
+    }
+
+    fn call(id: Value, params: Value) -> serde_json::Map<String, Value> {
+        message(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params}))
+    }
+
+    #[test]
+    fn only_calls_whose_sdk_verdict_depends_on_the_headers_alone_have_a_shape() {
+        let v = ("mcp-protocol-version", "2025-11-25");
+        let plain = json!({"name": "helix_run_inspect", "arguments": {"run_id": "run_1"}});
+        let shape = |m: &serde_json::Map<String, Value>, h: &[(&str, &str)]| sdk_shape("tools/call", m, &parts(h));
+        let (key, id) = shape(&call(json!(7), plain.clone()), &[v]).expect("a plain call has a shape");
+        assert_eq!(id, json!(7));
+        assert_eq!(shape(&call(json!(8), plain.clone()), &[v]).unwrap().0, key, "the id's value is not in the key");
+        assert_ne!(shape(&call(json!("s"), plain.clone()), &[v]).unwrap().0, key, "the id's type is");
+        assert_eq!(
+            shape(&call(json!(7), plain.clone()), &[v, ("authorization", "Bearer x"), ("x-request-id", "r")])
+                .unwrap()
+                .0,
+            key,
+            "per-request headers the SDK never reads are not in the key"
+        );
+        assert_ne!(shape(&call(json!(7), plain.clone()), &[v, ("x-other", "1")]).unwrap().0, key);
+        assert!(shape(&call(json!(7), plain.clone()), &[]).is_some(), "no version header: the SDK's default");
+        assert_ne!(
+            sdk_shape("tools/list", &message(json!({"jsonrpc": "2.0", "id": 7, "method": "tools/list"})), &parts(&[v]))
+                .unwrap()
+                .0,
+            key,
+            "the method is in the key"
+        );
+        let with_meta =
+            json!({"name": "helix_run_inspect", "arguments": {"run_id": "r"}, "_meta": {"progressToken": 1}});
+        for (m, h) in [
+            (call(json!(7), with_meta), vec![v]),
+            (call(json!(u64::MAX), plain.clone()), vec![v]),
+            (call(json!(7), plain.clone()), vec![("mcp-protocol-version", "2026-07-28")]),
+            (call(json!(7), plain.clone()), vec![("mcp-protocol-version", "1999-01-01")]),
+            (call(json!(7), plain.clone()), vec![v, ("mcp-method", "tools/call")]),
+            (call(json!(7), plain.clone()), vec![v, ("mcp-param-run-id", "r")]),
+        ] {
+            assert!(shape(&m, &h).is_none(), "{m:?} {h:?}");
+        }
+    }
+
+    #[test]
+    fn the_run_target_comes_from_the_parsed_message() {
+        let m = call(
+            json!(1),
+            json!({"name": "helix_run_continue", "arguments": {"run_id": "run_1", "idempotency_key": "k-12345678", "request": {}}}),
+        );
+        let t = run_target(&m).unwrap();
+        assert_eq!(
+            (t.run_id, t.mutation, t.idempotency_key),
+            ("run_1", Some(RunMutation::Continue), Some("k-12345678"))
+        );
+        let m = call(json!(1), json!({"name": "helix_run_inspect", "arguments": {"run_id": "run_2"}}));
+        let t = run_target(&m).unwrap();
+        assert_eq!((t.run_id, t.mutation, t.idempotency_key), ("run_2", None, None));
+        assert!(run_target(&call(json!(1), json!({"name": "helix_room_list", "arguments": {}}))).is_none());
+        assert!(run_target(&message(json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}))).is_none());
+    }
 }
