@@ -221,9 +221,10 @@ impl Services {
     ) -> Result<TurnArtifact, TurnFailure> {
         let evidence = self.gather_room_evidence(p, &request.run_id).await?;
         let run_id = request.run_id.clone();
+        let (binding_ref, room_id) = (evidence.binding_ref.clone(), evidence.room_id.clone());
         request.room_evidence = Some(evidence);
         let artifact = self.execute_turn(request, budget).await?;
-        self.recheck_room_binding(p, &run_id).await?;
+        self.recheck_bound_room(p, &run_id, &binding_ref, &room_id).await?;
         Ok(artifact)
     }
 
