@@ -286,40 +286,80 @@ async fn each_room_recheck_fails_the_turn_with_its_own_code(backend: Backend) {
     assert_eq!(app.executor.seen.lock().unwrap().len(), 1, "only the admitted turn reached the executor");
 }
 
-async fn a_consent_bump_during_the_turn_blocks_its_projection(backend: Backend) {
-    let app = TestApp::spawn_with(backend, &config()).await;
-    let w = world(&app).await;
-    observe(&app, &w, 1, &["tick-0001"]).await;
-    let run_id = bound_run(&app, &w).await;
+/// Starts a turn of `run_id` whose executor takes 2 s to cite the world's observation, and
+/// returns once the executor has the turn (its answer still pending).
+async fn turn_in_flight(app: &TestApp, w: &World, run_id: &str) -> tokio::task::JoinHandle<reqwest::Response> {
     app.script(Step::Delay(Duration::from_secs(2), Box::new(room_step(&w.source_id, &["tick-0001"], true))));
     let run: Value =
         app.get(&format!("/api/v1/agent-runs/{run_id}"), &w.token).send().await.unwrap().json().await.unwrap();
     let version = run["version"].clone();
-    let (token, id) = (w.token.clone(), run_id.clone());
-    let base = app.base.clone();
-    let http = app.http.clone();
+    let (token, id) = (w.token.clone(), run_id.to_owned());
+    let (base, http) = (app.base.clone(), app.http.clone());
+    let seen = app.executor.seen.lock().unwrap().len();
     let pending = tokio::spawn(async move {
         http.post(format!("{base}/api/v1/agent-runs/{id}/continue"))
             .bearer_auth(token)
-            .header("Idempotency-Key", "turn-during-bump")
+            .header("Idempotency-Key", "turn-in-flight-01")
             .json(&json!({ "expected_version": version, "instruction": "Report what the room shows now." }))
             .send()
             .await
             .unwrap()
     });
-    // The owner raises the consent version while the executor works on the turn.
-    while app.executor.seen.lock().unwrap().is_empty() {
+    while app.executor.seen.lock().unwrap().len() == seen {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    raise_consent(&app, &w).await;
+    pending
+}
+
+/// The turn in flight was blocked with `code` before projection: nothing of it projected.
+async fn assert_blocked_before_projection(
+    app: &TestApp,
+    w: &World,
+    run_id: &str,
+    pending: tokio::task::JoinHandle<reqwest::Response>,
+    code: &str,
+) {
     let (status, v) = read(pending.await.unwrap()).await;
     assert_eq!(status, 200, "{v}");
-    assert_eq!(failure(&v), "room_consent_changed", "{v}");
+    assert_eq!(failure(&v), code, "{v}");
     assert_eq!(v["completion_status"], "blocked");
     assert_eq!(app.executor.seen.lock().unwrap().len(), 1, "the executor ran; its artifact was not projected");
     let evidence: Value =
         app.get(&format!("/api/v1/agent-runs/{run_id}/evidence"), &w.token).send().await.unwrap().json().await.unwrap();
     assert!(evidence["evidence"].as_array().unwrap().is_empty(), "{evidence}");
+}
+
+async fn a_consent_bump_during_the_turn_blocks_its_projection(backend: Backend) {
+    let app = TestApp::spawn_with(backend, &config()).await;
+    let w = world(&app).await;
+    observe(&app, &w, 1, &["tick-0001"]).await;
+    let run_id = bound_run(&app, &w).await;
+    let pending = turn_in_flight(&app, &w, &run_id).await;
+    // The owner raises the consent version while the executor works on the turn.
+    raise_consent(&app, &w).await;
+    assert_blocked_before_projection(&app, &w, &run_id, pending, "room_consent_changed").await;
+}
+
+async fn a_binding_withdrawn_during_the_turn_blocks_its_projection(backend: Backend) {
+    let app = TestApp::spawn_with(backend, &config()).await;
+    let w = world(&app).await;
+    observe(&app, &w, 1, &["tick-0001"]).await;
+    let run_id = bound_run(&app, &w).await;
+    let slot = app.state.services.store.get(&helix_core::service::rooms::run_room_slot(&run_id)).await.unwrap();
+    let binding_ref = slot.unwrap().s("binding_ref").unwrap().to_owned();
+    let pending = turn_in_flight(&app, &w, &run_id).await;
+    // The owner withdraws the run's binding while the executor works on the turn.
+    let (status, _) = read(
+        app.http
+            .delete(format!("{}/api/v1/rooms/run-bindings/{binding_ref}", app.base))
+            .bearer_auth(&w.token)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_blocked_before_projection(&app, &w, &run_id, pending, "room_binding_missing").await;
 }
 
 async fn a_member_removed_by_the_owner_is_blocked_on_the_next_turn(backend: Backend) {
@@ -394,6 +434,7 @@ on_both_backends!(
     the_executor_receives_admitted_observations_and_the_family_needs_current_refs,
     each_room_recheck_fails_the_turn_with_its_own_code,
     a_consent_bump_during_the_turn_blocks_its_projection,
+    a_binding_withdrawn_during_the_turn_blocks_its_projection,
     a_member_removed_by_the_owner_is_blocked_on_the_next_turn,
     the_newest_fresh_observations_reach_the_executor,
 );
