@@ -259,3 +259,26 @@ async fn every_source_ingress_and_device_check_event_reaches_its_function() {
     let (status, _, err) = invoke_fn(rooms(), "ingress-manifest.json", None, &[]).await;
     assert_eq!((status, err["error"]["code"].as_str()), (404, Some("not_found")), "{err}");
 }
+
+/// Every payload in events/ parses as an API Gateway request and is fed to a router by
+/// some test here (by its quoted file name), so a new route's event cannot go untested.
+#[test]
+fn every_event_file_parses_and_some_test_invokes_it() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let sources: String = std::fs::read_dir(format!("{root}/api"))
+        .unwrap()
+        .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
+        .collect();
+    let mut files: Vec<String> = std::fs::read_dir(format!("{root}/../events"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.ends_with(".json"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 46, "{files:?}");
+    for file in &files {
+        let raw = std::fs::read_to_string(format!("{root}/../events/{file}")).unwrap();
+        lambda_http::request::from_str(&raw).unwrap_or_else(|e| panic!("{file}: {e}"));
+        assert!(sources.contains(&format!("\"{file}\"")), "events/{file} is not invoked by any test in tests/api");
+    }
+}
