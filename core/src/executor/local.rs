@@ -30,7 +30,7 @@ use super::{TurnExecutor, TurnRequest};
 use crate::domain::authority::TerminalSigner;
 use crate::domain::run::{Answer, Question, Requirement, RequirementKind};
 use crate::domain::sha256_hex;
-use crate::domain::source::{ROOM_EVIDENCE_CAPABILITY, ROOM_EVIDENCE_FAMILY};
+use crate::domain::source::{PROBE_CAPABILITY, PROBE_FAMILY, ROOM_EVIDENCE_CAPABILITY, ROOM_EVIDENCE_FAMILY};
 use crate::domain::turn::{ArtifactEvidence, SolverStatus, TurnArtifact, TurnFailure};
 
 /// The read capability a turn must be admitted to search the library.
@@ -252,39 +252,71 @@ impl LocalExecutor {
 
     /// A turn with admitted live room observations uses them as passages: each fresh
     /// observation becomes a `shared_live_room_evidence` item and an observation ref of
-    /// this turn, and the terminal candidate cites them. A run that also admits the
-    /// research library gets both, cited together.
+    /// this turn, and the terminal candidate cites them. An answered environment probe
+    /// becomes a `shared_live_room_environment_probe` item the same way. A run that also
+    /// admits the research library gets both, cited together.
     fn solve(&self, req: &TurnRequest) -> TurnArtifact {
         let room = req
             .room_evidence
             .as_ref()
             .filter(|e| !e.observations.is_empty())
             .filter(|_| req.capabilities.iter().any(|c| c == ROOM_EVIDENCE_CAPABILITY));
-        let Some(room) = room else { return self.solve_library(req) };
-        let mut evidence: Vec<ArtifactEvidence> = room
-            .observations
-            .iter()
-            .map(|o| ArtifactEvidence {
-                reference: o.observation_ref.clone(),
-                family: ROOM_EVIDENCE_FAMILY.into(),
-                source: format!("room-source:{}#{}", o.provenance.source_id, o.provenance.request_id),
-                content_sha256: o.content_sha256.clone(),
-                excerpt: excerpt(&o.summary, EXCERPT_CHARS),
-            })
-            .collect();
+        let probe = req.room_probe.as_ref().filter(|_| req.capabilities.iter().any(|c| c == PROBE_CAPABILITY));
+        if room.is_none() && probe.is_none() {
+            return self.solve_library(req);
+        }
+        let mut evidence: Vec<ArtifactEvidence> = vec![];
+        let mut families: Vec<String> = vec![];
+        let mut texts: Vec<String> = vec![];
+        let mut claims: Vec<String> = vec![];
+        let mut summaries: Vec<String> = vec![];
+        if let Some(probe) = probe {
+            let a = &probe.answer;
+            let item = ArtifactEvidence {
+                reference: a.observation_ref.clone(),
+                family: PROBE_FAMILY.into(),
+                source: format!("room-source:{}#probe:{}", a.provenance.source_id, probe.probe_id),
+                content_sha256: a.content_sha256.clone(),
+                excerpt: excerpt(&a.summary, EXCERPT_CHARS),
+            };
+            texts.push(format!(
+                "Inventory check of world {} (probe {}): {} [{}]",
+                a.provenance.world_id, probe.probe_id, item.excerpt, item.reference
+            ));
+            claims.push(item.excerpt.clone());
+            families.push(PROBE_FAMILY.into());
+            summaries.push(format!("Read the answer to environment probe {}.", probe.probe_id));
+            evidence.push(item);
+        }
+        if let Some(room) = room {
+            let items: Vec<ArtifactEvidence> = room
+                .observations
+                .iter()
+                .map(|o| ArtifactEvidence {
+                    reference: o.observation_ref.clone(),
+                    family: ROOM_EVIDENCE_FAMILY.into(),
+                    source: format!("room-source:{}#{}", o.provenance.source_id, o.provenance.request_id),
+                    content_sha256: o.content_sha256.clone(),
+                    excerpt: excerpt(&o.summary, EXCERPT_CHARS),
+                })
+                .collect();
+            let latest: Vec<&ArtifactEvidence> = items.iter().rev().take(5).collect();
+            texts.push(format!(
+                "Live room observations ({} fresh, world {}): {}",
+                room.observations.len(),
+                room.observations[0].provenance.world_id,
+                latest.iter().rev().map(|e| format!("{} [{}]", e.excerpt, e.reference)).collect::<Vec<_>>().join("; ")
+            ));
+            claims.extend(latest.iter().rev().map(|e| e.excerpt.clone()));
+            families.push(ROOM_EVIDENCE_FAMILY.into());
+            summaries.push(format!("Read {} fresh observation(s) of the bound room.", room.observations.len()));
+            evidence.extend(items);
+        }
         let observation_refs: Vec<String> = evidence.iter().map(|e| e.reference.clone()).collect();
-        let latest: Vec<&ArtifactEvidence> = evidence.iter().rev().take(5).collect();
-        let mut text = format!(
-            "Live room observations ({} fresh, world {}): {}",
-            room.observations.len(),
-            room.observations[0].provenance.world_id,
-            latest.iter().rev().map(|e| format!("{} [{}]", e.excerpt, e.reference)).collect::<Vec<_>>().join("; ")
-        );
         let mut refs = observation_refs.clone();
-        let mut families = vec![ROOM_EVIDENCE_FAMILY.to_string()];
-        let mut claims: Vec<String> = latest.iter().rev().map(|e| e.excerpt.clone()).collect();
+        let mut text = texts.join(" ");
+        let mut summary = summaries.join(" ");
         let mut resolved = vec![];
-        let mut summary = format!("Read {} fresh observation(s) of the bound room.", room.observations.len());
         if req.capabilities.iter().any(|c| c == CAPABILITY) {
             let library = self.solve_library(req);
             if library.solver_status == SolverStatus::Succeeded {
@@ -633,6 +665,7 @@ mod tests {
             prior_evidence_refs: vec![],
             deadline: Utc::now() + Duration::seconds(30),
             room_evidence: None,
+            room_probe: None,
         }
     }
 

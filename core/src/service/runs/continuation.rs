@@ -13,11 +13,15 @@ use crate::domain::ids::{IdempotencyKey, RunId};
 use crate::domain::random_hex;
 use crate::domain::run::{Claim, ContinueRequest, Run};
 use crate::domain::scopes::{DataScope, RUNS_WRITE};
+use crate::domain::source::{PROBE_FAMILY, PROBE_SCOPE, ROOM_EVIDENCE_FAMILY};
 
 const BOUND_ROOM_EVIDENCE: &str = "bound_room_evidence";
+/// The refs the service itself issued to one turn, per evidence family.
+type IssuedRefs = Vec<(String, Vec<String>)>;
 use crate::domain::turn::{TurnArtifact, TurnContext, TurnFailure, apply_turn};
 use crate::error::ApiError;
 use crate::executor::{TURN_REQUEST_SCHEMA, TurnRequest};
+use crate::service::probes::PROBE_EXECUTOR_RESERVE;
 use crate::service::records::{Receipt, ReceiptState, run_from_item, run_item, run_key, run_unchanged};
 use crate::service::{Caller, Mutation, Services};
 use crate::store::{CancelReason, Cond, Key, StoreError, WriteOp};
@@ -87,10 +91,13 @@ impl Services {
         let (budget, deadline) = self.deadline(&turn.claimed, c.invocation);
         let started = Instant::now();
         let request = turn_request(&turn, &c.req, step, deadline);
-        let outcome = if admitted.iter().any(|s| s.id == BOUND_ROOM_EVIDENCE) {
-            self.execute_room_turn(p, request, budget).await
+        let (outcome, issued) = if admitted.iter().any(|s| s.room_bound) {
+            match self.execute_room_turn(p, request, budget, &admitted).await {
+                Ok((artifact, issued)) => (Ok(artifact), issued),
+                Err(failure) => (Err(failure), vec![]),
+            }
         } else {
-            self.execute_turn(request, budget).await
+            (self.execute_turn(request, budget).await, vec![])
         };
         tracing::info!(
             run_id = %turn.claimed.run_id,
@@ -100,7 +107,7 @@ impl Services {
             budget_ms = budget.as_millis() as u64,
             "turn"
         );
-        self.finalize_turn(&p.owner_hash(), &c, turn, step, outcome).await
+        self.finalize_turn(&p.owner_hash(), &c, turn, step, outcome, &issued).await
     }
 
     /// The run, if this request may continue it: a receipt of the key answers first; then
@@ -210,21 +217,42 @@ impl Services {
         }
     }
 
-    /// A turn of a `bound_room_evidence` run: every room recheck, then the executor with
-    /// the admitted observations, then the binding/membership/consent/room rechecks again
-    /// just before the artifact is projected. A failed recheck fails the turn with its code.
+    /// A turn of a room-bound run: the binding rechecks, then for `bound_room_evidence`
+    /// the admitted observations and for `bound_room_environment_probe` the answered probe
+    /// of the paired source (queued now, waited for within the turn's budget), then the
+    /// executor, then the binding/membership/consent/room rechecks again just before the
+    /// artifact is projected. A failed recheck (or an unanswered probe) fails the turn
+    /// with its code. Returns the refs this turn was issued, per family.
     async fn execute_room_turn(
         &self,
         p: &Caller,
         mut request: TurnRequest,
         budget: StdDuration,
-    ) -> Result<TurnArtifact, TurnFailure> {
-        let evidence = self.gather_room_evidence(p, &request.run_id).await?;
+        admitted: &[&'static DataScope],
+    ) -> Result<(TurnArtifact, IssuedRefs), TurnFailure> {
+        let started = Instant::now();
+        let holds = |id: &str| admitted.iter().any(|s| s.id == id);
+        let bound = self.recheck_room_binding(p, &request.run_id).await?;
+        let mut issued: IssuedRefs = vec![];
+        if holds(PROBE_SCOPE) {
+            let wait = self.config.sources.probe_wait.min(budget.saturating_sub(PROBE_EXECUTOR_RESERVE));
+            let probe = self.probe_room(&bound, &request.run_id, request.step, &request.claim_token, wait).await?;
+            issued.push((PROBE_FAMILY.into(), vec![probe.answer.observation_ref.clone()]));
+            request.room_probe = Some(probe);
+        }
+        if holds(BOUND_ROOM_EVIDENCE) {
+            let evidence = self.room_evidence_of(bound).await?;
+            issued.push((
+                ROOM_EVIDENCE_FAMILY.into(),
+                evidence.observations.iter().map(|o| o.observation_ref.clone()).collect(),
+            ));
+            request.room_evidence = Some(evidence);
+        }
         let run_id = request.run_id.clone();
-        request.room_evidence = Some(evidence);
-        let artifact = self.execute_turn(request, budget).await?;
+        let left = budget.saturating_sub(started.elapsed()).max(StdDuration::from_millis(100));
+        let artifact = self.execute_turn(request, left).await?;
         self.recheck_room_binding(p, &run_id).await?;
-        Ok(artifact)
+        Ok((artifact, issued))
     }
 
     /// Finalize: CAS on the claimed rev; the turn's events and the completed receipt in
@@ -236,6 +264,7 @@ impl Services {
         turn: ClaimedTurn,
         step: u32,
         outcome: Result<TurnArtifact, TurnFailure>,
+        issued: &[(String, Vec<String>)],
     ) -> Result<Mutation, ApiError> {
         let now = self.clock.now();
         let mut done = turn.claimed.clone();
@@ -246,6 +275,7 @@ impl Services {
             instruction: c.req.instruction.as_deref(),
             answers: &c.req.answers,
             required_families: &turn.families,
+            family_refs: issued,
             recovered: turn.recovered,
             now,
         };
@@ -338,6 +368,7 @@ fn turn_request(turn: &ClaimedTurn, req: &ContinueRequest, step: u32, deadline: 
         prior_evidence_refs: run.evidence.evidence_refs.clone(),
         deadline,
         room_evidence: None,
+        room_probe: None,
     }
 }
 
@@ -374,6 +405,7 @@ mod tests {
             prior_evidence_refs: vec![],
             deadline: Utc::now(),
             room_evidence: None,
+            room_probe: None,
         }
     }
 
