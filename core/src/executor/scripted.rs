@@ -22,6 +22,10 @@ pub enum Step {
         refs: Vec<String>,
     },
     Fail(TurnFailure),
+    /// Cites the request's answered environment probe (its observation ref) as
+    /// `shared_live_room_environment_probe` evidence, names the family and signs a terminal
+    /// candidate on it: what a solver does with a probe answer it cannot know in advance.
+    CiteRoomProbe,
     /// Waits (cancellable) before answering with the inner step.
     Delay(Duration, Box<Step>),
 }
@@ -49,6 +53,22 @@ impl ScriptedExecutor {
                 let signer = self.signer.as_ref().expect("a Signed step needs a signer");
                 artifact.terminal_candidate = Some(signer.sign(&req.run_id, req.step, &req.claim_token, &text, refs));
                 Ok(artifact)
+            }
+            Step::CiteRoomProbe => {
+                let probe = req.room_probe.as_ref().ok_or(TurnFailure::ExecutorInvalidResponse)?;
+                let r = probe.answer.observation_ref.clone();
+                let family = crate::domain::source::PROBE_FAMILY;
+                let artifact: TurnArtifact = serde_json::from_value(serde_json::json!({
+                    "solver_status": "succeeded",
+                    "summary": "read the probe answer",
+                    "observation_refs": [r],
+                    "evidence": [{ "ref": r, "family": family, "source": "room-probe",
+                        "content_sha256": probe.answer.content_sha256, "excerpt": probe.answer.summary }],
+                    "satisfied_evidence_families": [family],
+                }))
+                .map_err(|_| TurnFailure::ExecutorInvalidResponse)?;
+                let text = probe.answer.summary.clone();
+                self.resolve(Step::Signed { artifact, text, refs: vec![r] }, req)
             }
             Step::Delay(..) => unreachable!("delays are unwrapped by execute"),
         }
