@@ -277,7 +277,7 @@ impl LocalExecutor {
                 family: PROBE_FAMILY.into(),
                 source: format!("room-source:{}#probe:{}", a.provenance.source_id, probe.probe_id),
                 content_sha256: a.content_sha256.clone(),
-                excerpt: excerpt(&a.summary, EXCERPT_CHARS),
+                excerpt: excerpt(&format!("{} ({})", a.summary, inventory_text(&a.data)), EXCERPT_CHARS),
             };
             texts.push(format!(
                 "Inventory check of world {} (probe {}): {} [{}]",
@@ -605,6 +605,28 @@ fn clip_chars(s: &str, max: usize) -> String {
 }
 
 /// About `max` characters, cut at a word boundary when one is near.
+/// A probe answer's inventory as text: "Steve: 12 minecraft:oak_log, 3 minecraft:bread; Alex: nothing".
+fn inventory_text(data: &serde_json::Map<String, serde_json::Value>) -> String {
+    let players = data.get("inventory").and_then(|i| i["players"].as_array()).cloned().unwrap_or_default();
+    if players.is_empty() {
+        return "nobody online".into();
+    }
+    players
+        .iter()
+        .map(|p| {
+            let items: Vec<String> = p["items"]
+                .as_array()
+                .map(|items| {
+                    items.iter().map(|i| format!("{} {}", i["count"], i["item"].as_str().unwrap_or_default())).collect()
+                })
+                .unwrap_or_default();
+            let carried = if items.is_empty() { "nothing".to_string() } else { items.join(", ") };
+            format!("{}: {carried}", p["player"].as_str().unwrap_or_default())
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 fn excerpt(text: &str, max: usize) -> String {
     if text.chars().count() <= max {
         return text.to_owned();
@@ -671,6 +693,53 @@ mod tests {
 
     async fn run(ex: &LocalExecutor, req: TurnRequest) -> TurnArtifact {
         ex.execute(req, CancellationToken::new()).await.expect("local turns produce an artifact")
+    }
+
+    fn probe_input() -> crate::domain::source::RoomProbeInput {
+        serde_json::from_value(json!({
+            "probe_id": "prb_0123456789abcdef01234567",
+            "capability": PROBE_CAPABILITY,
+            "room_id": "room_0123456789abcdef0123",
+            "binding_ref": "rrb_0123",
+            "execution_enabled": false,
+            "answer": {
+                "observation_ref": "obsv_0123456789abcdef01234567",
+                "kind": "snapshot",
+                "event": null,
+                "summary": "overworld: 1 player online",
+                "data": { "capability": PROBE_CAPABILITY, "inventory": { "players": [
+                    { "player": "Steve", "items": [ { "item": "minecraft:oak_log", "count": 12 } ] } ] } },
+                "content_sha256": "00",
+                "provenance": {
+                    "source_id": "src_0123456789abcdef0123", "room_id": "room_0123456789abcdef0123",
+                    "world_id": "overworld", "adapter_profile": "minecraft", "adapter_version": "1.0.0",
+                    "adapter_hash": "sha256:00", "manifest_hash": "sha256:00", "producer_epoch": 1,
+                    "request_id": "answer-0001", "observed_at": "2026-11-30T10:00:00Z",
+                    "received_at": "2026-11-30T10:00:00Z", "probe_id": "prb_0123456789abcdef01234567"
+                }
+            }
+        }))
+        .unwrap()
+    }
+
+    #[tokio::test]
+    async fn an_answered_probe_becomes_cited_probe_evidence_only_with_its_capability() {
+        let ex = executor();
+        let mut req = request("What do the players carry?", None, vec![]);
+        req.capabilities = vec![PROBE_CAPABILITY.into()];
+        req.room_probe = Some(probe_input());
+        let a = run(&ex, req.clone()).await;
+        assert_eq!(a.solver_status, SolverStatus::Succeeded);
+        assert_eq!(a.satisfied_evidence_families, vec![PROBE_FAMILY.to_string()]);
+        assert_eq!(a.observation_refs, vec!["obsv_0123456789abcdef01234567".to_string()]);
+        assert_eq!(a.evidence[0].family, PROBE_FAMILY);
+        let c = a.terminal_candidate.expect("a signed candidate");
+        assert_eq!(c.supporting_refs, a.observation_refs);
+        assert!(c.text.contains("Steve: 12 minecraft:oak_log"), "{}", c.text);
+        // Without the capability the probe is not read.
+        req.capabilities = vec![];
+        let a = run(&ex, req).await;
+        assert!(a.evidence.iter().all(|e| e.family != PROBE_FAMILY));
     }
 
     #[test]
