@@ -201,15 +201,18 @@ async fn a_probe_run_completes_on_the_answer_of_its_paired_source(backend: Backe
     assert_eq!(done["completion_status"], "completed", "{done}");
     assert_eq!(done["terminal_authority_status"], "authorized", "{done}");
 
-    let seen = seen.lock().unwrap();
-    assert_eq!(seen.probes.len(), 1, "one probe per turn");
-    let probe = &seen.probes[0];
+    let (probes, receipts) = {
+        let seen = seen.lock().unwrap();
+        (seen.probes.clone(), seen.receipts.clone())
+    };
+    assert_eq!(probes.len(), 1, "one probe per turn");
+    let probe = &probes[0];
     assert_eq!(probe["schema"], "helix.room_source_probe.v1");
     assert_eq!(probe["capability"], "com.casimirbot.minecraft.inventory.check");
     assert_eq!(probe["source_id"], source_id.as_str());
     assert_eq!((probe["read_only"].as_bool(), probe["execution_enabled"].as_bool()), (Some(true), Some(false)));
     assert!(!probe.to_string().contains(&run_id), "the producer never learns the run");
-    let receipt = &seen.receipts[0];
+    let receipt = &receipts[0];
     assert_eq!(receipt["schema"], "helix.room_source_probe_answer_receipt.v1", "{receipt}");
     let observation_ref = receipt["observation_ref"].as_str().unwrap();
 
