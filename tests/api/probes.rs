@@ -270,7 +270,7 @@ async fn the_executor_gets_the_probe_and_the_family_needs_its_ref(backend: Backe
     assert!(!serde_json::to_string(&probe).unwrap().contains(&bearer));
 
     // The next turn queues a new probe; citing its answer completes the run.
-    app.script(Step::CiteRoomProbe);
+    app.script(Step::CiteRoom { observations: true });
     let v = turn(&app, &o.token, &run_id).await;
     task.abort();
     assert_eq!(
@@ -288,7 +288,7 @@ async fn a_probe_is_seen_and_answered_by_its_own_source_only(backend: Backend) {
     let other_room = room(&app, &o.token).await;
     let (_, other) = admitted_source(&app, &o, &other_room, "minecraft", "nether").await;
     let run_id = bound_run(&app, &o.token, &o.room_id, &[PROBE]).await;
-    app.script(Step::CiteRoomProbe);
+    app.script(Step::CiteRoom { observations: true });
 
     let (token, id) = (o.token.clone(), run_id.clone());
     let (base, http) = (app.base.clone(), app.http.clone());
@@ -342,9 +342,32 @@ async fn a_probe_is_seen_and_answered_by_its_own_source_only(backend: Backend) {
     let (status, err) = answer_probe(&app, &bearer, &probe_id, &extra).await;
     assert_eq!(status, 400, "unknown fields are refused: {err}");
 
-    // Its own source answers; the turn goes on.
-    let (status, receipt) = answer_probe(&app, &bearer, &probe_id, &answer("overworld", "answer-own-000001")).await;
-    assert_eq!(status, 202, "{receipt}");
+    // Its own source answers (8 answers at once: exactly one is accepted); the turn goes on.
+    let answers = (0..8).map(|i| {
+        let (http, base, bearer, probe_id) = (app.http.clone(), app.base.clone(), bearer.clone(), probe_id.clone());
+        tokio::spawn(async move {
+            read(
+                http.post(format!("{base}/api/ingress/room-sources/probes/{probe_id}/answer"))
+                    .bearer_auth(bearer)
+                    .json(&answer("overworld", &format!("answer-own-{i:06}")))
+                    .send()
+                    .await
+                    .unwrap(),
+            )
+            .await
+        })
+    });
+    let mut outcomes = vec![];
+    for a in answers.collect::<Vec<_>>() {
+        outcomes.push(a.await.unwrap());
+    }
+    let accepted: Vec<&Value> = outcomes.iter().filter(|(s, _)| *s == 202).map(|(_, v)| v).collect();
+    assert_eq!(accepted.len(), 1, "{outcomes:?}");
+    assert!(
+        outcomes.iter().filter(|(s, _)| *s != 202).all(|(s, v)| (*s, code(v)) == (409, "probe_not_pending")),
+        "{outcomes:?}"
+    );
+    let receipt = accepted[0].clone();
     let (status, v) = read(pending.await.unwrap()).await;
     assert_eq!(status, 200, "{v}");
     assert_eq!(v["completion_status"], "completed", "{v}");
@@ -400,6 +423,37 @@ async fn a_probe_needs_the_binding_and_exactly_one_paired_source(backend: Backen
     assert!(app.executor.seen.lock().unwrap().is_empty(), "no turn reached the executor");
 }
 
+async fn with_both_room_scopes_each_fed_family_needs_its_own_refs(backend: Backend) {
+    let app = TestApp::spawn_with(backend, &config("8000")).await;
+    let o = owner(&app).await;
+    let (_, bearer) = admitted_source(&app, &o, &o.room_id, "minecraft", "overworld").await;
+    let (status, v) =
+        ingress(&app, &bearer, "observations", &super::sources::batch("overworld", 1, &["tick-0001"], 0)).await;
+    assert_eq!(status, 202, "{v}");
+    let run_id = bound_run(&app, &o.token, &o.room_id, &[PROBE, "bound_room_evidence"]).await;
+    let (task, _) = producer(&app, &bearer, "overworld", true);
+    // Both families named, only the probe answer cited: the evidence family stays open.
+    app.script(Step::CiteRoom { observations: false });
+    let v = turn(&app, &o.token, &run_id).await;
+    assert_eq!(v["completion_status"], "blocked", "{v}");
+    let open = v["unresolved_requirements"].to_string();
+    assert!(open.contains("required_evidence:shared_live_room_evidence"), "{v}");
+    assert!(!open.contains("required_evidence:shared_live_room_environment_probe"), "{v}");
+    let req = app.executor.seen.lock().unwrap().last().cloned().unwrap();
+    assert_eq!(req.schema_version(), "helix.turn_request.v3");
+    assert_eq!(req.room_evidence.as_ref().map(|e| e.observations.len()), Some(1));
+    assert!(req.room_probe.is_some());
+    // Both cited: completed with verified authority.
+    app.script(Step::CiteRoom { observations: true });
+    let v = turn(&app, &o.token, &run_id).await;
+    task.abort();
+    assert_eq!(
+        (v["completion_status"].as_str(), v["terminal_authority_status"].as_str()),
+        (Some("completed"), Some("authorized")),
+        "{v}"
+    );
+}
+
 macro_rules! on_both_backends {
     ($($name:ident),* $(,)?) => {
         mod embedded {
@@ -419,4 +473,5 @@ on_both_backends!(
     a_probe_is_seen_and_answered_by_its_own_source_only,
     an_unanswered_probe_fails_the_turn_typed_and_closes,
     a_probe_needs_the_binding_and_exactly_one_paired_source,
+    with_both_room_scopes_each_fed_family_needs_its_own_refs,
 );

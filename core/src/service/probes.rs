@@ -176,7 +176,8 @@ impl Services {
         ];
         match self.store.transact(ops).await {
             Ok(()) => Err(TurnFailure::RoomProbeUnanswered),
-            Err(e) if failed(&e, 0) => {
+            // The answer won the race (or a concurrent answer contended): read what holds.
+            Err(StoreError::TransactionCanceled { .. }) => {
                 let item = self.store.get(&key).await.map_err(unavailable)?;
                 if item.as_ref().and_then(|i| i.s("status")) == Some("answered") {
                     self.probe_input(bound, &q, item.as_ref())
@@ -328,6 +329,8 @@ impl Services {
             }
             Err(e) if failed(&e, 1) => Err(ApiError::ProbeNotPending { reason: "expired" }),
             Err(e) if failed(&e, 2) => Err(ApiError::DuplicateObservation),
+            // Contended by a concurrent write of the same probe: retryable.
+            Err(e @ StoreError::TransactionCanceled { .. }) => Err(ApiError::Unavailable(Box::new(e))),
             Err(e) => Err(e.into()),
         }
     }
