@@ -454,6 +454,43 @@ async fn with_both_room_scopes_each_fed_family_needs_its_own_refs(backend: Backe
     );
 }
 
+async fn a_cancel_stops_the_probe_wait_and_closes_the_probe(backend: Backend) {
+    let app = TestApp::spawn_with(backend, &config("20000")).await;
+    let o = owner(&app).await;
+    let (_, bearer) = admitted_source(&app, &o, &o.room_id, "minecraft", "overworld").await;
+    let run_id = bound_run(&app, &o.token, &o.room_id, &[PROBE]).await;
+    let (token, id) = (o.token.clone(), run_id.clone());
+    let (base, http) = (app.base.clone(), app.http.clone());
+    let started = std::time::Instant::now();
+    let pending = tokio::spawn(async move {
+        http.post(format!("{base}/api/v1/agent-runs/{id}/continue"))
+            .bearer_auth(token)
+            .header("Idempotency-Key", "probe-turn-cancelled")
+            .json(&json!({ "expected_version": 1, "instruction": "Check the inventories." }))
+            .send()
+            .await
+            .unwrap()
+    });
+    let probe_id = loop {
+        let (_, list) = poll(&app, &bearer).await;
+        if let Some(p) = list["probes"].as_array().and_then(|a| a.first()) {
+            break p["probe_id"].as_str().unwrap().to_owned();
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let (status, v) =
+        read(app.cancel(&o.token, &run_id, "probe-cancel-0001", json!({ "expected_version": 1 })).await).await;
+    assert_eq!(status, 200, "{v}");
+    let (status, v) = read(pending.await.unwrap()).await;
+    assert!(started.elapsed() < Duration::from_secs(15), "the cancel ended the 20 s wait early");
+    assert_eq!((status, code(&v)), (409, "run_not_continuable"), "{v}");
+    assert!(app.executor.seen.lock().unwrap().is_empty(), "no executor call after the cancel");
+    let (_, list) = poll(&app, &bearer).await;
+    assert_eq!(list["probes"].as_array().map(Vec::len), Some(0), "closed: {list}");
+    let (status, err) = answer_probe(&app, &bearer, &probe_id, &answer("overworld", "answer-cancel-0001")).await;
+    assert_eq!((status, code(&err)), (409, "probe_not_pending"), "{err}");
+}
+
 macro_rules! on_both_backends {
     ($($name:ident),* $(,)?) => {
         mod embedded {
@@ -474,4 +511,5 @@ on_both_backends!(
     an_unanswered_probe_fails_the_turn_typed_and_closes,
     a_probe_needs_the_binding_and_exactly_one_paired_source,
     with_both_room_scopes_each_fed_family_needs_its_own_refs,
+    a_cancel_stops_the_probe_wait_and_closes_the_probe,
 );

@@ -14,6 +14,7 @@
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use tokio_util::sync::CancellationToken;
 
 use crate::domain::source::*;
 use crate::domain::turn::TurnFailure;
@@ -150,11 +151,13 @@ impl Services {
         step: u32,
         claim_token: &str,
         wait: Duration,
+        cancel: &CancellationToken,
     ) -> Result<RoomProbeInput, TurnFailure> {
         let q = self.queue_probe(bound, run_id, step, claim_token, wait).await?;
         let key = probe_key(&q.source.source_id, &q.probe_id);
         let started = tokio::time::Instant::now();
         let waited = Duration::from_millis((q.until_ms - self.clock.now().timestamp_millis()).max(0) as u64);
+        let mut unanswered = TurnFailure::RoomProbeUnanswered;
         loop {
             let item = self.store.get(&key).await.map_err(unavailable)?;
             match item.as_ref().and_then(|i| i.s("status")) {
@@ -165,25 +168,41 @@ impl Services {
             if started.elapsed() >= waited {
                 break;
             }
-            tokio::time::sleep(PROBE_POLL_INTERVAL.min(waited.saturating_sub(started.elapsed()))).await;
+            let pause = PROBE_POLL_INTERVAL.min(waited.saturating_sub(started.elapsed()));
+            tokio::select! {
+                _ = cancel.cancelled() => {
+                    unanswered = TurnFailure::TurnCancelled;
+                    break;
+                }
+                _ = tokio::time::sleep(pause) => {}
+            }
         }
-        // Close it: pending -> expired, unless the answer won the race.
-        let mut closed = self.store.get(&key).await.map_err(unavailable)?.ok_or(TurnFailure::RoomProbeUnanswered)?;
+        if unanswered == TurnFailure::TurnCancelled {
+            // The run was cancelled: close the probe so its producer is not asked further.
+            let _ = self.close_probe(&q, &key).await;
+            return Err(TurnFailure::TurnCancelled);
+        }
+        self.close_probe(&q, &key).await.and_then(|answered| match answered {
+            Some(item) => self.probe_input(bound, &q, Some(&item)),
+            None => Err(unanswered),
+        })
+    }
+
+    /// Closes a probe (pending -> expired, pending marker deleted), unless the answer won
+    /// the race: then the answered record.
+    async fn close_probe(&self, q: &Queued, key: &Key) -> Result<Option<Item>, TurnFailure> {
+        let Some(mut closed) = self.store.get(key).await.map_err(unavailable)? else { return Ok(None) };
         closed.attrs.insert("status".into(), crate::store::Attr::S("expired".into()));
         let ops = vec![
             WriteOp::Put { item: closed, cond: Some(Cond::eq_s("status", "pending")) },
             WriteOp::Delete { key: pending_key(&q.source.source_id, &q.probe_id), cond: None },
         ];
         match self.store.transact(ops).await {
-            Ok(()) => Err(TurnFailure::RoomProbeUnanswered),
+            Ok(()) => Ok(None),
             // The answer won the race (or a concurrent answer contended): read what holds.
             Err(StoreError::TransactionCanceled { .. }) => {
-                let item = self.store.get(&key).await.map_err(unavailable)?;
-                if item.as_ref().and_then(|i| i.s("status")) == Some("answered") {
-                    self.probe_input(bound, &q, item.as_ref())
-                } else {
-                    Err(TurnFailure::RoomProbeUnanswered)
-                }
+                let item = self.store.get(key).await.map_err(unavailable)?;
+                Ok(item.filter(|i| i.s("status") == Some("answered")))
             }
             Err(e) => Err(unavailable(e)),
         }

@@ -188,18 +188,26 @@ impl Services {
         (budget, now + chrono::Duration::from_std(budget).unwrap_or_default())
     }
 
+    /// Registers this process's cancellation signal of a run's running turn and, on a
+    /// shared store, the watch that carries a cancel committed through another process.
+    /// Dropped, it unregisters.
+    fn turn_signal(&self, run_id: &str, claim_token: &str) -> TurnSignal {
+        let cancel = CancellationToken::new();
+        self.running.lock().expect("running map").insert(run_id.to_owned(), cancel.clone());
+        let watch = self.store.is_shared().then(|| {
+            let every = crate::service::cancel_watch::POLL_INTERVAL;
+            crate::service::cancel_watch::watch(self.store.clone(), run_id, claim_token, cancel.clone(), every)
+        });
+        TurnSignal { running: self.running.clone(), run_id: run_id.to_owned(), cancel, _watch: watch }
+    }
+
     /// Executes one turn: the executor raced against the budget and this process's
     /// cancellation signal of the run (`running`). A turn stopped by its deadline is
     /// `turn_timeout`; one stopped by a cancellation of its run is `turn_cancelled`.
     async fn execute_turn(&self, turn: TurnRequest, budget: StdDuration) -> Result<TurnArtifact, TurnFailure> {
-        let run_id = turn.run_id.clone();
-        let cancel = CancellationToken::new();
-        self.running.lock().expect("running map").insert(run_id.clone(), cancel.clone());
         // A cancel committed through another process reaches this turn through the store.
-        let _watch = self.store.is_shared().then(|| {
-            let every = crate::service::cancel_watch::POLL_INTERVAL;
-            crate::service::cancel_watch::watch(self.store.clone(), &run_id, &turn.claim_token, cancel.clone(), every)
-        });
+        let signal = self.turn_signal(&turn.run_id, &turn.claim_token);
+        let cancel = signal.cancel.clone();
         let result = tokio::select! {
             // Checked first: a cancellation also ends the executor's own wait, and its
             // answer must not pass for a timeout.
@@ -210,7 +218,7 @@ impl Services {
         };
         let cancelled = cancel.is_cancelled();
         cancel.cancel(); // tell a still-running executor to stop
-        self.running.lock().expect("running map").remove(&run_id);
+        drop(signal);
         match result {
             Err(_) if cancelled => Err(TurnFailure::TurnCancelled),
             other => other,
@@ -236,7 +244,13 @@ impl Services {
         let mut issued: IssuedRefs = vec![];
         if holds(PROBE_SCOPE) {
             let wait = self.config.sources.probe_wait.min(budget.saturating_sub(PROBE_EXECUTOR_RESERVE));
-            let probe = self.probe_room(&bound, &request.run_id, request.step, &request.claim_token, wait).await?;
+            // A cancellation of the run stops the wait, as it stops the executor.
+            let signal = self.turn_signal(&request.run_id, &request.claim_token);
+            let probe = self
+                .probe_room(&bound, &request.run_id, request.step, &request.claim_token, wait, &signal.cancel)
+                .await;
+            drop(signal);
+            let probe = probe?;
             issued.push((PROBE_FAMILY.into(), vec![probe.answer.observation_ref.clone()]));
             request.room_probe = Some(probe);
         }
@@ -348,6 +362,20 @@ impl Services {
             Ok(()) | Err(StoreError::ConditionFailed { .. }) => Err(refusal),
             Err(e) => Err(e.into()),
         }
+    }
+}
+
+/// A registered cancellation signal of one running turn (see `Services::turn_signal`).
+struct TurnSignal {
+    running: std::sync::Arc<std::sync::Mutex<std::collections::HashMap<String, CancellationToken>>>,
+    run_id: String,
+    cancel: CancellationToken,
+    _watch: Option<crate::service::cancel_watch::Watch>,
+}
+
+impl Drop for TurnSignal {
+    fn drop(&mut self) {
+        self.running.lock().expect("running map").remove(&self.run_id);
     }
 }
 
