@@ -997,5 +997,8 @@ mod tests {
         assert!(probe_id_ok(&id) && id != probe_id("run_1", 2, "other") && id == probe_id("run_1", 2, "claim"));
         assert!(adapter("minecraft").unwrap().probe_capabilities.contains(&PROBE_CAPABILITY));
         assert!(adapter("fixture").unwrap().probe_capabilities.is_empty());
+        let scope = crate::domain::scopes::lookup(PROBE_SCOPE).unwrap();
+        assert_eq!((scope.capabilities, scope.evidence_family), (&[PROBE_CAPABILITY][..], PROBE_FAMILY));
+        assert!(scope.room_bound);
     }
 }
