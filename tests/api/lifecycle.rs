@@ -655,10 +655,10 @@ async fn terminal_candidate_ref_follows_the_latest_turn(backend: Backend) {
     assert_eq!(evidence_of(&app, &token, &id).await["terminal_candidate_ref"], Value::Null);
 }
 
-/// Item 16 (issue 10): a run holding the probe scope is refused at continue; a run with
-/// `bound_room_evidence` but no room binding ends its turn blocked with
-/// `room_binding_missing`, without the executor.
-async fn a_run_holding_a_room_scope_is_refused_at_continue(backend: Backend) {
+/// Item 16 (issue 10): a run holding a room-bound scope (`bound_room_evidence` or
+/// `bound_room_environment_probe`) but no room binding ends its turn blocked with
+/// `room_binding_missing`, without the executor (and without queueing a probe).
+async fn a_run_holding_a_room_scope_without_a_binding_is_blocked_at_continue(backend: Backend) {
     let app = TestApp::spawn_with(
         backend,
         &[("HELIX_AGENT_DATABASE_SCOPES", "research_library,bound_room_evidence,bound_room_environment_probe")],
@@ -686,13 +686,9 @@ async fn a_run_holding_a_room_scope_is_refused_at_continue(backend: Backend) {
         store.put(helix_core::service::records::run_item(&stored).unwrap(), None).await.unwrap();
         app.script(completing_step(1));
         let (status, v) = body(app.continue_run(&token, &id, &format!("room-turn-{scope}"), go(1)).await).await;
-        if scope == "bound_room_evidence" {
-            assert_eq!(status, 200, "{v}");
-            assert_eq!(v["completion_status"], "blocked", "{v}");
-            assert_eq!(v["latest_result"]["failure_code"], "room_binding_missing", "{v}");
-        } else {
-            assert_eq!((status, v["error"]["code"].as_str()), (403, Some("data_scope_not_admitted")), "{scope}: {v}");
-        }
+        assert_eq!(status, 200, "{scope}: {v}");
+        assert_eq!(v["completion_status"], "blocked", "{scope}: {v}");
+        assert_eq!(v["latest_result"]["failure_code"], "room_binding_missing", "{scope}: {v}");
         assert!(app.executor.seen.lock().unwrap().is_empty(), "{scope}: no turn ran");
     }
 }
@@ -736,5 +732,5 @@ on_both_backends!(
     a_cancel_stops_a_turn_whose_client_went_away,
     evidence_is_projected_only_from_a_successful_turn_within_the_authority_refs,
     terminal_candidate_ref_follows_the_latest_turn,
-    a_run_holding_a_room_scope_is_refused_at_continue,
+    a_run_holding_a_room_scope_without_a_binding_is_blocked_at_continue,
 );

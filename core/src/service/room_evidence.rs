@@ -70,7 +70,7 @@ fn check_binding(
 }
 
 /// True when the observation was stored under exactly the source's current admission.
-fn provenance_matches(o: &StoredObservation, s: &Source) -> bool {
+pub(super) fn provenance_matches(o: &StoredObservation, s: &Source) -> bool {
     o.source_id == s.source_id
         && o.room_id == s.room_id
         && o.world_id == s.world_id
@@ -82,7 +82,7 @@ fn provenance_matches(o: &StoredObservation, s: &Source) -> bool {
         && o.credential_generation == s.generation
 }
 
-fn projected(o: StoredObservation) -> RoomObservation {
+pub(super) fn projected(o: StoredObservation) -> RoomObservation {
     RoomObservation {
         content_sha256: observation_content_sha256(o.kind, o.event.as_deref(), &o.summary, &o.data),
         observation_ref: o.observation_ref,
@@ -102,6 +102,7 @@ fn projected(o: StoredObservation) -> RoomObservation {
             request_id: o.request_id,
             observed_at: o.observed_at,
             received_at: o.received_at,
+            probe_id: o.probe_id,
         },
     }
 }
@@ -175,6 +176,11 @@ impl Services {
     /// provenance matches their source's current admission exactly.
     pub async fn gather_room_evidence(&self, p: &Caller, run_id: &str) -> Result<RoomEvidenceInput, TurnFailure> {
         let bound = self.recheck_room_binding(p, run_id).await?;
+        self.room_evidence_of(bound).await
+    }
+
+    /// The admitted observations of a binding that passed its rechecks.
+    pub async fn room_evidence_of(&self, bound: BoundRoom) -> Result<RoomEvidenceInput, TurnFailure> {
         let now = self.clock.epoch();
         let page = self
             .store

@@ -191,6 +191,9 @@ pub struct StoredObservation {
     pub data: serde_json::Map<String, Value>,
     pub observed_at: DateTime<Utc>,
     pub received_at: DateTime<Utc>,
+    /// The probe this observation answers (probe answers only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe_id: Option<String>,
 }
 
 /// The room, its owner's membership and account policy: who may act on a source.
@@ -664,6 +667,7 @@ impl Services {
                 data: o.data,
                 observed_at: o.observed_at,
                 received_at: now,
+                probe_id: None,
             };
             let item = Item::new(pk.clone(), observation_sk(at, &o.request_id))
                 .with_s(BODY, serde_json::to_string(&stored).map_err(ApiError::internal)?)
