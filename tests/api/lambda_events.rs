@@ -221,6 +221,18 @@ async fn every_source_ingress_and_device_check_event_reaches_its_function() {
     let (status, _, receipt) = invoke_fn(ingress(), "ingress-observations.json", Some(&bearer), &[]).await;
     assert_eq!((status, receipt["accepted"].as_u64()), (202, Some(2)), "{receipt}");
 
+    // The probe routes (ingress function): the poll lists this source's pending probes
+    // (none), an answer needs a probe of this source; without a bearer, 401.
+    let (status, _, list) = invoke_fn(ingress(), "ingress-probes.json", Some(&bearer), &[]).await;
+    assert_eq!((status, list["probes"].as_array().map(Vec::len)), (200, Some(0)), "{list}");
+    let (status, _, err) = invoke_fn(ingress(), "ingress-probes.json", None, &[]).await;
+    assert_eq!((status, err["error"]["code"].as_str()), (401, Some("source_credential_invalid")), "{err}");
+    let unknown = format!("prb_{}", "0".repeat(24));
+    let manifest_hash = fixture.manifest_hash("demo-world");
+    let answer = [("PROBE_ID_EXAMPLE", unknown.as_str()), ("MANIFEST_HASH_EXAMPLE", manifest_hash.as_str())];
+    let (status, _, err) = invoke_fn(ingress(), "ingress-probe-answer.json", Some(&bearer), &answer).await;
+    assert_eq!((status, err["error"]["code"].as_str()), (404, Some("probe_not_found")), "{err}");
+
     // Device Check (mcp function): without a token, the challenge names this server's
     // metadata; with helix.rooms.read, one tool, and the source fresh.
     let (status, headers, _) = invoke_fn(mcp(), "device-check-tools-list.json", None, &[]).await;
