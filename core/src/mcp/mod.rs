@@ -28,7 +28,6 @@ use crate::error::ApiError;
 use crate::http::{AppState, Group, authenticate, pipeline, read_body};
 use crate::service::runs::{RunMutation, prefetch_keys};
 use preflight::{Checked, Envelope, Rejection};
-use rmcp::model::{CallToolResponse, ServerJsonRpcMessage, ServerResult};
 use server::HelixMcp;
 
 pub const PATH: &str = "/mcp";
@@ -66,7 +65,6 @@ const UNREAD_HEADERS: &[&str] = &[
     "x-forwarded-port",
 ];
 
-#[derive(Clone)]
 struct McpState {
     app: AppState,
     service: McpService,
@@ -98,13 +96,14 @@ pub fn router(state: AppState) -> Router {
     );
     Router::new()
         .route(PATH, post(handle).fallback(method_not_allowed))
-        .with_state(McpState {
+        // Shared, not cloned per request (the SDK service holds its whole config).
+        .with_state(Arc::new(McpState {
             app: state.clone(),
             service,
             handler: Arc::new(HelixMcp::new(state.clone())),
             tools: ToolsCache::default(),
             calls: CallShapes::default(),
-        })
+        }))
         .layer(axum::middleware::from_fn_with_state((state, Group::Mcp), pipeline))
 }
 
@@ -133,7 +132,7 @@ fn admits_json(accept: Option<&HeaderValue>) -> bool {
         .any(|m| m.eq_ignore_ascii_case("application/json") || m == "*/*" || m.eq_ignore_ascii_case("application/*"))
 }
 
-async fn handle(State(mcp): State<McpState>, req: Request) -> Result<Response, ApiError> {
+async fn handle(State(mcp): State<Arc<McpState>>, req: Request) -> Result<Response, ApiError> {
     let (mut parts, body) = req.into_parts();
     if !is_json(parts.headers.get(CONTENT_TYPE)) {
         return Err(ApiError::UnsupportedMediaType);
@@ -212,14 +211,10 @@ async fn direct_call(
         None => Value::Object(Default::default()),
         Some(_) => return None,
     };
-    let result = mcp.handler.call(spec, &arguments, server::CallContext::take(&mut parts.extensions)).await;
-    let mut result = ServerResult::from(CallToolResponse::from(result));
+    let output = mcp.handler.call(spec, &arguments, server::CallContext::take(&mut parts.extensions)).await;
     // What the SDK's handler does to a result for a peer before 2026-07-28 (the only
-    // revisions a shape admits): the legacy wire shape.
-    result.strip_result_type_for_legacy_peer();
-    result.strip_non_object_output_for_legacy_peer();
-    let response = ServerJsonRpcMessage::response(result, id);
-    Some(match serde_json::to_vec(&response) {
+    // revisions a shape admits) is the legacy wire shape, which `legacy_response` writes.
+    Some(match output.legacy_response(&id) {
         Ok(body) => ([(CONTENT_TYPE, "application/json")], body).into_response(),
         Err(e) => ApiError::internal(e).into_response(),
     })

@@ -142,41 +142,43 @@ impl HelixMcp {
 
     /// A failure as a tool result: `isError`, the error envelope as structured content,
     /// and for a scope refusal the challenge a host uses to re-authorize.
-    fn error_result(&self, err: &ApiError, request_id: &str) -> CallToolResult {
+    fn error_output(&self, err: &ApiError, request_id: &str) -> ToolOutput {
         let metadata_url = resource_metadata_url(&self.state.services.config.public_base_url, Group::Mcp);
-        tool_error(err, request_id, &metadata_url)
+        tool_error_output(err, request_id, &metadata_url)
     }
 }
 
 /// A failure as a tool result (shared with the Device Check server, whose challenge
 /// points at its own metadata).
 pub(crate) fn tool_error(err: &ApiError, request_id: &str, metadata_url: &str) -> CallToolResult {
-    err.log(request_id);
-    let view = McpErrorView { envelope: err.envelope(request_id), flags: NotAnAnswer::default() };
-    let mut result = CallToolResult::structured_error(wire::to_value(&view));
-    if let (ApiError::InsufficientScope { .. }, Some(c)) = (err, challenge(err, metadata_url)) {
-        let mut meta = MetaObject::new();
-        meta.insert(CHALLENGE_META.into(), json!([c]));
-        result = result.with_meta(Some(meta));
-    }
-    result
+    tool_error_output(err, request_id, metadata_url).into_result()
 }
 
-fn framed(outcome: Outcome) -> CallToolResult {
+fn tool_error_output(err: &ApiError, request_id: &str, metadata_url: &str) -> ToolOutput {
+    err.log(request_id);
+    let view = McpErrorView { envelope: err.envelope(request_id), flags: NotAnAnswer::default() };
+    let meta = match (err, challenge(err, metadata_url)) {
+        (ApiError::InsufficientScope { .. }, Some(c)) => {
+            let mut meta = MetaObject::new();
+            meta.insert(CHALLENGE_META.into(), json!([c]));
+            Some(meta)
+        }
+        _ => None,
+    };
+    ToolOutput { content: wire::to_value(&view), is_error: true, meta }
+}
+
+fn framed(outcome: Outcome) -> ToolOutput {
     match outcome {
-        Outcome::Value(v) => CallToolResult::structured(v),
+        Outcome::Value(v) => ToolOutput { content: v, is_error: false, meta: None },
         Outcome::Mutation(m) => {
             // A replayed receipt may hold a stored error response; it stays an error, and
             // carries the four false flags like every MCP result.
-            let mut result = if m.status >= 400 {
-                CallToolResult::structured_error(with_false_flags(m.body))
-            } else {
-                CallToolResult::structured(m.body)
-            };
+            let is_error = m.status >= 400;
+            let content = if is_error { with_false_flags(m.body) } else { m.body };
             let mut meta = MetaObject::new();
             meta.insert(REPLAYED_META.into(), Value::Bool(m.replayed));
-            result = result.with_meta(Some(meta));
-            result
+            ToolOutput { content, is_error, meta: Some(meta) }
         }
     }
 }
@@ -229,22 +231,107 @@ impl ServerHandler for HelixMcp {
         // The preflight admitted only catalog names; anything else is a protocol error.
         let spec = catalog::find(&request.name).ok_or_else(|| ErrorData::invalid_params("unknown tool", None))?;
         let arguments = Value::Object(request.arguments.unwrap_or_default());
-        Ok(self.call(spec, &arguments, call_context(&context)).await.into())
+        Ok(self.call(spec, &arguments, call_context(&context)).await.into_result().into())
     }
 }
 
 impl HelixMcp {
     /// One tool call of a catalog tool: the SDK's `call_tool` and the transport's direct
     /// path (`super::direct_call`) both end here.
-    pub(crate) async fn call(&self, spec: &catalog::ToolSpec, arguments: &Value, cx: CallContext) -> CallToolResult {
+    pub(crate) async fn call(&self, spec: &catalog::ToolSpec, arguments: &Value, cx: CallContext) -> ToolOutput {
         let Some(principal) = cx.principal else {
-            return self.error_result(&ApiError::AuthenticationRequired, &cx.request_id);
+            return self.error_output(&ApiError::AuthenticationRequired, &cx.request_id);
         };
         match self.dispatch(spec.op, &principal, arguments, cx.invocation).await {
             Ok(outcome) => framed(outcome),
             Err(err) => {
                 tracing::info!(request_id = %cx.request_id, tool = spec.name, code = err.code(), "mcp tool refused");
-                self.error_result(&err, &cx.request_id)
+                self.error_output(&err, &cx.request_id)
+            }
+        }
+    }
+}
+
+/// What a tool call produced, before framing: the structured content (its text copy is
+/// the same JSON), whether it is an error result, and its `_meta`.
+pub(crate) struct ToolOutput {
+    content: Value,
+    is_error: bool,
+    meta: Option<MetaObject>,
+}
+
+impl ToolOutput {
+    /// The SDK's result (`structured` / `structured_error`, then the `_meta`).
+    pub(crate) fn into_result(self) -> CallToolResult {
+        let result = if self.is_error {
+            CallToolResult::structured_error(self.content)
+        } else {
+            CallToolResult::structured(self.content)
+        };
+        result.with_meta(self.meta)
+    }
+
+    /// The JSON-RPC response the SDK writes for [`Self::into_result`] to a peer before
+    /// 2026-07-28 (no `resultType`; a non-object structured content only as its text
+    /// copy), byte for byte, with the content serialized once: the text copy is that
+    /// same string, escaped.
+    pub(crate) fn legacy_response(&self, id: &rmcp::model::RequestId) -> serde_json::Result<Vec<u8>> {
+        let text = serde_json::to_string(&self.content)?;
+        let mut out = Vec::with_capacity(2 * text.len() + 160);
+        out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+        serde_json::to_writer(&mut out, id)?;
+        out.extend_from_slice(br#","result":{"content":[{"type":"text","text":"#);
+        serde_json::to_writer(&mut out, text.as_str())?;
+        out.extend_from_slice(b"}]");
+        if self.content.is_object() {
+            out.extend_from_slice(br#","structuredContent":"#);
+            out.extend_from_slice(text.as_bytes());
+        }
+        let is_error: &[u8] = if self.is_error { br#","isError":true"# } else { br#","isError":false"# };
+        out.extend_from_slice(is_error);
+        if let Some(meta) = &self.meta {
+            out.extend_from_slice(br#","_meta":"#);
+            serde_json::to_writer(&mut out, meta)?;
+        }
+        out.extend_from_slice(b"}}");
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rmcp::model::{NumberOrString, ServerJsonRpcMessage, ServerResult};
+
+    /// The SDK's bytes for a result to a pre-2026-07-28 peer (what its handler does).
+    fn sdk_bytes(output: ToolOutput, id: &rmcp::model::RequestId) -> Vec<u8> {
+        let mut result = ServerResult::from(CallToolResponse::from(output.into_result()));
+        result.strip_result_type_for_legacy_peer();
+        result.strip_non_object_output_for_legacy_peer();
+        serde_json::to_vec(&ServerJsonRpcMessage::response(result, id.clone())).unwrap()
+    }
+
+    #[test]
+    fn the_legacy_frame_is_the_sdks_byte_for_byte() {
+        let mut meta = MetaObject::new();
+        meta.insert(REPLAYED_META.into(), Value::Bool(true));
+        let outputs = || {
+            [
+                ToolOutput {
+                    content: json!({"run_id": "run_1", "text": "a \"quoted\"\nline \u{e9}", "n": [1, 2.5]}),
+                    is_error: false,
+                    meta: None,
+                },
+                ToolOutput { content: json!({"error": {"code": "not_found"}}), is_error: true, meta: None },
+                ToolOutput { content: json!({"run_id": "run_2"}), is_error: false, meta: Some(meta.clone()) },
+                ToolOutput { content: json!([{"a": 1}, "b"]), is_error: false, meta: None },
+                ToolOutput { content: json!("just text"), is_error: true, meta: Some(meta.clone()) },
+            ]
+        };
+        for id in [NumberOrString::Number(7), NumberOrString::Number(-3), NumberOrString::String("call-\"1\"".into())] {
+            for (mine, sdk) in outputs().into_iter().zip(outputs()) {
+                let bytes = mine.legacy_response(&id).unwrap();
+                assert_eq!(String::from_utf8(bytes).unwrap(), String::from_utf8(sdk_bytes(sdk, &id)).unwrap());
             }
         }
     }
