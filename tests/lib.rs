@@ -98,6 +98,24 @@ pub fn signer() -> TerminalSigner {
     TerminalSigner::from_seed(SIGNER_ISSUER, "k1", [42; 32])
 }
 
+/// The DynamoDB tests need an emulator that isolates transactions as DynamoDB does:
+/// `scripts/moto-serial` (which marks every answer). Against a plain `moto_server` a
+/// failed transaction's rollback can undo another request's committed one, so the
+/// "exactly one of 16 concurrent claims wins" tests fail at random; refuse it up front.
+async fn require_serial_emulator(endpoint: &str) {
+    static CHECKED: tokio::sync::OnceCell<()> = tokio::sync::OnceCell::const_new();
+    CHECKED
+        .get_or_init(|| async {
+            let res = reqwest::get(endpoint).await.unwrap_or_else(|e| panic!("the emulator at {endpoint}: {e}"));
+            assert!(
+                res.headers().get("x-helix-moto-serial").is_some(),
+                "HELIX_TEST_DYNAMODB_ENDPOINT={endpoint} is not scripts/moto-serial: a plain moto_server does not \
+                 isolate transactions (run the tests through scripts/test, or start scripts/moto-serial)"
+            );
+        })
+        .await;
+}
+
 async fn store_for(backend: Backend, dir: &std::path::Path) -> Arc<dyn Store> {
     match backend {
         Backend::Embedded => {
@@ -106,6 +124,7 @@ async fn store_for(backend: Backend, dir: &std::path::Path) -> Arc<dyn Store> {
         Backend::Dynamo => {
             let endpoint = std::env::var("HELIX_TEST_DYNAMODB_ENDPOINT")
                 .expect("HELIX_TEST_DYNAMODB_ENDPOINT: run the tests through scripts/test, which starts the emulator");
+            require_serial_emulator(&endpoint).await;
             let conf = aws_config::defaults(aws_config::BehaviorVersion::latest())
                 .region(aws_config::Region::new("us-east-1"))
                 .endpoint_url(endpoint)

@@ -94,7 +94,8 @@ enum Command {
         subject: String,
     },
     /// Reference producer: play a deterministic simulated world through the room-source
-    /// ingress. The claimed source bearer is read from HELIX_SOURCE_BEARER, never a flag.
+    /// ingress, and answer pending environment probes (inventory checks) on every tick.
+    /// The claimed source bearer is read from HELIX_SOURCE_BEARER, never a flag.
     SourceSim {
         #[command(flatten)]
         args: source_sim::SimArgs,

@@ -1,11 +1,16 @@
 //! `helix source-sim`: a reference producer. It plays a deterministic simulated world
 //! through the real ingress with a claimed source bearer, taken from the environment
-//! (`HELIX_SOURCE_BEARER`), never from an argument, and never printed.
+//! (`HELIX_SOURCE_BEARER`), never from an argument, and never printed. On every tick it
+//! also polls ingress for pending environment probes and answers each one it can
+//! (`com.casimirbot.minecraft.inventory.check` for the `minecraft` profile) with a
+//! deterministic inventory of its simulated world.
 
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
-use helix_core::domain::source::{AdapterProfile, INGRESS_BASE, PluginConfig, SourceBearer, adapter};
+use helix_core::domain::source::{
+    AdapterProfile, INGRESS_BASE, PROBE_CAPABILITY, PluginConfig, ProbeList, SourceBearer, adapter,
+};
 use serde_json::{Value, json};
 
 pub const BEARER_ENV: &str = "HELIX_SOURCE_BEARER";
@@ -104,6 +109,89 @@ fn observation(profile: &AdapterProfile, world: &str, seed: u64, session: &str, 
     })
 }
 
+/// The deterministic inventory check of tick `t`: who is online and what they carry.
+fn inventory_answer(
+    world: &str,
+    seed: u64,
+    session: &str,
+    t: u64,
+    probe_id: &str,
+    epoch: u64,
+    manifest_hash: &Value,
+) -> Value {
+    const PLAYERS: &[&str] = &["Alex", "Steve", "Noor", "Kai", "Mina"];
+    const ITEMS: &[&str] = &[
+        "minecraft:oak_log",
+        "minecraft:cobblestone",
+        "minecraft:iron_ingot",
+        "minecraft:bread",
+        "minecraft:torch",
+        "minecraft:diamond",
+    ];
+    let n = seed.wrapping_mul(6364136223846793005).wrapping_add(t * 31);
+    let online = 1 + (n % 3) as usize;
+    let players: Vec<Value> = (0..online)
+        .map(|k| {
+            let m = n.wrapping_add(k as u64 * 17);
+            let items: Vec<Value> = (0..2 + (m % 3) as usize)
+                .map(|j| {
+                    let item = ITEMS[((m + j as u64 * 7) % ITEMS.len() as u64) as usize];
+                    json!({ "item": item, "count": 1 + (m.wrapping_add(j as u64 * 13) % 64) })
+                })
+                .collect();
+            json!({ "player": PLAYERS[(m % PLAYERS.len() as u64) as usize], "items": items })
+        })
+        .collect();
+    let tail = probe_id.get(4..16).unwrap_or(probe_id);
+    json!({
+        "manifest_hash": manifest_hash,
+        "producer_epoch": epoch,
+        "request_id": format!("sim-{session}-probe-{tail}"),
+        "observed_at": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+        "summary": format!("{world}: inventory check at tick {t}, {online} player(s) online"),
+        "inventory": { "players": players },
+    })
+}
+
+/// Polls the pending probes once and answers each one this adapter can answer.
+async fn answer_probes(
+    client: &reqwest::Client,
+    t: &Target,
+    bearer: &SourceBearer,
+    args: &SimArgs,
+    session: &str,
+    tick: u64,
+) -> anyhow::Result<u32> {
+    if !t.profile.probe_capabilities.contains(&PROBE_CAPABILITY) {
+        return Ok(0);
+    }
+    let url = format!("{}/probes", t.ingress);
+    let res = client.get(&url).bearer_auth(bearer.expose()).send().await.context("ingress unreachable")?;
+    let status = res.status();
+    if !status.is_success() {
+        bail!("ingress answered {status} to the probe poll");
+    }
+    let list: ProbeList = res.json().await.context("the probe list is not valid")?;
+    let mut answered = 0;
+    for p in list.probes.iter().filter(|p| p.capability == PROBE_CAPABILITY) {
+        let body =
+            inventory_answer(&t.world, args.seed, session, tick, &p.probe_id, args.epoch, &t.manifest["manifest_hash"]);
+        let url = format!("{}/probes/{}/answer", t.ingress, p.probe_id);
+        match post(client, &url, bearer, &body).await {
+            Ok(receipt) => {
+                answered += 1;
+                println!(
+                    "{}",
+                    json!({ "tick": tick, "probe_id": p.probe_id, "observation_ref": receipt["observation_ref"] })
+                );
+            }
+            // A probe can close between the poll and the answer: report it and go on.
+            Err(e) => eprintln!("source-sim: probe {} not answered: {e}", p.probe_id),
+        }
+    }
+    Ok(answered)
+}
+
 async fn post(client: &reqwest::Client, url: &str, bearer: &SourceBearer, body: &Value) -> anyhow::Result<Value> {
     let res = client.post(url).bearer_auth(bearer.expose()).json(body).send().await.context("ingress unreachable")?;
     let status = res.status();
@@ -127,6 +215,7 @@ pub async fn run(args: SimArgs) -> anyhow::Result<()> {
     let started = Instant::now();
     let session = format!("e{}-{}", args.epoch, chrono::Utc::now().timestamp_millis());
     let mut sent = 0u64;
+    let mut probes = 0u32;
     let mut tick = 0u64;
     while args.ticks == 0 || tick < args.ticks {
         let observations: Vec<Value> =
@@ -139,13 +228,17 @@ pub async fn run(args: SimArgs) -> anyhow::Result<()> {
         let receipt = post(&client, &format!("{}/observations", t.ingress), &bearer, &body).await?;
         sent += receipt["accepted"].as_u64().unwrap_or(0);
         println!("{}", json!({ "tick": tick, "accepted": receipt["accepted"] }));
+        probes += answer_probes(&client, &t, &bearer, &args, &session, tick).await?;
         tick += 1;
         if args.interval_ms > 0 && (args.ticks == 0 || tick < args.ticks) {
             tokio::time::sleep(Duration::from_millis(args.interval_ms)).await;
         }
     }
     let secs = started.elapsed().as_secs_f64();
-    eprintln!("source-sim: {sent} observations in {secs:.2} s ({:.0} observations/s)", sent as f64 / secs.max(1e-9));
+    eprintln!(
+        "source-sim: {sent} observations in {secs:.2} s ({:.0} observations/s), {probes} probe(s) answered",
+        sent as f64 / secs.max(1e-9)
+    );
     Ok(())
 }
 
@@ -163,5 +256,19 @@ mod tests {
         assert_ne!(a["request_id"], b["request_id"]);
         assert!(p.event_names.contains(&a["event"].as_str().unwrap()));
         assert_eq!(observation(p, "w", 7, "e1-1", 5, 0)["kind"], "snapshot");
+    }
+
+    #[test]
+    fn probe_answers_are_deterministic_and_follow_the_inventory_schema() {
+        let hash = json!(adapter("minecraft").unwrap().manifest_hash("w"));
+        let probe = "prb_0123456789abcdef01234567";
+        let a = inventory_answer("w", 7, "e1-1", 4, probe, 1, &hash);
+        let b = inventory_answer("w", 7, "e1-2", 4, probe, 1, &hash);
+        assert_eq!(a["inventory"], b["inventory"], "the inventory depends on the seed and tick only");
+        assert_ne!(a["request_id"], b["request_id"]);
+        let parsed: helix_core::domain::source::ProbeAnswer = serde_json::from_value(a).unwrap();
+        let now = chrono::Utc::now().timestamp_millis();
+        assert_eq!(parsed.validate(PROBE_CAPABILITY, now, now), Ok(()));
+        assert!(!parsed.inventory.players.is_empty());
     }
 }

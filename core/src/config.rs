@@ -129,6 +129,9 @@ pub struct SourceConfig {
     pub evidence_max_age: Duration,
     /// How long a stored observation lives (TTL).
     pub observation_ttl: Duration,
+    /// How long a turn of a `bound_room_environment_probe` run waits for the producer's
+    /// answer (`HELIX_ROOM_PROBE_WAIT_MS`), clamped again to the turn's own budget.
+    pub probe_wait: Duration,
 }
 
 /// The browser lane: sign-in through OpenID Connect and the `helix_session` cookie.
@@ -603,6 +606,7 @@ fn sources(env: &Env) -> Result<SourceConfig, ConfigError> {
         observation_ttl: Duration::from_secs(
             env.number("HELIX_ROOM_SOURCE_OBSERVATION_TTL_SECS", 3_600)?.clamp(60, 7 * 86_400),
         ),
+        probe_wait: Duration::from_millis(env.number("HELIX_ROOM_PROBE_WAIT_MS", 5_000)?.clamp(100, 25_000)),
     })
 }
 

@@ -95,6 +95,10 @@ pub enum ApiError {
     ManifestNotRegistered,
     #[error("an observation with this request identity was already stored")]
     DuplicateObservation,
+    #[error("no probe with this id is queued for this source")]
+    ProbeNotFound,
+    #[error("the probe is no longer pending")]
+    ProbeNotPending { reason: &'static str },
     #[error("rate limit exceeded")]
     RateLimited { retry_after_secs: u64 },
     #[error("service unavailable")]
@@ -183,6 +187,8 @@ impl ApiError {
             ProducerEpochStale { .. } => "producer_epoch_stale",
             ManifestNotRegistered => "manifest_not_registered",
             DuplicateObservation => "duplicate_observation",
+            ProbeNotFound => "probe_not_found",
+            ProbeNotPending { .. } => "probe_not_pending",
             SessionRequired => "session_required",
             GuestNotAllowed => "guest_not_allowed",
             CrossSiteRequest => "cross_site_request",
@@ -222,9 +228,12 @@ impl ApiError {
             CredentialRejected(_) => StatusCode::BAD_REQUEST,
             DeveloperRequired => StatusCode::FORBIDDEN,
             SourceCredentialInvalid => StatusCode::UNAUTHORIZED,
-            ManifestNotAdmitted { .. } | ProducerEpochStale { .. } | ManifestNotRegistered | DuplicateObservation => {
-                StatusCode::CONFLICT
-            }
+            ManifestNotAdmitted { .. }
+            | ProducerEpochStale { .. }
+            | ManifestNotRegistered
+            | DuplicateObservation
+            | ProbeNotPending { .. } => StatusCode::CONFLICT,
+            ProbeNotFound => StatusCode::NOT_FOUND,
             SessionRequired => StatusCode::UNAUTHORIZED,
             GuestNotAllowed | CrossSiteRequest | IdentityMismatch => StatusCode::FORBIDDEN,
             SignInFailed { .. } => StatusCode::BAD_REQUEST,
@@ -257,6 +266,7 @@ impl ApiError {
             ApiError::SignInFailed { reason } => Some(json!({ "reason": reason })),
             ApiError::ManifestNotAdmitted { reason } => Some(json!({ "reason": reason })),
             ApiError::ProducerEpochStale { current } => Some(json!({ "admitted_epoch": current })),
+            ApiError::ProbeNotPending { reason } => Some(json!({ "reason": reason })),
             _ => None,
         }
     }

@@ -186,6 +186,7 @@ fn request(deadline_ms: i64) -> TurnRequest {
         prior_evidence_refs: vec!["evidence:research_library:sha256:fedcba9876543210".into()],
         deadline: Utc::now() + chrono::Duration::milliseconds(deadline_ms),
         room_evidence: None,
+        room_probe: None,
     }
 }
 

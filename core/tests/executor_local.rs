@@ -78,6 +78,7 @@ async fn turn(
         prior_evidence_refs: run.evidence.evidence_refs.clone(),
         deadline: Utc::now() + Duration::seconds(20),
         room_evidence: None,
+        room_probe: None,
     };
     let outcome = ex.execute(request, CancellationToken::new()).await;
     let required = vec![EVIDENCE_FAMILY.to_string()];
@@ -87,6 +88,7 @@ async fn turn(
         instruction,
         answers: &answers,
         required_families: &required,
+        family_refs: &[],
         recovered: false,
         now: Utc::now(),
     };
@@ -172,6 +174,7 @@ async fn a_candidate_signed_by_another_local_key_is_rejected() {
         prior_evidence_refs: vec![],
         deadline: Utc::now() + Duration::seconds(20),
         room_evidence: None,
+        room_probe: None,
     };
     let a = impostor.execute(request.clone(), CancellationToken::new()).await.unwrap();
     assert_eq!(a.solver_status, SolverStatus::Succeeded);
@@ -213,6 +216,7 @@ async fn embedded_documents_give_the_same_evidence_as_the_directory() {
         prior_evidence_refs: vec![],
         deadline: Utc::now() + Duration::seconds(20),
         room_evidence: None,
+        room_probe: None,
     };
     let a = embedded.execute(request.clone(), CancellationToken::new()).await.unwrap();
     let b = dir.execute(request, CancellationToken::new()).await.unwrap();
@@ -248,6 +252,7 @@ async fn a_cancelled_turn_is_a_timeout_failure() {
         prior_evidence_refs: vec![],
         deadline: Utc::now() + Duration::seconds(20),
         room_evidence: None,
+        room_probe: None,
     };
     assert_eq!(ex.execute(request, cancel).await, Err(TurnFailure::TurnTimeout));
 }

@@ -110,3 +110,187 @@ async fn api_gateway_events_count_as_https_in_production_with_trust_proxy_apigat
     assert_eq!(res.status(), 400);
     assert_eq!(res.json::<Value>().await.unwrap()["error"]["code"], "https_required");
 }
+
+/// One payload of events/ through lambda_http's decoding and the Lambda adapter into one
+/// function's own router (as its Lambda serves it), with the placeholders replaced, the
+/// producer's `observed_at` set to now, and a bearer when given.
+async fn invoke_fn(
+    router: axum::Router,
+    file: &str,
+    bearer: Option<&str>,
+    replace: &[(&str, &str)],
+) -> (u16, http::HeaderMap, Value) {
+    let path = format!("{}/../events/{file}", env!("CARGO_MANIFEST_DIR"));
+    let mut raw = std::fs::read_to_string(&path).unwrap();
+    for (from, to) in replace {
+        raw = raw.replace(from, to);
+    }
+    raw = raw.replace("OBSERVED_AT_EXAMPLE", &chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true));
+    let req = lambda_http::request::from_str(&raw).unwrap_or_else(|e| panic!("{file}: {e}"));
+    let (mut parts, body) = req.into_parts();
+    if let Some(t) = bearer {
+        parts.headers.insert("authorization", format!("Bearer {t}").parse().unwrap());
+    }
+    let req = http::Request::from_parts(parts, Body::from(body.to_vec()));
+    let res = helix_core::lambda::adapt(router).oneshot(req).await.unwrap();
+    let (status, headers) = (res.status().as_u16(), res.headers().clone());
+    assert_eq!(headers["cache-control"], "no-store", "{file}");
+    let bytes = res.into_body().collect().await.unwrap().to_bytes();
+    let body = serde_json::from_slice(&bytes).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into()));
+    (status, headers, body)
+}
+
+/// The source, credential, ingress and Device Check payloads, each through the router of
+/// the function the template routes it to (rooms, account, ingress, mcp).
+#[tokio::test]
+async fn every_source_ingress_and_device_check_event_reaches_its_function() {
+    use super::sources::{ALL, developer, session};
+    use helix_core::domain::source::adapter;
+    let app = TestApp::spawn_with(
+        Backend::Embedded,
+        &[
+            ("CASIMIR_PUBLIC_BASE_URL", "https://api.example.com"),
+            ("HELIX_AGENT_ALLOWED_HOSTS", "api.example.com"),
+            ("HELIX_AGENT_ALLOWED_ORIGINS", "https://api.example.com"),
+        ],
+    )
+    .await;
+    let rooms = || helix_rooms::router(app.state.clone());
+    let account = || helix_account::router(app.state.clone());
+    let ingress = || helix_ingress::router(app.state.clone());
+    let mcp = || helix_mcp::router(app.state.clone());
+    let token = app.token_for("alice", "tenant-a", ALL).await;
+    developer(&app, "alice").await;
+    let cookie = session(&app, "alice").await;
+    let s = ("SESSION_EXAMPLE", cookie.trim_start_matches("helix_session="));
+    let (status, _, room) = invoke_fn(rooms(), "rooms-create.json", Some(&token), &[]).await;
+    assert_eq!(status, 201, "{room}");
+    let room_id = room["room_id"].as_str().unwrap().to_owned();
+    let r = ("ROOM_ID_EXAMPLE", room_id.as_str());
+
+    // Sources (rooms function): create, then list without any credential.
+    let (status, _, created) = invoke_fn(rooms(), "sources-create.json", Some(&token), &[r]).await;
+    assert_eq!(status, 201, "{created}");
+    let handle = created["credential_delivery"]["claim_handle"].as_str().unwrap().to_owned();
+    let source_id = created["source"]["source_id"].as_str().unwrap().to_owned();
+    let (status, _, list) = invoke_fn(rooms(), "sources-list.json", Some(&token), &[r]).await;
+    assert_eq!((status, list["sources"][0]["source_id"].as_str()), (200, Some(source_id.as_str())), "{list}");
+    let (status, _, err) = invoke_fn(rooms(), "sources-list.json", None, &[r]).await;
+    assert_eq!((status, err["error"]["code"].as_str()), (401, Some("authentication_required")), "{err}");
+
+    // The claim page, its script and the one claim (account function, cookie lane).
+    let (status, headers, page) = invoke_fn(account(), "source-claim-page.json", None, &[s]).await;
+    assert_eq!(status, 200);
+    assert!(page.as_str().unwrap().contains("id=\"claim-form\""), "{page}");
+    assert!(headers["content-security-policy"].to_str().unwrap().contains("frame-ancestors 'none'"));
+    let (status, headers, _) = invoke_fn(account(), "source-claim-script.json", None, &[s]).await;
+    assert_eq!(status, 200);
+    assert!(headers["content-type"].to_str().unwrap().starts_with("text/javascript"));
+    let h = ("CLAIM_HANDLE_EXAMPLE", handle.as_str());
+    let (status, _, cred) = invoke_fn(account(), "source-credential-claim.json", None, &[s, h]).await;
+    assert_eq!(status, 201, "{cred}");
+    let bearer = cred["source_bearer"].as_str().unwrap().to_owned();
+    let (status, _, err) = invoke_fn(account(), "source-credential-claim.json", None, &[s, h]).await;
+    assert_eq!((status, err["error"]["code"].as_str()), (404, Some("claim_handle_invalid")), "once: {err}");
+
+    // Ingress (ingress function): the source bearer only; the event's manifest is the
+    // registry's fixture manifest for its world, exactly.
+    let (status, _, err) = invoke_fn(ingress(), "ingress-manifest.json", None, &[]).await;
+    assert_eq!(status, 401, "{err}");
+    assert_eq!(
+        (err["schema"].as_str(), err["error"]["code"].as_str()),
+        (Some("helix.agent_api.error.v1"), Some("source_credential_invalid")),
+        "{err}"
+    );
+    let (status, _, err) = invoke_fn(ingress(), "ingress-observations.json", Some(&token), &[]).await;
+    assert_eq!(
+        (status, err["error"]["code"].as_str()),
+        (401, Some("source_credential_invalid")),
+        "an OAuth token: {err}"
+    );
+    let fixture = adapter("fixture").unwrap();
+    let (status, _, receipt) = invoke_fn(ingress(), "ingress-manifest.json", Some(&bearer), &[]).await;
+    assert_eq!(
+        status,
+        200,
+        "{receipt} (expected adapter_hash {} manifest_hash {})",
+        fixture.adapter_hash(),
+        fixture.manifest_hash("demo-world")
+    );
+    assert_eq!(receipt["admitted"], true);
+    let (status, _, receipt) = invoke_fn(ingress(), "ingress-observations.json", Some(&bearer), &[]).await;
+    assert_eq!((status, receipt["accepted"].as_u64()), (202, Some(2)), "{receipt}");
+
+    // The probe routes (ingress function): the poll lists this source's pending probes
+    // (none), an answer needs a probe of this source; without a bearer, 401.
+    let (status, _, list) = invoke_fn(ingress(), "ingress-probes.json", Some(&bearer), &[]).await;
+    assert_eq!((status, list["probes"].as_array().map(Vec::len)), (200, Some(0)), "{list}");
+    let (status, _, err) = invoke_fn(ingress(), "ingress-probes.json", None, &[]).await;
+    assert_eq!((status, err["error"]["code"].as_str()), (401, Some("source_credential_invalid")), "{err}");
+    let unknown = format!("prb_{}", "0".repeat(24));
+    let manifest_hash = fixture.manifest_hash("demo-world");
+    let answer = [("PROBE_ID_EXAMPLE", unknown.as_str()), ("MANIFEST_HASH_EXAMPLE", manifest_hash.as_str())];
+    let (status, _, err) = invoke_fn(ingress(), "ingress-probe-answer.json", Some(&bearer), &answer).await;
+    assert_eq!((status, err["error"]["code"].as_str()), (404, Some("probe_not_found")), "{err}");
+
+    // Device Check (mcp function): without a token, the challenge names this server's
+    // metadata; with helix.rooms.read, one tool, and the source fresh.
+    let (status, headers, _) = invoke_fn(mcp(), "device-check-tools-list.json", None, &[]).await;
+    assert_eq!(status, 401);
+    let challenge = headers["www-authenticate"].to_str().unwrap();
+    assert!(
+        challenge.contains(
+            "resource_metadata=\"https://api.example.com/.well-known/oauth-protected-resource/mcp/device-check\""
+        ),
+        "{challenge}"
+    );
+    let reader = app.token_for("alice", "tenant-a", &["helix.rooms.read"]).await;
+    let (status, _, list) = invoke_fn(mcp(), "device-check-tools-list.json", Some(&reader), &[]).await;
+    assert_eq!(status, 200, "{list}");
+    let tools = list["result"]["tools"].as_array().unwrap();
+    assert_eq!(
+        tools.iter().map(|t| t["name"].as_str().unwrap()).collect::<Vec<_>>(),
+        ["helix_environment_device_check"]
+    );
+    let (status, _, report) = invoke_fn(mcp(), "device-check.json", Some(&reader), &[]).await;
+    assert_eq!(status, 200, "{report}");
+    let health = &report["result"]["structuredContent"]["rooms"][0]["sources"][0];
+    assert_eq!((health["admitted"].as_bool(), health["freshness"].as_str()), (Some(true), Some("fresh")), "{report}");
+    assert!(!report.to_string().contains(&bearer));
+
+    // Rotation and revocation (account function, cookie lane).
+    let ids = [s, r, ("SOURCE_ID_EXAMPLE", source_id.as_str())];
+    let (status, _, rotated) = invoke_fn(account(), "source-rotate.json", None, &ids).await;
+    assert_eq!((status, rotated["credential_generation"].as_u64()), (201, Some(2)), "{rotated}");
+    let (status, _, _) = invoke_fn(ingress(), "ingress-manifest.json", Some(&bearer), &[]).await;
+    assert_eq!(status, 401, "the rotated-out bearer");
+    let (status, _, revoked) = invoke_fn(account(), "source-revoke.json", None, &ids).await;
+    assert_eq!((status, revoked["revocation_status"].as_str()), (200, Some("revoked")), "{revoked}");
+
+    // An event sent to the wrong function is that function's enveloped 404.
+    let (status, _, err) = invoke_fn(rooms(), "ingress-manifest.json", None, &[]).await;
+    assert_eq!((status, err["error"]["code"].as_str()), (404, Some("not_found")), "{err}");
+}
+
+/// Every payload in events/ parses as an API Gateway request and is fed to a router by
+/// some test here (by its quoted file name), so a new route's event cannot go untested.
+#[test]
+fn every_event_file_parses_and_some_test_invokes_it() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let sources: String = std::fs::read_dir(format!("{root}/api"))
+        .unwrap()
+        .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
+        .collect();
+    let mut files: Vec<String> = std::fs::read_dir(format!("{root}/../events"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.ends_with(".json"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 46, "{files:?}");
+    for file in &files {
+        let raw = std::fs::read_to_string(format!("{root}/../events/{file}")).unwrap();
+        lambda_http::request::from_str(&raw).unwrap_or_else(|e| panic!("{file}: {e}"));
+        assert!(sources.contains(&format!("\"{file}\"")), "events/{file} is not invoked by any test in tests/api");
+    }
+}

@@ -6,6 +6,7 @@ mod lambda_events;
 mod lifecycle;
 mod limits;
 mod pipeline;
+mod probes;
 mod room_evidence;
 mod rooms;
 mod rooms_mcp;

@@ -11,10 +11,11 @@ use std::time::Duration;
 use helix_core::domain::source::{ROOM_EVIDENCE_FAMILY, observation_ref};
 use helix_core::executor::local::LocalExecutor;
 use helix_core::executor::scripted::Step;
-use helix_core::store::{Attr, Item};
+use helix_core::store::Attr;
 use helix_integration_tests::*;
 use serde_json::{Value, json};
 
+use super::rooms_members::{between, form};
 use super::sources::{ALL, batch, browser, claimed_source, developer, ingress, manifest, read, room, session};
 
 const SCOPES: &str = "research_library,bound_room_evidence";
@@ -90,6 +91,28 @@ async fn turn(app: &TestApp, token: &str, run_id: &str) -> Value {
 
 fn failure(v: &Value) -> &str {
     v["latest_result"]["failure_code"].as_str().unwrap_or("")
+}
+
+/// The owner raises the room's consent version through the `/rooms` page form.
+async fn raise_consent(app: &TestApp, w: &World) {
+    let (status, body) = form(app, &w.cookie, "/rooms/consent/raise", &[("room_id", &w.room_id)]).await;
+    assert_eq!(status, 303, "{body}");
+}
+
+/// bob joins the world's room through an invite of its owner on the `/rooms` page,
+/// accepting the consent version the preview shows: his token and signed-in browser.
+async fn join_as_bob(app: &TestApp, w: &World) -> (String, String) {
+    let bob = app.token_for("bob", "tenant-a", ALL).await;
+    let bob_web = session(app, "bob").await;
+    let (status, html) = form(app, &w.cookie, "/rooms/invite", &[("room_id", &w.room_id)]).await;
+    assert_eq!(status, 200, "{html}");
+    let code = between(&html, "id=\"invite-code\">", "<").to_owned();
+    let (status, html) = form(app, &bob_web, "/rooms/join/preview", &[("code", &code)]).await;
+    assert_eq!(status, 200, "{html}");
+    let version = between(&html, "id=\"join-consent-version\">", "<").to_owned();
+    let (status, body) = form(app, &bob_web, "/rooms/join", &[("code", &code), ("consent_version", &version)]).await;
+    assert_eq!(status, 303, "{body}");
+    (bob, bob_web)
 }
 
 /// A scripted artifact citing the given observations as `shared_live_room_evidence`.
@@ -210,36 +233,31 @@ async fn each_room_recheck_fails_the_turn_with_its_own_code(backend: Backend) {
     let ok = turn(&app, &w.token, &run_id).await;
     assert_eq!(ok["completion_status"], "completed", "{ok}");
 
-    // A new run: consent bump, membership removal, room closed, policy lock, binding withdrawn.
+    // A new run, then the owner raises the consent version on the `/rooms` page (the
+    // owner's raise is its own acceptance, but of a version the binding was not made under).
+    let run2 = bound_run(&app, &w).await;
+    raise_consent(&app, &w).await;
+    assert_eq!(failure(&turn(&app, &w.token, &run2).await), "room_consent_changed");
+
+    // A run bound under the new version passes the consent check; then room closed,
+    // policy lock, binding withdrawn.
+    let run3 = bound_run(&app, &w).await;
     let store = app.state.services.store.clone();
     let room_key = helix_core::service::rooms::room_key(&w.room_id);
-    let set_attr = |mut item: Item, name: &str, v: Attr| {
-        item.attrs.insert(name.into(), v);
-        item
-    };
-    let run2 = bound_run(&app, &w).await;
     let room_item = store.get(&room_key).await.unwrap().unwrap();
-    store.put(set_attr(room_item.clone(), "consent_version", Attr::N(2)), None).await.unwrap();
-    assert_eq!(failure(&turn(&app, &w.token, &run2).await), "room_consent_changed");
-    store.put(room_item.clone(), None).await.unwrap();
-    store.put(set_attr(room_item.clone(), "status", Attr::S("closed".into())), None).await.unwrap();
-    assert_eq!(failure(&turn(&app, &w.token, &run2).await), "room_not_active");
+    let mut closed = room_item.clone();
+    closed.attrs.insert("status".into(), Attr::S("closed".into()));
+    store.put(closed, None).await.unwrap();
+    assert_eq!(failure(&turn(&app, &w.token, &run3).await), "room_not_active");
     store.put(room_item, None).await.unwrap();
 
     let provider = app.state.services.config.oauth.provider.clone();
     let lock = |on| helix_core::domain::account::PolicyChange { rooms_locked: Some(on), ..Default::default() };
     app.state.services.set_policy(&provider, "alice", &lock(true)).await.unwrap();
-    assert_eq!(failure(&turn(&app, &w.token, &run2).await), "room_policy_changed");
+    assert_eq!(failure(&turn(&app, &w.token, &run3).await), "room_policy_changed");
     app.state.services.set_policy(&provider, "alice", &lock(false)).await.unwrap();
 
-    let account_id = helix_core::domain::account::account_id_for(&provider, "alice");
-    let member_key = helix_core::service::rooms::member_key(&w.room_id, &account_id);
-    let member = store.get(&member_key).await.unwrap().unwrap();
-    store.transact(vec![helix_core::store::WriteOp::Delete { key: member_key.clone(), cond: None }]).await.unwrap();
-    assert_eq!(failure(&turn(&app, &w.token, &run2).await), "room_membership_changed");
-    store.put(member, None).await.unwrap();
-
-    let slot = store.get(&helix_core::service::rooms::run_room_slot(&run2)).await.unwrap().unwrap();
+    let slot = store.get(&helix_core::service::rooms::run_room_slot(&run3)).await.unwrap().unwrap();
     let binding_ref = slot.s("binding_ref").unwrap().to_owned();
     let (status, _) = read(
         app.http
@@ -251,10 +269,10 @@ async fn each_room_recheck_fails_the_turn_with_its_own_code(backend: Backend) {
     )
     .await;
     assert_eq!(status, 200);
-    assert_eq!(failure(&turn(&app, &w.token, &run2).await), "room_binding_missing");
+    assert_eq!(failure(&turn(&app, &w.token, &run3).await), "room_binding_missing");
 
     // Revocation of the source: no admitted source any more.
-    let run3 = bound_run(&app, &w).await;
+    let run4 = bound_run(&app, &w).await;
     let (status, _) = read(
         browser(&app, "/api/account/room-sources/revocations", &w.cookie)
             .json(&json!({ "room_id": w.room_id, "source_id": w.source_id }))
@@ -264,8 +282,51 @@ async fn each_room_recheck_fails_the_turn_with_its_own_code(backend: Backend) {
     )
     .await;
     assert_eq!(status, 200);
-    assert_eq!(failure(&turn(&app, &w.token, &run3).await), "room_source_not_admitted");
+    assert_eq!(failure(&turn(&app, &w.token, &run4).await), "room_source_not_admitted");
     assert_eq!(app.executor.seen.lock().unwrap().len(), 1, "only the admitted turn reached the executor");
+}
+
+/// Starts a turn of `run_id` whose executor takes 2 s to cite the world's observation, and
+/// returns once the executor has the turn (its answer still pending).
+async fn turn_in_flight(app: &TestApp, w: &World, run_id: &str) -> tokio::task::JoinHandle<reqwest::Response> {
+    app.script(Step::Delay(Duration::from_secs(2), Box::new(room_step(&w.source_id, &["tick-0001"], true))));
+    let run: Value =
+        app.get(&format!("/api/v1/agent-runs/{run_id}"), &w.token).send().await.unwrap().json().await.unwrap();
+    let version = run["version"].clone();
+    let (token, id) = (w.token.clone(), run_id.to_owned());
+    let (base, http) = (app.base.clone(), app.http.clone());
+    let seen = app.executor.seen.lock().unwrap().len();
+    let pending = tokio::spawn(async move {
+        http.post(format!("{base}/api/v1/agent-runs/{id}/continue"))
+            .bearer_auth(token)
+            .header("Idempotency-Key", "turn-in-flight-01")
+            .json(&json!({ "expected_version": version, "instruction": "Report what the room shows now." }))
+            .send()
+            .await
+            .unwrap()
+    });
+    while app.executor.seen.lock().unwrap().len() == seen {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    pending
+}
+
+/// The turn in flight was blocked with `code` before projection: nothing of it projected.
+async fn assert_blocked_before_projection(
+    app: &TestApp,
+    w: &World,
+    run_id: &str,
+    pending: tokio::task::JoinHandle<reqwest::Response>,
+    code: &str,
+) {
+    let (status, v) = read(pending.await.unwrap()).await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(failure(&v), code, "{v}");
+    assert_eq!(v["completion_status"], "blocked");
+    assert_eq!(app.executor.seen.lock().unwrap().len(), 1, "the executor ran; its artifact was not projected");
+    let evidence: Value =
+        app.get(&format!("/api/v1/agent-runs/{run_id}/evidence"), &w.token).send().await.unwrap().json().await.unwrap();
+    assert!(evidence["evidence"].as_array().unwrap().is_empty(), "{evidence}");
 }
 
 async fn a_consent_bump_during_the_turn_blocks_its_projection(backend: Backend) {
@@ -273,36 +334,67 @@ async fn a_consent_bump_during_the_turn_blocks_its_projection(backend: Backend) 
     let w = world(&app).await;
     observe(&app, &w, 1, &["tick-0001"]).await;
     let run_id = bound_run(&app, &w).await;
-    app.script(Step::Delay(Duration::from_millis(600), Box::new(room_step(&w.source_id, &["tick-0001"], true))));
-    let run: Value =
-        app.get(&format!("/api/v1/agent-runs/{run_id}"), &w.token).send().await.unwrap().json().await.unwrap();
-    let version = run["version"].clone();
-    let (token, id) = (w.token.clone(), run_id.clone());
-    let base = app.base.clone();
-    let http = app.http.clone();
-    let pending = tokio::spawn(async move {
-        http.post(format!("{base}/api/v1/agent-runs/{id}/continue"))
-            .bearer_auth(token)
-            .header("Idempotency-Key", "turn-during-bump")
-            .json(&json!({ "expected_version": version, "instruction": "Report what the room shows now." }))
+    let pending = turn_in_flight(&app, &w, &run_id).await;
+    // The owner raises the consent version while the executor works on the turn.
+    raise_consent(&app, &w).await;
+    assert_blocked_before_projection(&app, &w, &run_id, pending, "room_consent_changed").await;
+}
+
+async fn a_binding_withdrawn_during_the_turn_blocks_its_projection(backend: Backend) {
+    let app = TestApp::spawn_with(backend, &config()).await;
+    let w = world(&app).await;
+    observe(&app, &w, 1, &["tick-0001"]).await;
+    let run_id = bound_run(&app, &w).await;
+    let slot = app.state.services.store.get(&helix_core::service::rooms::run_room_slot(&run_id)).await.unwrap();
+    let binding_ref = slot.unwrap().s("binding_ref").unwrap().to_owned();
+    let pending = turn_in_flight(&app, &w, &run_id).await;
+    // The owner withdraws the run's binding while the executor works on the turn.
+    let (status, _) = read(
+        app.http
+            .delete(format!("{}/api/v1/rooms/run-bindings/{binding_ref}", app.base))
+            .bearer_auth(&w.token)
             .send()
             .await
-            .unwrap()
-    });
-    tokio::time::sleep(Duration::from_millis(250)).await;
-    let store = app.state.services.store.clone();
-    let key = helix_core::service::rooms::room_key(&w.room_id);
-    let mut room_item = store.get(&key).await.unwrap().unwrap();
-    room_item.attrs.insert("consent_version".into(), Attr::N(2));
-    store.put(room_item, None).await.unwrap();
-    let (status, v) = read(pending.await.unwrap()).await;
-    assert_eq!(status, 200, "{v}");
-    assert_eq!(failure(&v), "room_consent_changed", "{v}");
-    assert_eq!(v["completion_status"], "blocked");
-    assert_eq!(app.executor.seen.lock().unwrap().len(), 1, "the executor ran; its artifact was not projected");
-    let evidence: Value =
-        app.get(&format!("/api/v1/agent-runs/{run_id}/evidence"), &w.token).send().await.unwrap().json().await.unwrap();
-    assert!(evidence["evidence"].as_array().unwrap().is_empty(), "{evidence}");
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_blocked_before_projection(&app, &w, &run_id, pending, "room_binding_missing").await;
+}
+
+async fn a_member_removed_by_the_owner_is_blocked_on_the_next_turn(backend: Backend) {
+    let app = TestApp::spawn_with(backend, &config()).await;
+    let w = world(&app).await;
+    observe(&app, &w, 1, &["tick-0001"]).await;
+    // bob joins alice's room on the `/rooms` page and binds his own evidence run to it.
+    let (bob, _bob_web) = join_as_bob(&app, &w).await;
+    let alice_web = w.cookie.clone();
+    let bob_world = World { token: bob.clone(), cookie: String::new(), ..w };
+    let run_id = bound_run(&app, &bob_world).await;
+    // His first turn passes every recheck and reaches the executor (blocked only on the
+    // evidence gate: the scripted artifact cites nothing).
+    app.script(Step::Artifact(
+        serde_json::from_value(json!({ "solver_status": "succeeded", "summary": "looked" })).unwrap(),
+    ));
+    let v = turn(&app, &bob, &run_id).await;
+    assert_eq!(v["completion_status"], "blocked", "{v}");
+    assert_eq!(failure(&v), "", "no room failure: {v}");
+    assert_eq!(app.executor.seen.lock().unwrap().len(), 1);
+
+    // The owner removes bob through the `/rooms` page form: his next turn is blocked.
+    let bob_ref = helix_core::domain::account::account_ref(&helix_core::domain::account::account_id_for(
+        &app.state.services.config.oauth.provider,
+        "bob",
+    ));
+    let (status, body) =
+        form(&app, &alice_web, "/rooms/members/remove", &[("room_id", &bob_world.room_id), ("account_ref", &bob_ref)])
+            .await;
+    assert_eq!(status, 303, "{body}");
+    let v = turn(&app, &bob, &run_id).await;
+    assert_eq!(v["completion_status"], "blocked", "{v}");
+    assert_eq!(failure(&v), "room_membership_changed", "{v}");
+    assert_ne!(v["terminal_authority_status"], "authorized");
+    assert_eq!(app.executor.seen.lock().unwrap().len(), 1, "the removed member's turn never reached the executor");
 }
 
 async fn the_newest_fresh_observations_reach_the_executor(backend: Backend) {
@@ -342,5 +434,7 @@ on_both_backends!(
     the_executor_receives_admitted_observations_and_the_family_needs_current_refs,
     each_room_recheck_fails_the_turn_with_its_own_code,
     a_consent_bump_during_the_turn_blocks_its_projection,
+    a_binding_withdrawn_during_the_turn_blocks_its_projection,
+    a_member_removed_by_the_owner_is_blocked_on_the_next_turn,
     the_newest_fresh_observations_reach_the_executor,
 );

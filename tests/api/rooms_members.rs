@@ -20,8 +20,8 @@ async fn session(app: &TestApp, subject: &str) -> String {
     format!("helix_session={}", app.state.services.sign_in(&id, None).await.unwrap().expose())
 }
 
-/// A same-origin form POST; returns (status, body text).
-async fn form(app: &TestApp, cookie: &str, path: &str, fields: &[(&str, &str)]) -> (u16, String) {
+/// A same-origin form POST (as the `/rooms` page forms send it); returns (status, body text).
+pub async fn form(app: &TestApp, cookie: &str, path: &str, fields: &[(&str, &str)]) -> (u16, String) {
     let res = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()
@@ -52,7 +52,7 @@ fn encode(fields: &[(&str, &str)]) -> String {
     fields.iter().map(|(k, v)| format!("{}={}", enc(k), enc(v))).collect::<Vec<_>>().join("&")
 }
 
-fn between<'a>(text: &'a str, start: &str, end: &str) -> &'a str {
+pub fn between<'a>(text: &'a str, start: &str, end: &str) -> &'a str {
     let from = text.find(start).unwrap_or_else(|| panic!("{start} in {text}")) + start.len();
     &text[from..from + text[from..].find(end).unwrap()]
 }

@@ -86,3 +86,126 @@ async fn with_a_shared_store_both_rate_limit_counts_overlap_the_authentication_r
     log.sort_unstable();
     assert_eq!(log, ["batch_get", "count", "count"], "inspect: the read plus the IP and principal counts");
 }
+
+/// Store calls per source operation (docs/round-trips.md, "Room sources and bound-room
+/// evidence"), on warm requests: the principal's and the session's reads included.
+#[tokio::test]
+async fn source_operations_make_the_documented_store_calls() {
+    use super::sources::{ALL, batch, browser, create_source, developer, ingress, manifest, read, room, session};
+    let app = TestApp::spawn_with(
+        Backend::Embedded,
+        &[("HELIX_AGENT_DATABASE_SCOPES", "research_library,bound_room_evidence")],
+    )
+    .await;
+    let token = app.token_for("alice", "tenant-a", ALL).await;
+    developer(&app, "alice").await;
+    let cookie = session(&app, "alice").await;
+    let room_id = room(&app, &token).await;
+    let run = app
+        .started(&token, json!({ "objective": "What is happening?", "database_scope": ["bound_room_evidence"] }))
+        .await;
+    let run_id = run["run_id"].as_str().unwrap().to_owned();
+    let mut table: Vec<(&str, Vec<&str>)> = vec![];
+    app.faults.take_log();
+
+    let body = json!({ "adapter_profile": "minecraft", "world_id": "w" });
+    let (status, created) = create_source(&app, &token, &room_id, "rt-source-0001", body.clone()).await;
+    assert_eq!(status, 201, "{created}");
+    table.push(("create source", app.faults.take_log()));
+    let (status, _) = create_source(&app, &token, &room_id, "rt-source-0001", body).await;
+    assert_eq!(status, 201);
+    table.push(("create source, replayed", app.faults.take_log()));
+    let (status, _) = read(app.get(&format!("/api/v1/rooms/{room_id}/sources"), &token).send().await.unwrap()).await;
+    assert_eq!(status, 200);
+    table.push(("list sources", app.faults.take_log()));
+    let handle = created["credential_delivery"]["claim_handle"].as_str().unwrap();
+    let (status, cred) = read(
+        browser(&app, "/api/account/room-sources/credential-claims", &cookie)
+            .json(&json!({ "claim_handle": handle }))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 201, "{cred}");
+    table.push(("credential claim", app.faults.take_log()));
+    let bearer = cred["source_bearer"].as_str().unwrap().to_owned();
+    assert_eq!(ingress(&app, &bearer, "manifest", &manifest("w", 1)).await.0, 200);
+    table.push(("ingress manifest", app.faults.take_log()));
+    assert_eq!(ingress(&app, &bearer, "observations", &batch("w", 1, &["req-0001", "req-0002"], 0)).await.0, 202);
+    table.push(("ingress observations", app.faults.take_log()));
+
+    let (status, b) = read(
+        app.post("/api/v1/rooms/run-bindings", &token)
+            .json(&json!({ "room_id": room_id, "run_id": run_id }))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 201, "{b}");
+    app.faults.take_log();
+    app.script(Step::Artifact(
+        serde_json::from_value(json!({ "solver_status": "succeeded", "summary": "looked" })).unwrap(),
+    ));
+    let res = app
+        .continue_run(&token, &run_id, "rt-room-turn-01", json!({ "expected_version": 1, "instruction": "look" }))
+        .await;
+    assert_eq!(res.status(), 200, "{}", res.text().await.unwrap());
+    table.push(("continue, bound_room_evidence", app.faults.take_log()));
+
+    // A second room with a source of its own: Device Check reads each room's sources.
+    let second = room(&app, &token).await;
+    create_source(&app, &token, &second, "rt-source-0002", json!({ "adapter_profile": "fixture", "world_id": "w" }))
+        .await;
+    let reader = app.token_for("alice", "tenant-a", &["helix.rooms.read"]).await;
+    app.faults.take_log();
+    let call = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": { "name": "helix_environment_device_check", "arguments": {} } });
+    let res = app
+        .post("/mcp/device-check", &reader)
+        .header("Accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", "2025-11-25")
+        .json(&call)
+        .send()
+        .await
+        .unwrap();
+    let v: serde_json::Value = res.json().await.unwrap();
+    let rooms = v["result"]["structuredContent"]["rooms"].as_array().unwrap();
+    let first = rooms.iter().find(|r| r["room_id"] == room_id.as_str()).unwrap_or_else(|| panic!("{v}"));
+    assert_eq!((rooms.len(), &first["sources"][0]["freshness"]), (2, &serde_json::json!("fresh")), "{v}");
+    let mut log = app.faults.take_log();
+    // The rooms are read concurrently: their calls interleave in any order.
+    log[3..].sort_unstable();
+    table.push(("device check, two rooms", log));
+
+    for (name, log) in &table {
+        println!("{name:<32} {} {log:?}", log.len());
+    }
+    let expected: Vec<(&str, Vec<&str>)> = vec![
+        // principal; one transaction that also checks the room's owner and membership
+        ("create source", vec!["batch_get", "transact"]),
+        // the failed transaction's ALL_OLD receipt answers
+        ("create source, replayed", vec!["batch_get", "transact"]),
+        ("list sources", vec!["batch_get", "batch_get", "query"]),
+        // session + account; delivery; room + membership + source; one transaction
+        ("credential claim", vec!["get", "get", "get", "batch_get", "transact"]),
+        // bearer lookup; source + room + owner membership + owner account; the write
+        ("ingress manifest", vec!["get", "batch_get", "put"]),
+        ("ingress observations", vec!["get", "batch_get", "transact"]),
+        // continue (principal + run + receipt, claim), then the room rechecks (slot, then
+        // binding + room + membership + account), the room's sources, one source's fresh
+        // observations, the recheck before projection (one BatchGetItem), finalize
+        (
+            "continue, bound_room_evidence",
+            vec!["batch_get", "transact", "get", "batch_get", "query", "query", "batch_get", "transact"],
+        ),
+        // principal; the account's rooms; rooms + memberships; per room (concurrently) its
+        // sources and their health markers
+        (
+            "device check, two rooms",
+            vec!["batch_get", "query", "batch_get", "batch_get", "batch_get", "query", "query"],
+        ),
+    ];
+    assert_eq!(table, expected);
+}

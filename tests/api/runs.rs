@@ -261,11 +261,10 @@ async fn every_mutation_response_carries_idempotency_replayed_errors_included() 
     assert_eq!(replay.headers()["idempotency-replayed"], "true");
 }
 
-/// Item 16 (issue 10): `bound_room_evidence` starts (its run is bound to a room after it
-/// exists, and every turn rechecks the binding); the probe scope, not served yet, stays
-/// refused whatever the deployment enables.
+/// Item 16 (issue 10): both room-bound scopes start (a run is bound to a room after it
+/// exists, and every turn rechecks the binding); neither is admitted unless enabled.
 #[tokio::test]
-async fn the_probe_scope_is_refused_at_start_and_bound_room_evidence_starts() {
+async fn room_bound_scopes_start_when_enabled_and_are_refused_when_not() {
     let app = TestApp::spawn_with(
         Backend::Embedded,
         &[("HELIX_AGENT_DATABASE_SCOPES", "research_library,bound_room_evidence,bound_room_environment_probe")],
@@ -287,6 +286,14 @@ async fn the_probe_scope_is_refused_at_start_and_bound_room_evidence_starts() {
     let res = app
         .start(&token, "room-start-probe", json!({"objective": "x", "database_scope": ["research_library", scope]}))
         .await;
+    assert_eq!(res.status(), 201, "the probe scope starts");
+    let off = TestApp::spawn_with(
+        Backend::Embedded,
+        &[("HELIX_AGENT_DATABASE_SCOPES", "research_library,bound_room_evidence")],
+    )
+    .await;
+    let off_token = off.token_for("alice", "tenant-a", &["helix.agent_runs.write", "helix.rooms.read"]).await;
+    let res = off.start(&off_token, "room-start-probe-off", json!({"objective": "x", "database_scope": [scope]})).await;
     assert_eq!(res.status(), 403);
     let err: Value = res.json().await.unwrap();
     assert_eq!(err["error"]["code"], "data_scope_not_admitted");

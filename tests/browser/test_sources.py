@@ -4,6 +4,8 @@ credential once in the signed-in browser at the claim URL, runs the reference pr
 with that bearer, starts a run with `bound_room_evidence`, binds it to the room, and the
 run completes on live room evidence with verified authority. Then the producer stops and,
 past the freshness window, the next run's turn is blocked with `room_evidence_stale`.
+Last, the producer runs again and a run with `bound_room_environment_probe` completes on
+its answer to the inventory-check probe the turn queued (source-sim polls and answers it).
 
 Usage: python tests/browser/test_sources.py  (env: HELIX_BIN, HELIX_BROWSER_ARTIFACTS,
 CHROMIUM_BIN, CHROMEDRIVER_BIN). Exits non-zero on the first failed check.
@@ -78,11 +80,11 @@ def claim_in_page(driver, claim_url, handle):
     )
 
 
-def bound_run(base, token, room_id, key):
+def bound_run(base, token, room_id, key, scope="bound_room_evidence"):
     status, run = call("POST", f"{base}/api/v1/agent-runs", token,
                        {"objective": "What is happening in the shared world right now?",
-                        "database_scope": ["bound_room_evidence"]}, {"Idempotency-Key": key})
-    check(status == 201, f"run started with bound_room_evidence ({status})")
+                        "database_scope": [scope]}, {"Idempotency-Key": key})
+    check(status == 201, f"run started with {scope} ({status})")
     status, binding = call("POST", f"{base}/api/v1/rooms/run-bindings", token,
                            {"room_id": room_id, "run_id": run["run_id"]})
     check(status == 201 and binding["binding_status"] == "active", "run bound to the room")
@@ -100,7 +102,7 @@ def main():
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     env = {k: v for k, v in os.environ.items() if k != "HELIX_ENV"}
-    env["HELIX_AGENT_DATABASE_SCOPES"] = "research_library,bound_room_evidence"
+    env["HELIX_AGENT_DATABASE_SCOPES"] = "research_library,bound_room_evidence,bound_room_environment_probe"
     env["HELIX_BOUND_ROOM_EVIDENCE_MAX_AGE_MS"] = str(MAX_AGE_MS)
     # The operator path runs before the server (the embedded store is single-process).
     token = helix("dev-token", "--data-dir", data_dir, "--subject", SUBJECT, "--tenant", TENANT, "--scope", SCOPES, env=env)
@@ -165,6 +167,26 @@ def main():
         status, stale = continue_run(base, token, second, "e2e-turn-0002")
         check(status == 200 and stale["completion_status"] == "blocked", f"the stale turn is blocked ({stale.get('completion_status')})")
         check(stale["latest_result"]["failure_code"] == "room_evidence_stale", "with the stale-evidence failure")
+
+        # The producer runs again; a probe run's turn queues an inventory check that
+        # source-sim picks up on its next poll and answers through ingress.
+        sim = subprocess.Popen([HELIX_BIN, "source-sim", "--plugin-config", str(config_path), "--ticks", "0",
+                                "--interval-ms", "200"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env=sim_env)
+        try:
+            probe_run = bound_run(base, token, room["room_id"], "e2e-run-0003", "bound_room_environment_probe")
+            status, probed = continue_run(base, token, probe_run, "e2e-turn-0003")
+        finally:
+            sim.terminate()
+            sim_out, sim_err = sim.communicate(timeout=10)
+        check(status == 200 and probed["completion_status"] == "completed",
+              f"the probe run completed ({probed.get('completion_status')}, {probed.get('latest_result')})")
+        check(probed["terminal_authority_status"] == "authorized", "terminal authority verified on the probe answer")
+        status, evidence = call("GET", f"{base}/api/v1/agent-runs/{probe_run['run_id']}/evidence", token)
+        families = {e["family"] for e in evidence["evidence"]}
+        check(families == {"shared_live_room_environment_probe"}, f"evidence is the probe answer ({families})")
+        check('"probe_id"' in sim_out, "source-sim reported the probe it answered")
+        check(bearer not in sim_out and bearer not in sim_err, "source-sim never prints the bearer")
         print(f"sources end-to-end test passed; screenshots in {ARTIFACTS}")
     except Exception:
         report_failure(driver, log, data_dir, "sources-zz-failure")

@@ -87,6 +87,10 @@ pub enum TurnFailure {
     RoomEvidenceStale,
     RoomEvidenceIdentityMismatch,
     RoomEvidenceUnavailable,
+    /// The environment probe: no paired source answered within the turn's bounded wait.
+    RoomProbeUnanswered,
+    /// More than one admitted source of the bound room could answer the probe.
+    RoomProbeSourceAmbiguous,
 }
 
 impl TurnFailure {
@@ -105,6 +109,8 @@ impl TurnFailure {
             Self::RoomEvidenceStale => "room_evidence_stale",
             Self::RoomEvidenceIdentityMismatch => "room_evidence_identity_mismatch",
             Self::RoomEvidenceUnavailable => "room_evidence_unavailable",
+            Self::RoomProbeUnanswered => "room_probe_unanswered",
+            Self::RoomProbeSourceAmbiguous => "room_probe_source_ambiguous",
         }
     }
 }
@@ -115,6 +121,10 @@ pub struct TurnContext<'a> {
     pub instruction: Option<&'a str>,
     pub answers: &'a [Answer],
     pub required_families: &'a [String],
+    /// Families whose current refs the service itself issued this turn (bound-room
+    /// observations, the probe answer): such a family counts only when the turn cites
+    /// at least one of its refs.
+    pub family_refs: &'a [(String, Vec<String>)],
     pub recovered: bool,
     pub now: DateTime<Utc>,
 }
@@ -275,11 +285,18 @@ fn rebuild_requirements(run: &mut Run, ctx: &TurnContext<'_>, a: &TurnArtifact, 
         &mut unresolved,
         a.unresolved_requirements.iter().filter(|r| !service_owned(r)).take(MAX_ITEMS_PER_TURN).cloned(),
     );
-    let turn_has_refs = !audit.current_refs().is_empty();
+    let current = audit.current_refs();
+    let turn_has_refs = !current.is_empty();
+    let cites_issued = |f: &String| {
+        ctx.family_refs
+            .iter()
+            .filter(|(family, _)| family == f)
+            .all(|(_, refs)| refs.iter().any(|r| current.contains(r)))
+    };
     let gate_open = ctx
         .required_families
         .iter()
-        .filter(|f| !turn_has_refs || !a.satisfied_evidence_families.contains(f))
+        .filter(|f| !turn_has_refs || !a.satisfied_evidence_families.contains(f) || !cites_issued(f))
         .map(|f| required_evidence(f))
         .collect::<Vec<_>>();
     let gate_blocked = !gate_open.is_empty();

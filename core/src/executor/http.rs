@@ -257,6 +257,7 @@ mod tests {
             prior_evidence_refs: vec![],
             deadline: Utc::now() + chrono::Duration::seconds(5),
             room_evidence: None,
+            room_probe: None,
         };
         let ex = HttpExecutor::new("::");
         assert_eq!(ex.execute(req, CancellationToken::new()).await, Err(TurnFailure::ExecutorUnavailable));

@@ -30,7 +30,7 @@ use super::{TurnExecutor, TurnRequest};
 use crate::domain::authority::TerminalSigner;
 use crate::domain::run::{Answer, Question, Requirement, RequirementKind};
 use crate::domain::sha256_hex;
-use crate::domain::source::{ROOM_EVIDENCE_CAPABILITY, ROOM_EVIDENCE_FAMILY};
+use crate::domain::source::{PROBE_CAPABILITY, PROBE_FAMILY, ROOM_EVIDENCE_CAPABILITY, ROOM_EVIDENCE_FAMILY};
 use crate::domain::turn::{ArtifactEvidence, SolverStatus, TurnArtifact, TurnFailure};
 
 /// The read capability a turn must be admitted to search the library.
@@ -252,39 +252,71 @@ impl LocalExecutor {
 
     /// A turn with admitted live room observations uses them as passages: each fresh
     /// observation becomes a `shared_live_room_evidence` item and an observation ref of
-    /// this turn, and the terminal candidate cites them. A run that also admits the
-    /// research library gets both, cited together.
+    /// this turn, and the terminal candidate cites them. An answered environment probe
+    /// becomes a `shared_live_room_environment_probe` item the same way. A run that also
+    /// admits the research library gets both, cited together.
     fn solve(&self, req: &TurnRequest) -> TurnArtifact {
         let room = req
             .room_evidence
             .as_ref()
             .filter(|e| !e.observations.is_empty())
             .filter(|_| req.capabilities.iter().any(|c| c == ROOM_EVIDENCE_CAPABILITY));
-        let Some(room) = room else { return self.solve_library(req) };
-        let mut evidence: Vec<ArtifactEvidence> = room
-            .observations
-            .iter()
-            .map(|o| ArtifactEvidence {
-                reference: o.observation_ref.clone(),
-                family: ROOM_EVIDENCE_FAMILY.into(),
-                source: format!("room-source:{}#{}", o.provenance.source_id, o.provenance.request_id),
-                content_sha256: o.content_sha256.clone(),
-                excerpt: excerpt(&o.summary, EXCERPT_CHARS),
-            })
-            .collect();
+        let probe = req.room_probe.as_ref().filter(|_| req.capabilities.iter().any(|c| c == PROBE_CAPABILITY));
+        if room.is_none() && probe.is_none() {
+            return self.solve_library(req);
+        }
+        let mut evidence: Vec<ArtifactEvidence> = vec![];
+        let mut families: Vec<String> = vec![];
+        let mut texts: Vec<String> = vec![];
+        let mut claims: Vec<String> = vec![];
+        let mut summaries: Vec<String> = vec![];
+        if let Some(probe) = probe {
+            let a = &probe.answer;
+            let item = ArtifactEvidence {
+                reference: a.observation_ref.clone(),
+                family: PROBE_FAMILY.into(),
+                source: format!("room-source:{}#probe:{}", a.provenance.source_id, probe.probe_id),
+                content_sha256: a.content_sha256.clone(),
+                excerpt: excerpt(&format!("{} ({})", a.summary, inventory_text(&a.data)), EXCERPT_CHARS),
+            };
+            texts.push(format!(
+                "Inventory check of world {} (probe {}): {} [{}]",
+                a.provenance.world_id, probe.probe_id, item.excerpt, item.reference
+            ));
+            claims.push(item.excerpt.clone());
+            families.push(PROBE_FAMILY.into());
+            summaries.push(format!("Read the answer to environment probe {}.", probe.probe_id));
+            evidence.push(item);
+        }
+        if let Some(room) = room {
+            let items: Vec<ArtifactEvidence> = room
+                .observations
+                .iter()
+                .map(|o| ArtifactEvidence {
+                    reference: o.observation_ref.clone(),
+                    family: ROOM_EVIDENCE_FAMILY.into(),
+                    source: format!("room-source:{}#{}", o.provenance.source_id, o.provenance.request_id),
+                    content_sha256: o.content_sha256.clone(),
+                    excerpt: excerpt(&o.summary, EXCERPT_CHARS),
+                })
+                .collect();
+            let latest: Vec<&ArtifactEvidence> = items.iter().rev().take(5).collect();
+            texts.push(format!(
+                "Live room observations ({} fresh, world {}): {}",
+                room.observations.len(),
+                room.observations[0].provenance.world_id,
+                latest.iter().rev().map(|e| format!("{} [{}]", e.excerpt, e.reference)).collect::<Vec<_>>().join("; ")
+            ));
+            claims.extend(latest.iter().rev().map(|e| e.excerpt.clone()));
+            families.push(ROOM_EVIDENCE_FAMILY.into());
+            summaries.push(format!("Read {} fresh observation(s) of the bound room.", room.observations.len()));
+            evidence.extend(items);
+        }
         let observation_refs: Vec<String> = evidence.iter().map(|e| e.reference.clone()).collect();
-        let latest: Vec<&ArtifactEvidence> = evidence.iter().rev().take(5).collect();
-        let mut text = format!(
-            "Live room observations ({} fresh, world {}): {}",
-            room.observations.len(),
-            room.observations[0].provenance.world_id,
-            latest.iter().rev().map(|e| format!("{} [{}]", e.excerpt, e.reference)).collect::<Vec<_>>().join("; ")
-        );
         let mut refs = observation_refs.clone();
-        let mut families = vec![ROOM_EVIDENCE_FAMILY.to_string()];
-        let mut claims: Vec<String> = latest.iter().rev().map(|e| e.excerpt.clone()).collect();
+        let mut text = texts.join(" ");
+        let mut summary = summaries.join(" ");
         let mut resolved = vec![];
-        let mut summary = format!("Read {} fresh observation(s) of the bound room.", room.observations.len());
         if req.capabilities.iter().any(|c| c == CAPABILITY) {
             let library = self.solve_library(req);
             if library.solver_status == SolverStatus::Succeeded {
@@ -573,6 +605,28 @@ fn clip_chars(s: &str, max: usize) -> String {
 }
 
 /// About `max` characters, cut at a word boundary when one is near.
+/// A probe answer's inventory as text: "Steve: 12 minecraft:oak_log, 3 minecraft:bread; Alex: nothing".
+fn inventory_text(data: &serde_json::Map<String, serde_json::Value>) -> String {
+    let players = data.get("inventory").and_then(|i| i["players"].as_array()).cloned().unwrap_or_default();
+    if players.is_empty() {
+        return "nobody online".into();
+    }
+    players
+        .iter()
+        .map(|p| {
+            let items: Vec<String> = p["items"]
+                .as_array()
+                .map(|items| {
+                    items.iter().map(|i| format!("{} {}", i["count"], i["item"].as_str().unwrap_or_default())).collect()
+                })
+                .unwrap_or_default();
+            let carried = if items.is_empty() { "nothing".to_string() } else { items.join(", ") };
+            format!("{}: {carried}", p["player"].as_str().unwrap_or_default())
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 fn excerpt(text: &str, max: usize) -> String {
     if text.chars().count() <= max {
         return text.to_owned();
@@ -633,11 +687,59 @@ mod tests {
             prior_evidence_refs: vec![],
             deadline: Utc::now() + Duration::seconds(30),
             room_evidence: None,
+            room_probe: None,
         }
     }
 
     async fn run(ex: &LocalExecutor, req: TurnRequest) -> TurnArtifact {
         ex.execute(req, CancellationToken::new()).await.expect("local turns produce an artifact")
+    }
+
+    fn probe_input() -> crate::domain::source::RoomProbeInput {
+        serde_json::from_value(json!({
+            "probe_id": "prb_0123456789abcdef01234567",
+            "capability": PROBE_CAPABILITY,
+            "room_id": "room_0123456789abcdef0123",
+            "binding_ref": "rrb_0123",
+            "execution_enabled": false,
+            "answer": {
+                "observation_ref": "obsv_0123456789abcdef01234567",
+                "kind": "snapshot",
+                "event": null,
+                "summary": "overworld: 1 player online",
+                "data": { "capability": PROBE_CAPABILITY, "inventory": { "players": [
+                    { "player": "Steve", "items": [ { "item": "minecraft:oak_log", "count": 12 } ] } ] } },
+                "content_sha256": "00",
+                "provenance": {
+                    "source_id": "src_0123456789abcdef0123", "room_id": "room_0123456789abcdef0123",
+                    "world_id": "overworld", "adapter_profile": "minecraft", "adapter_version": "1.0.0",
+                    "adapter_hash": "sha256:00", "manifest_hash": "sha256:00", "producer_epoch": 1,
+                    "request_id": "answer-0001", "observed_at": "2026-11-30T10:00:00Z",
+                    "received_at": "2026-11-30T10:00:00Z", "probe_id": "prb_0123456789abcdef01234567"
+                }
+            }
+        }))
+        .unwrap()
+    }
+
+    #[tokio::test]
+    async fn an_answered_probe_becomes_cited_probe_evidence_only_with_its_capability() {
+        let ex = executor();
+        let mut req = request("What do the players carry?", None, vec![]);
+        req.capabilities = vec![PROBE_CAPABILITY.into()];
+        req.room_probe = Some(probe_input());
+        let a = run(&ex, req.clone()).await;
+        assert_eq!(a.solver_status, SolverStatus::Succeeded);
+        assert_eq!(a.satisfied_evidence_families, vec![PROBE_FAMILY.to_string()]);
+        assert_eq!(a.observation_refs, vec!["obsv_0123456789abcdef01234567".to_string()]);
+        assert_eq!(a.evidence[0].family, PROBE_FAMILY);
+        let c = a.terminal_candidate.expect("a signed candidate");
+        assert_eq!(c.supporting_refs, a.observation_refs);
+        assert!(c.text.contains("Steve: 12 minecraft:oak_log"), "{}", c.text);
+        // Without the capability the probe is not read.
+        req.capabilities = vec![];
+        let a = run(&ex, req).await;
+        assert!(a.evidence.iter().all(|e| e.family != PROBE_FAMILY));
     }
 
     #[test]

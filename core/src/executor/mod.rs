@@ -19,6 +19,8 @@ pub const TURN_REQUEST_SCHEMA: &str = "helix.turn_request.v1";
 /// v1 plus `room_evidence`: sent only for a turn that carries bound-room observations,
 /// so a v1 solver never receives a field it does not know.
 pub const TURN_REQUEST_SCHEMA_V2: &str = "helix.turn_request.v2";
+/// v2 plus `room_probe`: sent only for a turn that carries an answered environment probe.
+pub const TURN_REQUEST_SCHEMA_V3: &str = "helix.turn_request.v3";
 
 /// One turn's input (the `http` executor's request body, versioned).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -42,12 +44,22 @@ pub struct TurnRequest {
     /// The admitted bound-room observations of this turn (v2 only; absent in v1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub room_evidence: Option<crate::domain::source::RoomEvidenceInput>,
+    /// The answered environment probe of this turn (v3 only; absent in v1 and v2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub room_probe: Option<crate::domain::source::RoomProbeInput>,
 }
 
 impl TurnRequest {
-    /// The schema version this request is: v2 exactly when it carries room evidence.
+    /// The schema version this request is: v3 exactly when it carries a probe answer,
+    /// else v2 exactly when it carries room evidence, else v1.
     pub fn schema_version(&self) -> &'static str {
-        if self.room_evidence.is_some() { TURN_REQUEST_SCHEMA_V2 } else { TURN_REQUEST_SCHEMA }
+        if self.room_probe.is_some() {
+            TURN_REQUEST_SCHEMA_V3
+        } else if self.room_evidence.is_some() {
+            TURN_REQUEST_SCHEMA_V2
+        } else {
+            TURN_REQUEST_SCHEMA
+        }
     }
 }
 

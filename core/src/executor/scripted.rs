@@ -22,6 +22,13 @@ pub enum Step {
         refs: Vec<String>,
     },
     Fail(TurnFailure),
+    /// What a solver does with room data it cannot know in advance: cites the request's
+    /// answered environment probe (if any) and, when `observations`, its bound-room
+    /// observations, names the family of each lane the request carries, and signs a
+    /// terminal candidate on the cited refs.
+    CiteRoom {
+        observations: bool,
+    },
     /// Waits (cancellable) before answering with the inner step.
     Delay(Duration, Box<Step>),
 }
@@ -49,6 +56,46 @@ impl ScriptedExecutor {
                 let signer = self.signer.as_ref().expect("a Signed step needs a signer");
                 artifact.terminal_candidate = Some(signer.sign(&req.run_id, req.step, &req.claim_token, &text, refs));
                 Ok(artifact)
+            }
+            Step::CiteRoom { observations } => {
+                use crate::domain::source::{PROBE_FAMILY, ROOM_EVIDENCE_FAMILY};
+                let mut cited: Vec<(String, &str, String, String)> = vec![];
+                let mut families = vec![];
+                if let Some(p) = &req.room_probe {
+                    families.push(PROBE_FAMILY);
+                    let a = &p.answer;
+                    cited.push((a.observation_ref.clone(), PROBE_FAMILY, a.content_sha256.clone(), a.summary.clone()));
+                }
+                if let Some(ev) = &req.room_evidence {
+                    families.push(ROOM_EVIDENCE_FAMILY);
+                    if observations {
+                        cited.extend(ev.observations.iter().map(|o| {
+                            (
+                                o.observation_ref.clone(),
+                                ROOM_EVIDENCE_FAMILY,
+                                o.content_sha256.clone(),
+                                o.summary.clone(),
+                            )
+                        }));
+                    }
+                }
+                let refs: Vec<String> = cited.iter().map(|c| c.0.clone()).collect();
+                let evidence: Vec<serde_json::Value> = cited
+                    .iter()
+                    .map(|(r, f, sha, text)| {
+                        serde_json::json!({ "ref": r, "family": f, "source": "room", "content_sha256": sha, "excerpt": text })
+                    })
+                    .collect();
+                let artifact: TurnArtifact = serde_json::from_value(serde_json::json!({
+                    "solver_status": "succeeded",
+                    "summary": "read the room",
+                    "observation_refs": refs,
+                    "evidence": evidence,
+                    "satisfied_evidence_families": families,
+                }))
+                .map_err(|_| TurnFailure::ExecutorInvalidResponse)?;
+                let text = cited.iter().map(|c| c.3.as_str()).collect::<Vec<_>>().join(" ");
+                self.resolve(Step::Signed { artifact, text, refs }, req)
             }
             Step::Delay(..) => unreachable!("delays are unwrapped by execute"),
         }

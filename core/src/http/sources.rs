@@ -3,7 +3,8 @@
 //! - the browser credential lane (cookie, same-origin only): the claim page, the one
 //!   credential claim, rotation and revocation;
 //! - producer ingress under `/api/ingress/room-sources` (source bearer only, its own
-//!   route group with its own body and rate limits): manifest and observation batches.
+//!   route group with its own body and rate limits): manifest, observation batches, and
+//!   the environment probe (poll for pending probes, answer one).
 
 use axum::extract::{FromRequestParts, Path, RawQuery, State};
 use axum::response::{IntoResponse, Response};
@@ -17,7 +18,7 @@ use super::account::{BrowserSession, require_same_origin};
 use super::{AppState, Authed, Group, IdemKey, JsonBody, pipeline};
 use crate::auth::jwt::bearer_from_header;
 use crate::domain::source::{
-    CreateSourceRequest, CredentialClaimRequest, INGRESS_BASE, Manifest, ObservationBatch, SourceRef,
+    CreateSourceRequest, CredentialClaimRequest, INGRESS_BASE, Manifest, ObservationBatch, ProbeAnswer, SourceRef,
 };
 use crate::error::ApiError;
 use crate::service::sessions::Session;
@@ -231,6 +232,8 @@ pub fn ingress_router(state: AppState) -> Router {
     Router::new()
         .route(&format!("{INGRESS_BASE}/manifest"), post(manifest).fallback(method_not_allowed_post))
         .route(&format!("{INGRESS_BASE}/observations"), post(observations).fallback(method_not_allowed_post))
+        .route(&format!("{INGRESS_BASE}/probes"), get(probes).fallback(method_not_allowed_get))
+        .route(&format!("{INGRESS_BASE}/probes/{{probe_id}}/answer"), post(answer).fallback(method_not_allowed_post))
         .layer(axum::middleware::from_fn_with_state((state.clone(), Group::Ingress), pipeline))
         .with_state(state)
 }
@@ -268,4 +271,25 @@ async fn observations(
     JsonBody(batch): JsonBody<ObservationBatch>,
 ) -> Result<Response, ApiError> {
     Ok((StatusCode::ACCEPTED, Json(state.services.ingest_observations(&source, batch).await?)).into_response())
+}
+
+/// `GET …/probes`: the calling source's pending probes (its own only; no query, no body).
+async fn probes(
+    State(state): State<AppState>,
+    SourceAuthed(source): SourceAuthed,
+    RawQuery(q): RawQuery,
+) -> Result<Response, ApiError> {
+    super::rooms::empty_request(q.as_deref(), b"")?;
+    Ok(Json(state.services.pending_probes(&source).await?).into_response())
+}
+
+/// `POST …/probes/{probe_id}/answer`: the answer of one probe queued for this source.
+async fn answer(
+    State(state): State<AppState>,
+    SourceAuthed(source): SourceAuthed,
+    Path(probe_id): Path<String>,
+    JsonBody(answer): JsonBody<ProbeAnswer>,
+) -> Result<Response, ApiError> {
+    let receipt = state.services.answer_probe(&source, &probe_id, answer).await?;
+    Ok((StatusCode::ACCEPTED, Json(receipt)).into_response())
 }

@@ -4,6 +4,7 @@
 
 pub mod accounts;
 pub mod cancel_watch;
+pub mod probes;
 pub mod records;
 pub mod room_evidence;
 pub mod rooms;

@@ -4,7 +4,8 @@
 //! status; an active, credentialed, admitted source of that room; freshness and exact
 //! request-level provenance of its observations), each failing the turn with its own
 //! code, and the bounded admitted observations handed to the executor. The binding,
-//! membership, consent and room checks run again just before the turn is projected.
+//! membership, consent and room checks run again just before the turn is projected (one
+//! BatchGetItem: the binding and room are known by then).
 //! Must not depend on `http` or `mcp`.
 
 use crate::domain::source::*;
@@ -69,7 +70,7 @@ fn check_binding(
 }
 
 /// True when the observation was stored under exactly the source's current admission.
-fn provenance_matches(o: &StoredObservation, s: &Source) -> bool {
+pub(super) fn provenance_matches(o: &StoredObservation, s: &Source) -> bool {
     o.source_id == s.source_id
         && o.room_id == s.room_id
         && o.world_id == s.world_id
@@ -81,7 +82,7 @@ fn provenance_matches(o: &StoredObservation, s: &Source) -> bool {
         && o.credential_generation == s.generation
 }
 
-fn projected(o: StoredObservation) -> RoomObservation {
+pub(super) fn projected(o: StoredObservation) -> RoomObservation {
     RoomObservation {
         content_sha256: observation_content_sha256(o.kind, o.event.as_deref(), &o.summary, &o.data),
         observation_ref: o.observation_ref,
@@ -101,6 +102,7 @@ fn projected(o: StoredObservation) -> RoomObservation {
             request_id: o.request_id,
             observed_at: o.observed_at,
             received_at: o.received_at,
+            probe_id: o.probe_id,
         },
     }
 }
@@ -132,11 +134,53 @@ impl Services {
         Ok(bound)
     }
 
+    /// The recheck just before a turn is projected. The turn's binding and room are known
+    /// from the recheck before it, so the run's slot is read with them in one BatchGetItem
+    /// (slot + binding + room + membership + account); the slot must still name that binding.
+    pub async fn recheck_bound_room(
+        &self,
+        p: &Caller,
+        run_id: &str,
+        binding_ref: &str,
+        room_id: &str,
+    ) -> Result<(), TurnFailure> {
+        let got = self
+            .store
+            .batch_get(&[
+                run_room_slot(run_id),
+                bind_key(binding_ref),
+                room_key(room_id),
+                member_key(room_id, &p.account_id),
+                account_key(&p.account_id),
+            ])
+            .await
+            .map_err(unavailable)?;
+        let slot_holds = got[0].as_ref().is_some_and(|s| {
+            s.s("owner_hash") == Some(p.owner_hash().as_str())
+                && s.s("binding_ref") == Some(binding_ref)
+                && s.s("room_id") == Some(room_id)
+        });
+        if !slot_holds {
+            return Err(TurnFailure::RoomBindingMissing);
+        }
+        let bound =
+            check_binding(p, run_id, binding_ref, got[1].as_ref(), got[2].as_ref(), got[3].as_ref(), got[4].as_ref())?;
+        if bound.room_id != room_id {
+            return Err(TurnFailure::RoomBindingMissing);
+        }
+        Ok(())
+    }
+
     /// Every recheck of a turn, then the admitted observations: the freshest (at most
     /// `MAX_TURN_OBSERVATIONS`) of the room's active, credentialed, admitted sources whose
     /// provenance matches their source's current admission exactly.
     pub async fn gather_room_evidence(&self, p: &Caller, run_id: &str) -> Result<RoomEvidenceInput, TurnFailure> {
         let bound = self.recheck_room_binding(p, run_id).await?;
+        self.room_evidence_of(bound).await
+    }
+
+    /// The admitted observations of a binding that passed its rechecks.
+    pub async fn room_evidence_of(&self, bound: BoundRoom) -> Result<RoomEvidenceInput, TurnFailure> {
         let now = self.clock.epoch();
         let page = self
             .store

@@ -7,6 +7,7 @@
 //! Must not depend on `http` or `mcp`.
 
 use chrono::{DateTime, SecondsFormat, Utc};
+use futures::{StreamExt, TryStreamExt};
 use serde_json::Value;
 
 use crate::domain::account::AccountPolicy;
@@ -36,6 +37,8 @@ pub const CLAIM_PAGE_PATH: &str = "/account/room-sources/claim";
 const RACE_RETRIES: usize = 6;
 /// Page size and page bound of a freshness-window read.
 const WINDOW_PAGE: usize = 100;
+/// Rooms whose sources Device Check reads at once.
+const DEVICE_CHECK_ROOM_CONCURRENCY: usize = 8;
 const MAX_WINDOW_PAGES: usize = 10;
 
 // ---------- keys ----------
@@ -188,6 +191,9 @@ pub struct StoredObservation {
     pub data: serde_json::Map<String, Value>,
     pub observed_at: DateTime<Utc>,
     pub received_at: DateTime<Utc>,
+    /// The probe this observation answers (probe answers only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe_id: Option<String>,
 }
 
 /// The room, its owner's membership and account policy: who may act on a source.
@@ -242,7 +248,9 @@ impl Services {
         p.require(&[ROOM_SOURCES_MANAGE])?;
         developer(&p.policy)?;
         let profile = req.validate()?;
-        let room = self.source_room(room_id, &p.account_id).await?;
+        // Ownership is checked inside the transaction (room active and owned by the caller,
+        // the caller its owner member), not by a read before it: one round trip less.
+        let room = RoomId::parse(room_id).ok_or(ApiError::NotFound)?;
         let body = serde_json::to_value(&req).map_err(ApiError::internal)?;
         let hash =
             hash_parts(&["room_source.request.v1", &p.owner_hash(), OP_CREATE, room.as_str(), &body.to_string()]);
@@ -307,6 +315,7 @@ impl Services {
                     Cond::eq_s("owner_account", p.account_id.clone()),
                 ]),
             },
+            WriteOp::Check { key: member_key(room.as_str(), &p.account_id), cond: Cond::eq_s("role", "owner") },
         ];
         match self.store.transact(ops).await {
             Ok(()) => {
@@ -321,7 +330,9 @@ impl Services {
                     self.answer_from_receipt(existing, &hash)
                 }
                 Some(CancelReason::Other(_)) => Err(ApiError::IdempotencyInProgress),
-                _ if matches!(reasons.get(3), Some(CancelReason::ConditionFailed { .. })) => Err(ApiError::NotFound),
+                _ if reasons.iter().skip(3).any(|r| matches!(r, CancelReason::ConditionFailed { .. })) => {
+                    Err(ApiError::NotFound)
+                }
                 _ => Err(ApiError::internal(std::io::Error::other("source id collision"))),
             },
             Err(e) => Err(e.into()),
@@ -656,6 +667,7 @@ impl Services {
                 data: o.data,
                 observed_at: o.observed_at,
                 received_at: now,
+                probe_id: None,
             };
             let item = Item::new(pk.clone(), observation_sk(at, &o.request_id))
                 .with_s(BODY, serde_json::to_string(&stored).map_err(ApiError::internal)?)
@@ -738,6 +750,15 @@ impl Services {
 }
 
 impl Services {
+    /// One room's sources and their health markers: a Query, then a BatchGetItem.
+    async fn sources_with_health(&self, room_id: String) -> Result<(String, Vec<Source>, Vec<Option<Item>>), ApiError> {
+        let page = self.store.query(&room_key(&room_id).pk, "SRC#", None, MAX_LISTED_SOURCES).await?;
+        let sources: Vec<Source> = page.items.iter().map(Source::from_item).collect();
+        let health_keys: Vec<Key> = sources.iter().map(|s| health_key(&s.source_id)).collect();
+        let healths = if health_keys.is_empty() { vec![] } else { self.store.batch_get(&health_keys).await? };
+        Ok((room_id, sources, healths))
+    }
+
     /// Device Check (`helix_environment_device_check`, `helix.rooms.read`): for each room
     /// the caller belongs to, each source's connection health. Never a credential, an
     /// endpoint or a player id; a token with only `helix.rooms.read` sees nothing else.
@@ -758,15 +779,18 @@ impl Services {
         if !ids.is_empty() {
             let keys: Vec<Key> = ids.iter().flat_map(|id| [room_key(id), member_key(id, &p.account_id)]).collect();
             let got = self.store.batch_get(&keys).await?;
-            for (id, pair) in ids.iter().zip(got.chunks(2)) {
-                let [Some(room), Some(_member)] = pair else { continue };
-                if room.s("status") != Some("active") {
-                    continue;
-                }
-                let page = self.store.query(&room_key(id).pk, "SRC#", None, MAX_LISTED_SOURCES).await?;
-                let sources: Vec<Source> = page.items.iter().map(Source::from_item).collect();
-                let health_keys: Vec<Key> = sources.iter().map(|s| health_key(&s.source_id)).collect();
-                let healths = if health_keys.is_empty() { vec![] } else { self.store.batch_get(&health_keys).await? };
+            let active: Vec<String> = ids
+                .iter()
+                .zip(got.chunks(2))
+                .filter(|(_, pair)| matches!(pair, [Some(room), Some(_)] if room.s("status") == Some("active")))
+                .map(|(id, _)| id.clone())
+                .collect();
+            // Several rooms at once: the request's depth does not grow with its rooms.
+            let per_room: Vec<_> = futures::stream::iter(active.into_iter().map(|id| self.sources_with_health(id)))
+                .buffered(DEVICE_CHECK_ROOM_CONCURRENCY)
+                .try_collect()
+                .await?;
+            for (id, sources, healths) in per_room {
                 let sources = sources
                     .iter()
                     .zip(healths)
@@ -796,7 +820,7 @@ impl Services {
                         }
                     })
                     .collect();
-                rooms.push(RoomHealth { room_id: id.clone(), sources });
+                rooms.push(RoomHealth { room_id: id, sources });
             }
         }
         Ok(DeviceCheckReport {

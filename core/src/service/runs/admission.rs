@@ -4,6 +4,7 @@
 
 use crate::domain::run::Run;
 use crate::domain::scopes::{self, DataScope, ScopeRefusal};
+use crate::domain::source::PROBE_SCOPE;
 use crate::error::ApiError;
 use crate::service::{Caller, Services};
 
@@ -36,15 +37,14 @@ impl Services {
         Ok(admitted)
     }
 
-    /// The one place a room-bound scope is admitted. `bound_room_evidence` is admitted
-    /// at start (a run is bound to its room after it exists) and at every continuation;
-    /// the binding, membership, role, consent, room, source, freshness and provenance
-    /// rechecks then run for every turn, after its claim and again before projection
-    /// (`service::room_evidence`), each failing the turn with its own code.
-    /// `bound_room_environment_probe` is not served by this deployment yet: refused
-    /// (fail closed) even when enabled.
+    /// The one place a room-bound scope is admitted. `bound_room_evidence` and
+    /// `bound_room_environment_probe` are admitted at start (a run is bound to its room
+    /// after it exists) and at every continuation; the binding, membership, role, consent,
+    /// room and source rechecks then run for every turn, after its claim and again before
+    /// projection (`service::room_evidence`, `service::probes`), each failing the turn with
+    /// its own code. Any other room-bound scope is refused (fail closed) even when enabled.
     fn admit_room_binding(&self, _p: &Caller, scope: &DataScope, _run: Option<&Run>) -> Result<(), ApiError> {
-        if scope.id == "bound_room_evidence" {
+        if scope.id == "bound_room_evidence" || scope.id == PROBE_SCOPE {
             return Ok(());
         }
         Err(ApiError::DataScopeNotAdmitted(format!("{} is not served by this deployment yet", scope.id)))

@@ -13,11 +13,15 @@ use crate::domain::ids::{IdempotencyKey, RunId};
 use crate::domain::random_hex;
 use crate::domain::run::{Claim, ContinueRequest, Run};
 use crate::domain::scopes::{DataScope, RUNS_WRITE};
+use crate::domain::source::{PROBE_FAMILY, PROBE_SCOPE, ROOM_EVIDENCE_FAMILY};
 
 const BOUND_ROOM_EVIDENCE: &str = "bound_room_evidence";
+/// The refs the service itself issued to one turn, per evidence family.
+type IssuedRefs = Vec<(String, Vec<String>)>;
 use crate::domain::turn::{TurnArtifact, TurnContext, TurnFailure, apply_turn};
 use crate::error::ApiError;
 use crate::executor::{TURN_REQUEST_SCHEMA, TurnRequest};
+use crate::service::probes::PROBE_EXECUTOR_RESERVE;
 use crate::service::records::{Receipt, ReceiptState, run_from_item, run_item, run_key, run_unchanged};
 use crate::service::{Caller, Mutation, Services};
 use crate::store::{CancelReason, Cond, Key, StoreError, WriteOp};
@@ -87,10 +91,13 @@ impl Services {
         let (budget, deadline) = self.deadline(&turn.claimed, c.invocation);
         let started = Instant::now();
         let request = turn_request(&turn, &c.req, step, deadline);
-        let outcome = if admitted.iter().any(|s| s.id == BOUND_ROOM_EVIDENCE) {
-            self.execute_room_turn(p, request, budget).await
+        let (outcome, issued) = if admitted.iter().any(|s| s.room_bound) {
+            match self.execute_room_turn(p, request, budget, &admitted).await {
+                Ok((artifact, issued)) => (Ok(artifact), issued),
+                Err(failure) => (Err(failure), vec![]),
+            }
         } else {
-            self.execute_turn(request, budget).await
+            (self.execute_turn(request, budget).await, vec![])
         };
         tracing::info!(
             run_id = %turn.claimed.run_id,
@@ -100,7 +107,7 @@ impl Services {
             budget_ms = budget.as_millis() as u64,
             "turn"
         );
-        self.finalize_turn(&p.owner_hash(), &c, turn, step, outcome).await
+        self.finalize_turn(&p.owner_hash(), &c, turn, step, outcome, &issued).await
     }
 
     /// The run, if this request may continue it: a receipt of the key answers first; then
@@ -181,18 +188,26 @@ impl Services {
         (budget, now + chrono::Duration::from_std(budget).unwrap_or_default())
     }
 
+    /// Registers this process's cancellation signal of a run's running turn and, on a
+    /// shared store, the watch that carries a cancel committed through another process.
+    /// Dropped, it unregisters.
+    fn turn_signal(&self, run_id: &str, claim_token: &str) -> TurnSignal {
+        let cancel = CancellationToken::new();
+        self.running.lock().expect("running map").insert(run_id.to_owned(), cancel.clone());
+        let watch = self.store.is_shared().then(|| {
+            let every = crate::service::cancel_watch::POLL_INTERVAL;
+            crate::service::cancel_watch::watch(self.store.clone(), run_id, claim_token, cancel.clone(), every)
+        });
+        TurnSignal { running: self.running.clone(), run_id: run_id.to_owned(), cancel, _watch: watch }
+    }
+
     /// Executes one turn: the executor raced against the budget and this process's
     /// cancellation signal of the run (`running`). A turn stopped by its deadline is
     /// `turn_timeout`; one stopped by a cancellation of its run is `turn_cancelled`.
     async fn execute_turn(&self, turn: TurnRequest, budget: StdDuration) -> Result<TurnArtifact, TurnFailure> {
-        let run_id = turn.run_id.clone();
-        let cancel = CancellationToken::new();
-        self.running.lock().expect("running map").insert(run_id.clone(), cancel.clone());
         // A cancel committed through another process reaches this turn through the store.
-        let _watch = self.store.is_shared().then(|| {
-            let every = crate::service::cancel_watch::POLL_INTERVAL;
-            crate::service::cancel_watch::watch(self.store.clone(), &run_id, &turn.claim_token, cancel.clone(), every)
-        });
+        let signal = self.turn_signal(&turn.run_id, &turn.claim_token);
+        let cancel = signal.cancel.clone();
         let result = tokio::select! {
             // Checked first: a cancellation also ends the executor's own wait, and its
             // answer must not pass for a timeout.
@@ -203,28 +218,57 @@ impl Services {
         };
         let cancelled = cancel.is_cancelled();
         cancel.cancel(); // tell a still-running executor to stop
-        self.running.lock().expect("running map").remove(&run_id);
+        drop(signal);
         match result {
             Err(_) if cancelled => Err(TurnFailure::TurnCancelled),
             other => other,
         }
     }
 
-    /// A turn of a `bound_room_evidence` run: every room recheck, then the executor with
-    /// the admitted observations, then the binding/membership/consent/room rechecks again
-    /// just before the artifact is projected. A failed recheck fails the turn with its code.
+    /// A turn of a room-bound run: the binding rechecks, then for `bound_room_evidence`
+    /// the admitted observations and for `bound_room_environment_probe` the answered probe
+    /// of the paired source (queued now, waited for within the turn's budget), then the
+    /// executor, then the binding/membership/consent/room rechecks again just before the
+    /// artifact is projected. A failed recheck (or an unanswered probe) fails the turn
+    /// with its code. Returns the refs this turn was issued, per family.
     async fn execute_room_turn(
         &self,
         p: &Caller,
         mut request: TurnRequest,
         budget: StdDuration,
-    ) -> Result<TurnArtifact, TurnFailure> {
-        let evidence = self.gather_room_evidence(p, &request.run_id).await?;
+        admitted: &[&'static DataScope],
+    ) -> Result<(TurnArtifact, IssuedRefs), TurnFailure> {
+        let started = Instant::now();
+        let holds = |id: &str| admitted.iter().any(|s| s.id == id);
+        let bound = self.recheck_room_binding(p, &request.run_id).await?;
+        // Known from here on: the recheck before projection reads them with the slot at once.
+        let (binding_ref, room_id) = (bound.binding_ref.clone(), bound.room_id.clone());
+        let mut issued: IssuedRefs = vec![];
+        if holds(PROBE_SCOPE) {
+            let wait = self.config.sources.probe_wait.min(budget.saturating_sub(PROBE_EXECUTOR_RESERVE));
+            // A cancellation of the run stops the wait, as it stops the executor.
+            let signal = self.turn_signal(&request.run_id, &request.claim_token);
+            let probe = self
+                .probe_room(&bound, &request.run_id, request.step, &request.claim_token, wait, &signal.cancel)
+                .await;
+            drop(signal);
+            let probe = probe?;
+            issued.push((PROBE_FAMILY.into(), vec![probe.answer.observation_ref.clone()]));
+            request.room_probe = Some(probe);
+        }
+        if holds(BOUND_ROOM_EVIDENCE) {
+            let evidence = self.room_evidence_of(bound).await?;
+            issued.push((
+                ROOM_EVIDENCE_FAMILY.into(),
+                evidence.observations.iter().map(|o| o.observation_ref.clone()).collect(),
+            ));
+            request.room_evidence = Some(evidence);
+        }
         let run_id = request.run_id.clone();
-        request.room_evidence = Some(evidence);
-        let artifact = self.execute_turn(request, budget).await?;
-        self.recheck_room_binding(p, &run_id).await?;
-        Ok(artifact)
+        let left = budget.saturating_sub(started.elapsed()).max(StdDuration::from_millis(100));
+        let artifact = self.execute_turn(request, left).await?;
+        self.recheck_bound_room(p, &run_id, &binding_ref, &room_id).await?;
+        Ok((artifact, issued))
     }
 
     /// Finalize: CAS on the claimed rev; the turn's events and the completed receipt in
@@ -236,6 +280,7 @@ impl Services {
         turn: ClaimedTurn,
         step: u32,
         outcome: Result<TurnArtifact, TurnFailure>,
+        issued: &[(String, Vec<String>)],
     ) -> Result<Mutation, ApiError> {
         let now = self.clock.now();
         let mut done = turn.claimed.clone();
@@ -246,6 +291,7 @@ impl Services {
             instruction: c.req.instruction.as_deref(),
             answers: &c.req.answers,
             required_families: &turn.families,
+            family_refs: issued,
             recovered: turn.recovered,
             now,
         };
@@ -321,6 +367,20 @@ impl Services {
     }
 }
 
+/// A registered cancellation signal of one running turn (see `Services::turn_signal`).
+struct TurnSignal {
+    running: std::sync::Arc<std::sync::Mutex<std::collections::HashMap<String, CancellationToken>>>,
+    run_id: String,
+    cancel: CancellationToken,
+    _watch: Option<crate::service::cancel_watch::Watch>,
+}
+
+impl Drop for TurnSignal {
+    fn drop(&mut self) {
+        self.running.lock().expect("running map").remove(&self.run_id);
+    }
+}
+
 /// The executor's input for this turn: the admitted capabilities and families only.
 fn turn_request(turn: &ClaimedTurn, req: &ContinueRequest, step: u32, deadline: DateTime<Utc>) -> TurnRequest {
     let run = &turn.claimed;
@@ -338,6 +398,7 @@ fn turn_request(turn: &ClaimedTurn, req: &ContinueRequest, step: u32, deadline: 
         prior_evidence_refs: run.evidence.evidence_refs.clone(),
         deadline,
         room_evidence: None,
+        room_probe: None,
     }
 }
 
@@ -374,6 +435,7 @@ mod tests {
             prior_evidence_refs: vec![],
             deadline: Utc::now(),
             room_evidence: None,
+            room_probe: None,
         }
     }
 
