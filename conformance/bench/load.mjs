@@ -10,11 +10,20 @@
 // targets are there, the issue-11 ratios: the tool call against the bare rmcp floor
 // (target >= 0.65) and its cost against REST inspect (target <= 1.25).
 //
+// Load generator (--loadgen): `wrk` (the C load generator, through wrk.lua; one thread by
+// default, --wrk-threads) or `node` (this process). `auto` (default) takes wrk when it is
+// on PATH: on a small machine the Node generator spends as much CPU per request as a fast
+// server does and caps what it can measure (the bare rmcp floor most of all). With wrk,
+// this process only waits while each case runs. Every case of one run uses the same
+// generator, so the ratios compare like with like.
+//
 //   node load.mjs --target helix=http://127.0.0.1:A/mcp --target floor=http://127.0.0.1:B/mcp \
 //     --target ts=http://127.0.0.1:C/mcp --rest http://127.0.0.1:A --token T --run-id R \
-//     [--concurrency 16] [--duration 10] [--warmup 1] [--json out.json]
+//     [--concurrency 16] [--duration 10] [--warmup 1] [--loadgen auto|wrk|node] [--json out.json]
 import http from 'node:http';
-import { writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { performance } from 'node:perf_hooks';
 import { get, loopbackUrl, post } from './lib.mjs';
@@ -29,7 +38,10 @@ const { values } = parseArgs({
     duration: { type: 'string', default: '10' },
     warmup: { type: 'string', default: '1' },
     'max-requests': { type: 'string', default: '2000000' },
+    loadgen: { type: 'string', default: 'auto' },
+    'wrk-threads': { type: 'string', default: '1' },
     json: { type: 'string' },
+    pid: { type: 'string', multiple: true },
   },
 });
 if (!values.target?.length || !values.token || !values['run-id']) {
@@ -45,12 +57,38 @@ const durationMs = Math.max(1, Math.min(120, Number(values.duration))) * 1000;
 const warmupMs = Math.max(0, Math.min(30, Number(values.warmup))) * 1000;
 const maxRequests = Math.max(1, Number(values['max-requests']));
 const token = values.token;
+const hasWrk = () => spawnSync('wrk', ['--version'], { stdio: 'ignore' }).error === undefined;
+const loadgen = values.loadgen === 'auto' ? (hasWrk() ? 'wrk' : 'node') : values.loadgen;
+if (!['wrk', 'node'].includes(loadgen)) {
+  console.error(`unknown --loadgen ${values.loadgen} (auto, wrk or node)`);
+  process.exit(2);
+}
+const wrkThreads = Math.max(1, Math.min(concurrency, Number(values['wrk-threads'])));
+const WRK_SCRIPT = fileURLToPath(new URL('./wrk.lua', import.meta.url));
+
+// Server CPU per request (--pid name=PID, Linux /proc): user+system time the target's
+// process spent during a case, divided by its good responses. On a shared machine this
+// moves far less than requests/s, which also depends on what else gets the cores.
+const pids = new Map((values.pid ?? []).map((p) => [p.slice(0, p.indexOf('=')), p.slice(p.indexOf('=') + 1)]));
+const CLK_TCK = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout?.trim()) || 100;
+function cpuSeconds(name) {
+  const pid = pids.get(name);
+  if (!pid) return NaN;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / CLK_TCK;
+  } catch {
+    return NaN;
+  }
+}
 
 const OPS = [
   {
     name: 'tools/list',
     body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }),
     check: (r) => Array.isArray(r.tools) && r.tools.length > 0,
+    expect: '"tools":[{',
   },
   {
     name: 'tools/call inspect',
@@ -59,12 +97,15 @@ const OPS = [
       params: { name: 'helix_run_inspect', arguments: { run_id: values['run-id'] } },
     }),
     check: (r) => r.isError !== true && r.structuredContent?.run_id === values['run-id'],
+    expect: `"run_id":"${values['run-id']}"`,
+    refuse: '"isError":true',
   },
 ];
 const REST_INSPECT = {
   name: 'REST inspect',
   rest: true,
   check: (body) => body.run_id === values['run-id'],
+  expect: `"run_id":"${values['run-id']}"`,
 };
 
 function verdict(op, res) {
@@ -123,6 +164,31 @@ async function drive(target, op, ms, record) {
   return stats;
 }
 
+/** One case under wrk (wrk.lua): the same counts as `drive`, from wrk's own summary. */
+function driveWrk(target, op, ms) {
+  const env = {
+    ...process.env,
+    BENCH_METHOD: op.rest ? 'GET' : 'POST',
+    BENCH_BODY: op.rest ? '' : op.body,
+    BENCH_TOKEN: token,
+    BENCH_EXPECT: op.expect,
+    BENCH_REFUSE: op.refuse ?? '',
+  };
+  const seconds = Math.max(1, Math.round(ms / 1000));
+  const args = ['-t', String(wrkThreads), '-c', String(concurrency), '-d', `${seconds}s`, '--timeout', '10s',
+    '-s', WRK_SCRIPT, target.url.href];
+  const r = spawnSync('wrk', args, { env, encoding: 'utf8', timeout: (seconds + 30) * 1000 });
+  const line = (r.stdout ?? '').split('\n').find((l) => l.startsWith('WRK_RESULT '));
+  if (r.status !== 0 || !line) throw new Error(`wrk failed (${r.status}): ${r.stderr || r.stdout}`);
+  const [requests, good, us, bytes, p50, p99, socketErrors] = line.split(' ').slice(1).map(Number);
+  const bad = requests - good;
+  const errorKinds = new Map();
+  if (bad) errorKinds.set('bad response', bad);
+  if (socketErrors) errorKinds.set('socket', socketErrors);
+  return { ok: good, errors: bad + socketErrors, bytes: good ? (bytes * good) / requests : 0, seconds: us / 1e6,
+    p50_ms: p50 / 1000, p99_ms: p99 / 1000, errorKinds };
+}
+
 const pct = (sorted, p) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] : NaN);
 
 const cases = OPS.flatMap((op) => targets.map((target) => ({ target, op })));
@@ -134,18 +200,30 @@ if (values.rest) {
 
 const rows = [];
 for (const { target, op } of cases) {
-  if (warmupMs > 0) await drive(target, op, warmupMs, false);
-  const s = await drive(target, op, durationMs, true);
-  s.lat.sort((a, b) => a - b);
+  let s;
+  let cpu0;
+  if (loadgen === 'wrk') {
+    if (warmupMs > 0) driveWrk(target, op, warmupMs);
+    cpu0 = cpuSeconds(target.name);
+    s = driveWrk(target, op, durationMs);
+  } else {
+    if (warmupMs > 0) await drive(target, op, warmupMs, false);
+    cpu0 = cpuSeconds(target.name);
+    s = await drive(target, op, durationMs, true);
+    s.lat.sort((a, b) => a - b);
+    s.p50_ms = pct(s.lat, 50);
+    s.p99_ms = pct(s.lat, 99);
+  }
   const row = {
     target: target.name,
     operation: op.name,
     requests: s.ok,
     errors: s.errors,
     rps: s.ok / s.seconds,
-    p50_ms: pct(s.lat, 50),
-    p99_ms: pct(s.lat, 99),
+    p50_ms: s.p50_ms,
+    p99_ms: s.p99_ms,
     mean_bytes: s.ok ? Math.round(s.bytes / s.ok) : 0,
+    cpu_us: s.ok ? ((cpuSeconds(target.name) - cpu0) * 1e6) / s.ok : NaN,
     error_kinds: Object.fromEntries(s.errorKinds),
   };
   rows.push(row);
@@ -153,12 +231,13 @@ for (const { target, op } of cases) {
 }
 
 const fmt = (n, d = 0) => (Number.isFinite(n) ? n.toFixed(d) : 'n/a');
-const header = ['target', 'operation', 'requests', 'errors', 'req/s', 'p50 ms', 'p99 ms', 'resp bytes'];
+const header = ['target', 'operation', 'requests', 'errors', 'req/s', 'p50 ms', 'p99 ms', 'resp bytes', 'cpu us/req'];
 const table = rows.map((r) => [r.target, r.operation, String(r.requests), String(r.errors), fmt(r.rps),
-  fmt(r.p50_ms, 2), fmt(r.p99_ms, 2), String(r.mean_bytes)]);
+  fmt(r.p50_ms, 2), fmt(r.p99_ms, 2), String(r.mean_bytes), fmt(r.cpu_us, 1)]);
 const widths = header.map((h, i) => Math.max(h.length, ...table.map((t) => t[i].length)));
 const line = (cells) => cells.map((c, i) => (i < 2 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
-console.log(`\nMCP load: concurrency ${concurrency}, ${durationMs / 1000} s per target and operation (after ${warmupMs / 1000} s warm-up), loopback`);
+const generator = loadgen === 'wrk' ? `wrk, ${wrkThreads} thread(s)` : 'node:http';
+console.log(`\nMCP load (${generator}): concurrency ${concurrency}, ${durationMs / 1000} s per target and operation (after ${warmupMs / 1000} s warm-up), loopback`);
 console.log(line(header));
 console.log(widths.map((w) => '-'.repeat(w)).join('  '));
 for (const t of table) console.log(line(t));
@@ -188,11 +267,25 @@ if (values.rest) {
   const ratio = rps(a, REST_INSPECT.name) / rps(a, CALL);
   ratios['call cost/REST cost'] = ratio;
   console.log(`${a} ${CALL} costs ${fmt(ratio, 2)}x ${REST_INSPECT.name} per request (issue 11 target: <= 1.25)`);
+  const cpu = (target, operation) => rows.find((x) => x.target === target && x.operation === operation)?.cpu_us ?? NaN;
+  const cpuRatio = cpu(a, CALL) / cpu(a, REST_INSPECT.name);
+  if (Number.isFinite(cpuRatio)) {
+    ratios['call cpu/REST cpu'] = cpuRatio;
+    console.log(`${a} ${CALL} uses ${fmt(cpuRatio, 2)}x the server CPU of ${REST_INSPECT.name} per request`);
+  }
+}
+if (others.includes('floor')) {
+  const cpu = (target) => rows.find((x) => x.target === target && x.operation === CALL)?.cpu_us ?? NaN;
+  const cpuRatio = cpu(a) / cpu('floor');
+  if (Number.isFinite(cpuRatio)) {
+    ratios['call cpu/floor cpu'] = cpuRatio;
+    console.log(`${a} ${CALL} uses ${fmt(cpuRatio, 2)}x the server CPU of the floor's per request`);
+  }
 }
 for (const r of rows) {
   if (r.errors) console.log(`warning: ${r.target} ${r.operation}: ${r.errors} failed responses ${JSON.stringify(r.error_kinds)}`);
 }
 if (values.json) {
-  writeFileSync(values.json, JSON.stringify({ concurrency, duration_s: durationMs / 1000, warmup_s: warmupMs / 1000, rows, ratios }, null, 2));
+  writeFileSync(values.json, JSON.stringify({ loadgen, wrk_threads: loadgen === 'wrk' ? wrkThreads : undefined, concurrency, duration_s: durationMs / 1000, warmup_s: warmupMs / 1000, rows, ratios }, null, 2));
 }
 process.exit(rows.some((r) => r.requests === 0) ? 1 : 0);

@@ -485,3 +485,97 @@ async fn the_metadata_resource_is_the_configured_audience() {
     let res = app.get("/api/v1/agent-runs/run_missing0001", &token).send().await.unwrap();
     assert_eq!(res.status(), 404, "tokens for that audience are accepted");
 }
+
+// ----------------------------------------------------------------- the direct tools/call path (issue 11)
+
+async fn tools_call(app: &TestApp, token: &str, body: Value, headers: &[(&str, &str)]) -> (u16, String) {
+    let mut req = app.post("/mcp", token).header("Accept", "application/json, text/event-stream");
+    for (name, value) in headers {
+        req = req.header(*name, *value);
+    }
+    let res = req.json(&body).send().await.unwrap();
+    (res.status().as_u16(), res.text().await.unwrap())
+}
+
+fn inspect_call(id: Value, run_id: &str) -> Value {
+    serde_json::json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": { "name": "helix_run_inspect", "arguments": { "run_id": run_id } } })
+}
+
+/// A call of a request shape the SDK accepted once is dispatched without it: the answers
+/// (success and error results, numeric and string ids) are the ones the SDK gave.
+#[tokio::test]
+async fn a_repeated_tools_call_answers_as_the_sdk_did() {
+    let app = TestApp::spawn().await;
+    let token = app.token().await;
+    let run = app.started(&token, research_run()).await;
+    let id = run["run_id"].as_str().unwrap();
+    let v = ("MCP-Protocol-Version", "2025-11-25");
+    for (run_id, shape) in [(id, "ok"), ("run_0123456789abcdef0123456789abcdef", "missing")] {
+        // A fixed request id: an error result carries it.
+        let headers = [v, ("x-shape", shape), ("x-request-id", "direct-path-test-0001")];
+        let (s1, first) = tools_call(&app, &token, inspect_call(serde_json::json!(1), run_id), &headers).await;
+        let (s2, second) = tools_call(&app, &token, inspect_call(serde_json::json!(1), run_id), &headers).await;
+        assert_eq!((s1, s2), (200, 200), "{first}\n{second}");
+        let (first, second): (Value, Value) =
+            (serde_json::from_str(&first).unwrap(), serde_json::from_str(&second).unwrap());
+        assert_eq!(first, second, "the same call answers the same whichever path served it");
+        let (s3, third) = tools_call(&app, &token, inspect_call(serde_json::json!("call-3"), run_id), &headers).await;
+        let third: Value = serde_json::from_str(&third).unwrap();
+        assert_eq!((s3, &third["id"]), (200, &serde_json::json!("call-3")));
+        assert_eq!(third["result"], first["result"]);
+    }
+    let (_, ok) = tools_call(&app, &token, inspect_call(serde_json::json!(2), id), &[v]).await;
+    let ok: Value = serde_json::from_str(&ok).unwrap();
+    assert_eq!(ok["result"]["structuredContent"]["run_id"], id);
+    assert_eq!(ok["result"]["isError"], false);
+    let text = ok["result"]["content"][0]["text"].as_str().unwrap();
+    assert_eq!(serde_json::from_str::<Value>(text).unwrap(), ok["result"]["structuredContent"]);
+    let (_, missing) =
+        tools_call(&app, &token, inspect_call(serde_json::json!(3), "run_0123456789abcdef0123456789abcdef"), &[v])
+            .await;
+    let missing: Value = serde_json::from_str(&missing).unwrap();
+    assert_eq!(missing["result"]["isError"], true);
+    assert_eq!(missing["result"]["structuredContent"]["error"]["code"], "not_found");
+}
+
+/// What the SDK refuses stays refused after a call of another shape was accepted, and
+/// every check before the SDK (preflight, authentication, scopes) still runs.
+#[tokio::test]
+async fn the_direct_tools_call_path_keeps_every_check() {
+    let app = TestApp::spawn().await;
+    let token = app.token().await;
+    let run = app.started(&token, research_run()).await;
+    let id = run["run_id"].as_str().unwrap();
+    let v = ("MCP-Protocol-Version", "2025-11-25");
+    for _ in 0..2 {
+        let (status, _) = tools_call(&app, &token, inspect_call(serde_json::json!(1), id), &[v]).await;
+        assert_eq!(status, 200);
+    }
+    let (bad_version, _) =
+        tools_call(&app, &token, inspect_call(serde_json::json!(1), id), &[("MCP-Protocol-Version", "1999-01-01")])
+            .await;
+    assert_eq!(bad_version, 400, "an unsupported protocol version is the SDK's refusal, every time");
+    let (unauthenticated, _) = tools_call(&app, "not-a-token", inspect_call(serde_json::json!(1), id), &[v]).await;
+    assert_eq!(unauthenticated, 401);
+    let (bad_args, body) = tools_call(
+        &app,
+        &token,
+        serde_json::json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": { "name": "helix_run_inspect", "arguments": { "run_id": id, "owner": "x" } } }),
+        &[v],
+    )
+    .await;
+    assert_eq!(bad_args, 400, "the preflight still checks the arguments: {body}");
+    let reader = app.token_for("reader-less", "tenant-a", &["helix.agent_runs.write"]).await;
+    let (status, body) = tools_call(&app, &reader, inspect_call(serde_json::json!(1), id), &[v]).await;
+    let body: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(status, 200);
+    assert_eq!(body["result"]["isError"], true, "{body}");
+    assert_eq!(body["result"]["structuredContent"]["error"]["code"], "insufficient_scope", "{body}");
+    let with_meta = serde_json::json!({ "jsonrpc": "2.0", "id": 9, "method": "tools/call",
+        "params": { "name": "helix_run_inspect", "arguments": { "run_id": id }, "_meta": { "progressToken": "p1" } } });
+    let (status, body) = tools_call(&app, &token, with_meta, &[v]).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(serde_json::from_str::<Value>(&body).unwrap()["result"]["structuredContent"]["run_id"], id);
+}

@@ -491,19 +491,6 @@ async fn a_cancel_stops_the_probe_wait_and_closes_the_probe(backend: Backend) {
     assert_eq!((status, code(&err)), (409, "probe_not_pending"), "{err}");
 }
 
-macro_rules! on_both_backends {
-    ($($name:ident),* $(,)?) => {
-        mod embedded {
-            use super::*;
-            $(#[tokio::test] async fn $name() { super::$name(Backend::Embedded).await })*
-        }
-        mod dynamodb {
-            use super::*;
-            $(#[tokio::test] async fn $name() { super::$name(Backend::Dynamo).await })*
-        }
-    };
-}
-
 on_both_backends!(
     a_probe_run_completes_on_the_answer_of_its_paired_source,
     the_executor_gets_the_probe_and_the_family_needs_its_ref,

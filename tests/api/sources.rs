@@ -645,20 +645,6 @@ async fn device_check_publishes_one_tool_and_reports_source_health_only(backend:
     assert!(v["result"]["_meta"]["mcp/www_authenticate"][0].as_str().unwrap().contains("/mcp/device-check"), "{v}");
 }
 
-/// Every source test runs on both store backends.
-macro_rules! on_both_backends {
-    ($($name:ident),* $(,)?) => {
-        mod embedded {
-            use super::*;
-            $(#[tokio::test] async fn $name() { super::$name(Backend::Embedded).await })*
-        }
-        mod dynamodb {
-            use super::*;
-            $(#[tokio::test] async fn $name() { super::$name(Backend::Dynamo).await })*
-        }
-    };
-}
-
 on_both_backends!(
     sources_are_created_with_a_deferred_delivery_and_listed_without_credentials,
     source_creation_checks_scope_profile_ownership_and_the_developer_flag,

@@ -27,7 +27,8 @@ use serde_json::Value;
 use crate::error::ApiError;
 use crate::http::{AppState, Group, authenticate, pipeline, read_body};
 use crate::service::runs::{RunMutation, prefetch_keys};
-use preflight::{Envelope, Rejection};
+use preflight::{Checked, Envelope, Rejection};
+use rmcp::model::{CallToolResponse, ServerJsonRpcMessage, ServerResult};
 use server::HelixMcp;
 
 pub const PATH: &str = "/mcp";
@@ -39,9 +40,13 @@ type McpService = StreamableHttpService<HelixMcp, NeverSessionManager>;
 /// is never filtered by scope), so each accepted request shape is answered by the SDK once.
 type ToolsCache = Arc<std::sync::Mutex<std::collections::HashMap<Vec<u8>, Arc<str>>>>;
 
-/// Distinct request shapes kept; the cache is emptied when full, so arbitrary headers
-/// can cost a client cache misses, never memory.
-const TOOLS_CACHE_ENTRIES: usize = 64;
+/// Keys ([`cache_key`]) of `tools/call` shapes the SDK accepted: later calls of the same
+/// shape are dispatched directly ([`direct_call`]).
+type CallShapes = Arc<std::sync::Mutex<std::collections::HashSet<Vec<u8>>>>;
+
+/// Distinct request shapes kept (per cache); a cache is emptied when full, so arbitrary
+/// headers can cost a client cache misses (the SDK's path), never memory.
+const SHAPE_CACHE_ENTRIES: usize = 64;
 
 /// Request headers the SDK never reads (per-request values): left out of the cache key.
 /// Every other header is part of it, so a header a future SDK starts to check can only
@@ -65,7 +70,9 @@ const UNREAD_HEADERS: &[&str] = &[
 struct McpState {
     app: AppState,
     service: McpService,
+    handler: Arc<HelixMcp>,
     tools: ToolsCache,
+    calls: CallShapes,
 }
 
 /// The rmcp transport of every MCP server here: stateless, JSON responses, no SSE.
@@ -91,7 +98,13 @@ pub fn router(state: AppState) -> Router {
     );
     Router::new()
         .route(PATH, post(handle).fallback(method_not_allowed))
-        .with_state(McpState { app: state.clone(), service, tools: ToolsCache::default() })
+        .with_state(McpState {
+            app: state.clone(),
+            service,
+            handler: Arc::new(HelixMcp::new(state.clone())),
+            tools: ToolsCache::default(),
+            calls: CallShapes::default(),
+        })
         .layer(axum::middleware::from_fn_with_state((state, Group::Mcp), pipeline))
 }
 
@@ -127,13 +140,13 @@ async fn handle(State(mcp): State<McpState>, req: Request) -> Result<Response, A
     }
     let limit = mcp.app.services.config.mcp_limits.body_bytes;
     let bytes = read_body(body, limit).await?;
-    let envelope = match preflight::check(&bytes) {
-        Ok(e) => e,
+    let Checked { envelope, mut message } = match preflight::check_message(&bytes) {
+        Ok(c) => c,
         Err(r) => return Ok(rejection(r)),
     };
-    let target = run_target(&bytes);
+    let target = run_target(&message);
     let plan = |identity: &str| match &target {
-        Some(t) => prefetch_keys(identity, &t.run_id, t.mutation.zip(t.idempotency_key.as_deref())),
+        Some(t) => prefetch_keys(identity, t.run_id, t.mutation.zip(t.idempotency_key)),
         None => vec![],
     };
     let caller = authenticate(&mcp.app, &parts, plan).await?;
@@ -141,39 +154,122 @@ async fn handle(State(mcp): State<McpState>, req: Request) -> Result<Response, A
     if admits_json(parts.headers.get(ACCEPT)) {
         parts.headers.insert(ACCEPT, HeaderValue::from_static("application/json, text/event-stream"));
     }
-    let cached = match envelope {
-        Envelope::Request { method: "tools/list" } => plain_tools_list(&bytes, &parts),
+    let shape = match envelope {
+        Envelope::Request { method: method @ ("tools/list" | "tools/call") } => sdk_shape(method, &message, &parts),
         _ => None,
     };
-    if let Some((key, id)) = &cached
-        && let Some(result) = mcp.tools.lock().expect("tools cache").get(key).cloned()
-    {
-        // The result is kept serialized: only the id is written per request.
-        let message = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#);
-        return Ok(([(CONTENT_TYPE, "application/json")], message).into_response());
+    if let Some((key, id)) = &shape {
+        if envelope == (Envelope::Request { method: "tools/list" })
+            && let Some(result) = mcp.tools.lock().expect("tools cache").get(key).cloned()
+        {
+            // The result is kept serialized: only the id is written per request.
+            let message = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#);
+            return Ok(([(CONTENT_TYPE, "application/json")], message).into_response());
+        }
+        let known_call = envelope == (Envelope::Request { method: "tools/call" })
+            && mcp.calls.lock().expect("call shapes").contains(key);
+        if known_call && let Some(res) = direct_call(&mcp, &mut parts, &mut message, id).await {
+            return Ok(res);
+        }
     }
     let res = mcp.service.handle(Request::from_parts(parts, Body::from(bytes))).await.map(Body::new);
     Ok(match envelope {
         Envelope::Request { method: "tools/list" } => {
             let (res, result) = with_security_schemes(res).await;
-            if let (Some((key, _)), Some(result)) = (cached, result) {
+            if let (Some((key, _)), Some(result)) = (shape, result) {
                 let mut tools = mcp.tools.lock().expect("tools cache");
-                if tools.len() >= TOOLS_CACHE_ENTRIES {
+                if tools.len() >= SHAPE_CACHE_ENTRIES {
                     tools.clear();
                 }
                 tools.insert(key, Arc::from(result.to_string()));
             }
             res
         }
+        Envelope::Request { method: "tools/call" } => match shape {
+            Some((key, _)) => learn_call_shape(&mcp, key, res).await,
+            None => res,
+        },
         _ => res,
     })
 }
 
-/// A `tools/list` without params (no cursor, no `_meta`) whose id the SDK reads as a
-/// JSON-RPC id (an i64 or a string): its cache key and id.
-fn plain_tools_list(body: &[u8], parts: &http::request::Parts) -> Option<(Vec<u8>, Value)> {
-    let message: Value = serde_json::from_slice(body).ok()?;
-    let plain = message.get("params").is_none_or(|p| p.as_object().is_some_and(|o| o.is_empty()));
+/// A `tools/call` answered without the SDK's per-request machinery: the preflight already
+/// parsed and checked the message, and the SDK already accepted a call of exactly this
+/// request shape ([`sdk_shape`]), so what is left of its work is dispatching to the
+/// handler and framing the result, done here with the SDK's own types and serializer
+/// (the bytes are the ones it would write). None when the message is not a catalog call.
+async fn direct_call(
+    mcp: &McpState,
+    parts: &mut http::request::Parts,
+    message: &mut serde_json::Map<String, Value>,
+    id: &Value,
+) -> Option<Response> {
+    let params = message.get_mut("params")?.as_object_mut()?;
+    let spec = params.get("name").and_then(Value::as_str).and_then(catalog::find)?;
+    let id: rmcp::model::RequestId = serde_json::from_value(id.clone()).ok()?;
+    let arguments = match params.remove("arguments") {
+        Some(a @ Value::Object(_)) => a,
+        None => Value::Object(Default::default()),
+        Some(_) => return None,
+    };
+    let result = mcp.handler.call(spec, &arguments, server::CallContext::take(&mut parts.extensions)).await;
+    let mut result = ServerResult::from(CallToolResponse::from(result));
+    // What the SDK's handler does to a result for a peer before 2026-07-28 (the only
+    // revisions a shape admits): the legacy wire shape.
+    result.strip_result_type_for_legacy_peer();
+    result.strip_non_object_output_for_legacy_peer();
+    let response = ServerJsonRpcMessage::response(result, id);
+    Some(match serde_json::to_vec(&response) {
+        Ok(body) => ([(CONTENT_TYPE, "application/json")], body).into_response(),
+        Err(e) => ApiError::internal(e).into_response(),
+    })
+}
+
+/// Records the shape of a `tools/call` the SDK answered with a JSON-RPC result (the SDK
+/// accepted its headers; whatever the tool said), so later calls of that shape go direct.
+async fn learn_call_shape(mcp: &McpState, key: Vec<u8>, res: Response<Body>) -> Response<Body> {
+    if res.status() != StatusCode::OK || !is_json(res.headers().get(CONTENT_TYPE)) {
+        return res;
+    }
+    let (parts, body) = res.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, usize::MAX).await else {
+        return ApiError::internal(std::io::Error::other("unreadable tools/call response")).into_response();
+    };
+    #[derive(serde::Deserialize)]
+    struct Answer {
+        result: Option<serde::de::IgnoredAny>,
+    }
+    if serde_json::from_slice::<Answer>(&bytes).is_ok_and(|a| a.result.is_some()) {
+        let mut calls = mcp.calls.lock().expect("call shapes");
+        if calls.len() >= SHAPE_CACHE_ENTRIES {
+            calls.clear();
+        }
+        calls.insert(key);
+    }
+    Response::from_parts(parts, Body::from(bytes))
+}
+
+/// Protocol revisions whose `tools/call` verdict in the SDK depends only on the request
+/// headers (from 2026-07-28 on, `Mcp-*` standard headers are checked against the body).
+const HEADER_ONLY_VERSIONS: &[&str] = &["2025-03-26", "2025-06-18", "2025-11-25"];
+
+/// The shape of a plain `tools/list` (no params) or a `tools/call` without `_meta`, whose
+/// id the SDK reads as a JSON-RPC id (an i64 or a string), sent with a protocol revision
+/// of [`HEADER_ONLY_VERSIONS`] (or none) and no other `Mcp-*` header: its cache key and
+/// id. For such a message the SDK's verdict depends on the key alone.
+fn sdk_shape(
+    method: &str,
+    message: &serde_json::Map<String, Value>,
+    parts: &http::request::Parts,
+) -> Option<(Vec<u8>, Value)> {
+    let params = message.get("params");
+    let plain = match method {
+        "tools/list" => params.is_none_or(|p| p.as_object().is_some_and(|o| o.is_empty())),
+        _ => params.and_then(Value::as_object).is_some_and(|p| !p.contains_key("_meta")),
+    };
+    let version = parts.headers.get(MCP_PROTOCOL_VERSION);
+    let headers_plain = version.is_none_or(|v| HEADER_ONLY_VERSIONS.iter().any(|h| v.as_bytes() == h.as_bytes()))
+        && parts.headers.keys().all(|n| !n.as_str().starts_with("mcp-") || n == MCP_PROTOCOL_VERSION);
     let id = message.get("id")?;
     let id_kind = match id {
         Value::Number(n) if n.is_i64() => b'n',
@@ -181,16 +277,19 @@ fn plain_tools_list(body: &[u8], parts: &http::request::Parts) -> Option<(Vec<u8
         // Beyond i64 (or anything else) the SDK decides every time.
         _ => return None,
     };
-    plain.then(|| (cache_key(parts, id_kind), id.clone()))
+    (plain && headers_plain).then(|| (cache_key(method, parts, id_kind), id.clone()))
 }
 
-/// Everything the SDK's verdict on a plain `tools/list` depends on, besides the id's
-/// value: the URI authority (its Host check falls back to it), every request header
-/// except [`UNREAD_HEADERS`] as the SDK will see it (names sorted, values in order),
-/// and the id's JSON type. A request is answered from the cache only when the SDK
-/// already accepted one with exactly this key.
-fn cache_key(parts: &http::request::Parts, id_kind: u8) -> Vec<u8> {
-    let mut key = vec![id_kind, 0];
+const MCP_PROTOCOL_VERSION: &str = "mcp-protocol-version";
+
+/// Everything the SDK's verdict on a message of [`sdk_shape`] depends on, besides the
+/// id's value: the method, the URI authority (its Host check falls back to it), every
+/// request header except [`UNREAD_HEADERS`] as the SDK will see it (names sorted, values
+/// in order), and the id's JSON type. A request is answered from the cache (or directly)
+/// only when the SDK already accepted one with exactly this key.
+fn cache_key(method: &str, parts: &http::request::Parts, id_kind: u8) -> Vec<u8> {
+    let mut key = method.as_bytes().to_vec();
+    key.extend_from_slice(&[0, id_kind, 0]);
     key.extend_from_slice(parts.uri.authority().map(|a| a.as_str()).unwrap_or("").as_bytes());
     let mut names: Vec<&http::HeaderName> =
         parts.headers.keys().filter(|n| !UNREAD_HEADERS.contains(&n.as_str())).collect();
@@ -207,35 +306,25 @@ fn cache_key(parts: &http::request::Parts, id_kind: u8) -> Vec<u8> {
 }
 
 /// The run a `tools/call` addresses, so its first data read joins the principal's.
-struct RunTarget {
-    run_id: String,
+struct RunTarget<'a> {
+    run_id: &'a str,
     mutation: Option<RunMutation>,
-    idempotency_key: Option<String>,
+    idempotency_key: Option<&'a str>,
 }
 
-fn run_target(body: &[u8]) -> Option<RunTarget> {
-    #[derive(serde::Deserialize)]
-    struct Msg {
-        params: Option<Params>,
-    }
-    #[derive(serde::Deserialize)]
-    struct Params {
-        name: String,
-        arguments: Option<Args>,
-    }
-    #[derive(serde::Deserialize)]
-    struct Args {
-        run_id: Option<String>,
-        idempotency_key: Option<String>,
-    }
-    let params = serde_json::from_slice::<Msg>(body).ok()?.params?;
-    let args = params.arguments?;
-    let mutation = match catalog::find(&params.name)?.op {
+fn run_target(message: &serde_json::Map<String, Value>) -> Option<RunTarget<'_>> {
+    let params = message.get("params")?;
+    let args = params.get("arguments")?;
+    let mutation = match catalog::find(params.get("name")?.as_str()?)?.op {
         catalog::Op::RunContinue => Some(RunMutation::Continue),
         catalog::Op::RunCancel => Some(RunMutation::Cancel),
         _ => None,
     };
-    Some(RunTarget { run_id: args.run_id?, mutation, idempotency_key: args.idempotency_key })
+    let idempotency_key = match args.get("idempotency_key") {
+        None | Some(Value::Null) => None,
+        Some(k) => Some(k.as_str()?),
+    };
+    Some(RunTarget { run_id: args.get("run_id")?.as_str()?, mutation, idempotency_key })
 }
 
 /// The SDK's tool model has no `securitySchemes` member, so the standard field is added
@@ -263,4 +352,83 @@ async fn with_security_schemes(res: Response<Body>) -> (Response<Body>, Option<V
     let mut parts = parts;
     parts.headers.remove(http::header::CONTENT_LENGTH);
     (Response::from_parts(parts, Body::from(message.to_string())), result)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn parts(headers: &[(&str, &str)]) -> http::request::Parts {
+        let mut req = http::Request::builder().method("POST").uri("http://127.0.0.1:9000/mcp");
+        for (name, value) in headers {
+            req = req.header(*name, *value);
+        }
+        req.body(()).unwrap().into_parts().0
+    }
+
+    fn message(v: Value) -> serde_json::Map<String, Value> {
+        v.as_object().unwrap().clone()
+    }
+
+    fn call(id: Value, params: Value) -> serde_json::Map<String, Value> {
+        message(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params}))
+    }
+
+    #[test]
+    fn only_calls_whose_sdk_verdict_depends_on_the_headers_alone_have_a_shape() {
+        let v = ("mcp-protocol-version", "2025-11-25");
+        let plain = json!({"name": "helix_run_inspect", "arguments": {"run_id": "run_1"}});
+        let shape = |m: &serde_json::Map<String, Value>, h: &[(&str, &str)]| sdk_shape("tools/call", m, &parts(h));
+        let (key, id) = shape(&call(json!(7), plain.clone()), &[v]).expect("a plain call has a shape");
+        assert_eq!(id, json!(7));
+        assert_eq!(shape(&call(json!(8), plain.clone()), &[v]).unwrap().0, key, "the id's value is not in the key");
+        assert_ne!(shape(&call(json!("s"), plain.clone()), &[v]).unwrap().0, key, "the id's type is");
+        assert_eq!(
+            shape(&call(json!(7), plain.clone()), &[v, ("authorization", "Bearer x"), ("x-request-id", "r")])
+                .unwrap()
+                .0,
+            key,
+            "per-request headers the SDK never reads are not in the key"
+        );
+        assert_ne!(shape(&call(json!(7), plain.clone()), &[v, ("x-other", "1")]).unwrap().0, key);
+        assert!(shape(&call(json!(7), plain.clone()), &[]).is_some(), "no version header: the SDK's default");
+        assert_ne!(
+            sdk_shape("tools/list", &message(json!({"jsonrpc": "2.0", "id": 7, "method": "tools/list"})), &parts(&[v]))
+                .unwrap()
+                .0,
+            key,
+            "the method is in the key"
+        );
+        let with_meta =
+            json!({"name": "helix_run_inspect", "arguments": {"run_id": "r"}, "_meta": {"progressToken": 1}});
+        for (m, h) in [
+            (call(json!(7), with_meta), vec![v]),
+            (call(json!(u64::MAX), plain.clone()), vec![v]),
+            (call(json!(7), plain.clone()), vec![("mcp-protocol-version", "2026-07-28")]),
+            (call(json!(7), plain.clone()), vec![("mcp-protocol-version", "1999-01-01")]),
+            (call(json!(7), plain.clone()), vec![v, ("mcp-method", "tools/call")]),
+            (call(json!(7), plain.clone()), vec![v, ("mcp-param-run-id", "r")]),
+        ] {
+            assert!(shape(&m, &h).is_none(), "{m:?} {h:?}");
+        }
+    }
+
+    #[test]
+    fn the_run_target_comes_from_the_parsed_message() {
+        let m = call(
+            json!(1),
+            json!({"name": "helix_run_continue", "arguments": {"run_id": "run_1", "idempotency_key": "k-12345678", "request": {}}}),
+        );
+        let t = run_target(&m).unwrap();
+        assert_eq!(
+            (t.run_id, t.mutation, t.idempotency_key),
+            ("run_1", Some(RunMutation::Continue), Some("k-12345678"))
+        );
+        let m = call(json!(1), json!({"name": "helix_run_inspect", "arguments": {"run_id": "run_2"}}));
+        let t = run_target(&m).unwrap();
+        assert_eq!((t.run_id, t.mutation, t.idempotency_key), ("run_2", None, None));
+        assert!(run_target(&call(json!(1), json!({"name": "helix_room_list", "arguments": {}}))).is_none());
+        assert!(run_target(&message(json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}))).is_none());
+    }
 }

@@ -3,6 +3,7 @@
 //! `id: null` and a fixed message: nothing from the request is ever echoed.
 //! Pure: no I/O, no state beyond the static tool catalog.
 
+use std::borrow::Cow;
 use std::fmt;
 
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
@@ -98,19 +99,44 @@ pub enum Envelope {
     Response,
 }
 
+/// An admitted message: what the preflight learned, and the message it parsed (so the
+/// transport reads the body once; nothing downstream parses it again to learn the same).
+#[derive(Debug, Clone)]
+pub struct Checked {
+    pub envelope: Envelope,
+    pub message: Map<String, Value>,
+}
+
 /// Checks one raw JSON-RPC message against the envelope rules and the `/mcp` catalog.
 pub fn check(body: &[u8]) -> Result<Envelope, Rejection> {
-    check_for(body, &|name| catalog::find(name).map(catalog::input_schema_value))
+    check_message(body).map(|c| c.envelope)
+}
+
+/// [`check`], keeping the parsed message.
+pub fn check_message(body: &[u8]) -> Result<Checked, Rejection> {
+    check_message_for(body, &|name| catalog::find(name).map(catalog::input_schema_value))
 }
 
 /// The same rules against another server's tools (`tools` gives a tool's input schema).
 pub fn check_for(body: &[u8], tools: &dyn Fn(&str) -> Option<&'static Value>) -> Result<Envelope, Rejection> {
+    check_message_for(body, tools).map(|c| c.envelope)
+}
+
+fn check_message_for(body: &[u8], tools: &dyn Fn(&str) -> Option<&'static Value>) -> Result<Checked, Rejection> {
     let value = parse_no_duplicates(body)?;
     let msg = match value {
         Value::Object(m) => m,
         Value::Array(_) => return Err(Rejection::Batch),
         _ => return Err(Rejection::NotObject),
     };
+    let envelope = check_envelope(&msg, tools)?;
+    Ok(Checked { envelope, message: msg })
+}
+
+fn check_envelope(
+    msg: &Map<String, Value>,
+    tools: &dyn Fn(&str) -> Option<&'static Value>,
+) -> Result<Envelope, Rejection> {
     if msg.get("jsonrpc") != Some(&Value::from("2.0")) {
         return Err(Rejection::Version);
     }
@@ -118,7 +144,7 @@ pub fn check_for(body: &[u8], tools: &dyn Fn(&str) -> Option<&'static Value>) ->
         check_id(id)?;
     }
     let Some(method) = msg.get("method") else {
-        return check_response(&msg);
+        return check_response(msg);
     };
     if msg.keys().any(|k| !matches!(k.as_str(), "jsonrpc" | "id" | "method" | "params")) {
         return Err(Rejection::UnknownMember);
@@ -197,15 +223,18 @@ fn check_tool_call(
 /// The one credential-shaped argument admitted: the browser-issued chat claim handle,
 /// exactly in `request.claim_handle` of the claim tool and exactly in its own shape.
 /// Anywhere else (another tool, another argument, another shape) it is refused.
-fn without_admitted_claim(tool: &str, arguments: &Value) -> Value {
+/// Only that tool's arguments are copied (to take the handle out); the rest are borrowed.
+fn without_admitted_claim<'a>(tool: &str, arguments: &'a Value) -> Cow<'a, Value> {
+    if tool != super::rooms::CLAIM_TOOL {
+        return Cow::Borrowed(arguments);
+    }
     let mut args = arguments.clone();
-    if tool == super::rooms::CLAIM_TOOL
-        && let Some(request) = args.get_mut("request").and_then(Value::as_object_mut)
+    if let Some(request) = args.get_mut("request").and_then(Value::as_object_mut)
         && request.get("claim_handle").and_then(Value::as_str).is_some_and(crate::domain::room::is_claim_handle)
     {
         request.remove("claim_handle");
     }
-    args
+    Cow::Owned(args)
 }
 
 /// Arguments that are opaque identifiers with their own grammar; every other string

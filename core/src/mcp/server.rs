@@ -3,6 +3,7 @@
 //! come from the HTTP request parts the transport hands to every call.
 
 use std::borrow::Cow;
+use std::sync::LazyLock;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult, MetaObject,
@@ -60,10 +61,21 @@ enum Outcome {
 }
 
 /// The per-request values the HTTP handler put into the request extensions.
-struct CallContext {
+pub(crate) struct CallContext {
     principal: Option<Caller>,
     request_id: String,
     invocation: Invocation,
+}
+
+impl CallContext {
+    /// Takes the values out of the request's extensions (the direct path owns them).
+    pub(crate) fn take(ext: &mut http::Extensions) -> Self {
+        CallContext {
+            principal: ext.remove::<Caller>(),
+            request_id: ext.get::<RequestId>().map(|r| r.0.clone()).unwrap_or_default(),
+            invocation: ext.get::<Invocation>().copied().unwrap_or_default(),
+        }
+    }
 }
 
 fn call_context(ctx: &RequestContext<RoleServer>) -> CallContext {
@@ -177,14 +189,20 @@ fn with_false_flags(mut body: Value) -> Value {
     body
 }
 
+/// The server's self-description, built once per process (the SDK asks for it on every
+/// request it serves).
+static INFO: LazyLock<ServerConfig> = LazyLock::new(|| {
+    ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        .with_server_info(
+            Implementation::new("helix-agent-api", env!("CARGO_PKG_VERSION")).with_title("Helix Agent API"),
+        )
+        .with_protocol_version(ProtocolVersion::V_2025_11_25)
+        .with_instructions(INSTRUCTIONS)
+});
+
 impl ServerHandler for HelixMcp {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(
-                Implementation::new("helix-agent-api", env!("CARGO_PKG_VERSION")).with_title("Helix Agent API"),
-            )
-            .with_protocol_version(ProtocolVersion::V_2025_11_25)
-            .with_instructions(INSTRUCTIONS)
+        INFO.clone()
     }
 
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
@@ -208,20 +226,26 @@ impl ServerHandler for HelixMcp {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let cx = call_context(&context);
         // The preflight admitted only catalog names; anything else is a protocol error.
         let spec = catalog::find(&request.name).ok_or_else(|| ErrorData::invalid_params("unknown tool", None))?;
-        let Some(principal) = cx.principal else {
-            return Ok(self.error_result(&ApiError::AuthenticationRequired, &cx.request_id).into());
-        };
         let arguments = Value::Object(request.arguments.unwrap_or_default());
-        let result = match self.dispatch(spec.op, &principal, &arguments, cx.invocation).await {
+        Ok(self.call(spec, &arguments, call_context(&context)).await.into())
+    }
+}
+
+impl HelixMcp {
+    /// One tool call of a catalog tool: the SDK's `call_tool` and the transport's direct
+    /// path (`super::direct_call`) both end here.
+    pub(crate) async fn call(&self, spec: &catalog::ToolSpec, arguments: &Value, cx: CallContext) -> CallToolResult {
+        let Some(principal) = cx.principal else {
+            return self.error_result(&ApiError::AuthenticationRequired, &cx.request_id);
+        };
+        match self.dispatch(spec.op, &principal, arguments, cx.invocation).await {
             Ok(outcome) => framed(outcome),
             Err(err) => {
                 tracing::info!(request_id = %cx.request_id, tool = spec.name, code = err.code(), "mcp tool refused");
                 self.error_result(&err, &cx.request_id)
             }
-        };
-        Ok(result.into())
+        }
     }
 }

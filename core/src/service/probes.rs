@@ -24,8 +24,7 @@ use crate::store::{CancelReason, Cond, EXPIRES_AT, Item, Key, StoreError, WriteO
 use super::Services;
 use super::records::BODY;
 use super::room_evidence::{BoundRoom, projected, provenance_matches};
-use super::rooms::room_key;
-use super::sources::{AuthedSource, MAX_LISTED_SOURCES, Source, StoredObservation, observations_pk, source_key};
+use super::sources::{AuthedSource, Source, StoredObservation, observations_pk, source_key};
 
 /// How often a waiting turn reads its probe.
 pub const PROBE_POLL_INTERVAL: Duration = Duration::from_millis(100);
@@ -64,23 +63,11 @@ impl Services {
     /// admitted source whose adapter answers the capability. None is
     /// `room_source_not_admitted`; more than one is `room_probe_source_ambiguous`.
     async fn paired_source(&self, bound: &BoundRoom, capability: &str) -> Result<Source, TurnFailure> {
-        let now = self.clock.epoch();
-        let page = self.store.query(&room_key(&bound.room_id).pk, "SRC#", None, MAX_LISTED_SOURCES).await;
-        let mut paired: Vec<Source> = page
-            .map_err(unavailable)?
-            .items
-            .iter()
-            .map(Source::from_item)
-            .filter(|s| {
-                s.status == SourceStatus::Active
-                    && s.bearer_hash.is_some()
-                    && s.credential_expires_at > now
-                    && s.admitted
-                    && s.manifest_hash.is_some()
-                    && s.owner_account == bound.room_owner
-                    && s.room_id == bound.room_id
-                    && adapter(&s.adapter_profile).is_some_and(|a| a.probe_capabilities.contains(&capability))
-            })
+        let mut paired: Vec<Source> = self
+            .admitted_sources(bound)
+            .await?
+            .into_iter()
+            .filter(|s| adapter(&s.adapter_profile).is_some_and(|a| a.probe_capabilities.contains(&capability)))
             .collect();
         match paired.len() {
             0 => Err(TurnFailure::RoomSourceNotAdmitted),

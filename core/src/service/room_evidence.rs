@@ -179,15 +179,17 @@ impl Services {
         self.room_evidence_of(bound).await
     }
 
-    /// The admitted observations of a binding that passed its rechecks.
-    pub async fn room_evidence_of(&self, bound: BoundRoom) -> Result<RoomEvidenceInput, TurnFailure> {
+    /// The sources of a bound room that may feed its runs: active, credentialed (an
+    /// unexpired credential), admitted under a manifest, and in the room and of the owner
+    /// the binding names. The one rule for live evidence and for probes.
+    pub(super) async fn admitted_sources(&self, bound: &BoundRoom) -> Result<Vec<Source>, TurnFailure> {
         let now = self.clock.epoch();
         let page = self
             .store
             .query(&room_key(&bound.room_id).pk, "SRC#", None, super::sources::MAX_LISTED_SOURCES)
             .await
             .map_err(unavailable)?;
-        let sources: Vec<Source> = page
+        Ok(page
             .items
             .iter()
             .map(Source::from_item)
@@ -200,17 +202,23 @@ impl Services {
                     && s.owner_account == bound.room_owner
                     && s.room_id == bound.room_id
             })
-            .collect();
+            .collect())
+    }
+
+    /// The admitted observations of a binding that passed its rechecks.
+    pub async fn room_evidence_of(&self, bound: BoundRoom) -> Result<RoomEvidenceInput, TurnFailure> {
+        let sources = self.admitted_sources(&bound).await?;
         if sources.is_empty() {
             return Err(TurnFailure::RoomSourceNotAdmitted);
         }
         let max_age = self.config.sources.evidence_max_age;
         let (mut admitted, mut mismatched) = (Vec::new(), 0usize);
-        for s in &sources {
-            let fresh = self
-                .fresh_observations(&s.source_id, max_age.as_millis() as i64, 2 * MAX_TURN_OBSERVATIONS)
-                .await
-                .map_err(unavailable)?;
+        // One Query per source, issued together: a room's sources add no sequential trip.
+        let reads = sources
+            .iter()
+            .map(|s| self.fresh_observations(&s.source_id, max_age.as_millis() as i64, 2 * MAX_TURN_OBSERVATIONS));
+        let fresh_per_source = futures::future::try_join_all(reads).await.map_err(unavailable)?;
+        for (s, fresh) in sources.iter().zip(fresh_per_source) {
             for o in fresh {
                 if provenance_matches(&o, s) { admitted.push(o) } else { mismatched += 1 }
             }
