@@ -530,7 +530,7 @@ async fn ingress_has_its_own_body_and_rate_limits(backend: Backend) {
     assert_eq!(last, 429, "the fifth use within a minute is over the per-source limit");
 }
 
-async fn rpc(app: &TestApp, path: &str, token: &str, method: &str, params: Value) -> (u16, Value) {
+pub async fn rpc(app: &TestApp, path: &str, token: &str, method: &str, params: Value) -> (u16, Value) {
     let res = app
         .post(path, token)
         .header("Accept", "application/json, text/event-stream")

@@ -24,7 +24,8 @@ use crate::store::{CancelReason, Cond, EXPIRES_AT, Item, Key, StoreError, WriteO
 use super::Services;
 use super::records::BODY;
 use super::room_evidence::{BoundRoom, projected, provenance_matches};
-use super::sources::{AuthedSource, Source, StoredObservation, observations_pk, source_key};
+use super::rooms::rfc3339;
+use super::sources::{AuthedSource, Source, StoredObservation, health_key, observations_pk, source_key};
 
 /// How often a waiting turn reads its probe.
 pub const PROBE_POLL_INTERVAL: Duration = Duration::from_millis(100);
@@ -303,7 +304,18 @@ impl Services {
         let marker = Item::new(observations_pk(&s.source_id), format!("REQ#{}", answer.request_id))
             .with_n(EXPIRES_AT, now.timestamp() + self.config.sources.observation_ttl.as_secs() as i64)
             .with_s("probe_id", probe_id);
-        let ops = vec![
+        // The source's connection-health marker (Device Check), as an observation batch moves
+        // it: only forward. Last, so that its failure (a newer batch) is told apart below.
+        let latest = answer.observed_at.timestamp_millis();
+        let hk = health_key(&s.source_id);
+        let health = WriteOp::Put {
+            item: Item::new(hk.pk, hk.sk)
+                .with_n("last_observed_at_ms", latest)
+                .with_s("last_received_at", rfc3339(now))
+                .with_n(EXPIRES_AT, now.timestamp() + self.config.sources.observation_ttl.as_secs() as i64),
+            cond: Some(Cond::Or(vec![Cond::NotExists, Cond::Lt("last_observed_at_ms".into(), latest + 1)])),
+        };
+        let mut ops = vec![
             WriteOp::Put { item: record, cond: Some(Cond::eq_s("status", "pending")) },
             WriteOp::Delete { key: pending_key(&s.source_id, probe_id), cond: Some(Cond::Exists) },
             WriteOp::Put { item: marker, cond: Some(Cond::NotExists) },
@@ -316,8 +328,17 @@ impl Services {
                     Cond::eq_n("producer_epoch", epoch as i64),
                 ]),
             },
+            health,
         ];
-        match self.store.transact(ops).await {
+        let mut result = self.store.transact(ops.clone()).await;
+        if let Err(e) = &result
+            && failed(e, 4)
+        {
+            // A newer batch moved the marker past this answer: store the answer, keep it.
+            ops.truncate(4);
+            result = self.store.transact(ops).await;
+        }
+        match result {
             Ok(()) => Ok(ProbeAnswerReceipt {
                 schema: PROBE_ANSWER_RECEIPT_SCHEMA,
                 probe_id: probe_id.to_owned(),

@@ -6,7 +6,7 @@
 //! the bearer keys its lookup item. Every credential check is repeated on every use.
 //! Must not depend on `http` or `mcp`.
 
-use chrono::{DateTime, SecondsFormat, Utc};
+use chrono::{DateTime, Utc};
 use futures::{StreamExt, TryStreamExt};
 use serde_json::Value;
 
@@ -21,7 +21,7 @@ use crate::store::{Attr, CancelReason, Cond, EXPIRES_AT, Item, Key, StoreError, 
 
 use super::accounts::policy_of;
 use super::records::{BODY, Receipt, ReceiptState, account_key, receipt_key};
-use super::rooms::{member_key, project, room_key};
+use super::rooms::{epoch_rfc3339, member_key, project, rfc3339, room_key};
 use super::sessions::Session;
 use super::{Caller, Mutation, Services};
 
@@ -66,14 +66,6 @@ pub fn observation_sk(observed_at_ms: i64, request_id: &str) -> String {
 /// The last-report marker of a source (connection health).
 pub fn health_key(source_id: &str) -> Key {
     Key::new(observations_pk(source_id), "HEALTH")
-}
-
-fn rfc3339(t: DateTime<Utc>) -> String {
-    t.to_rfc3339_opts(SecondsFormat::Millis, true)
-}
-
-fn epoch_rfc3339(epoch: i64) -> String {
-    DateTime::<Utc>::from_timestamp(epoch, 0).map(rfc3339).unwrap_or_default()
 }
 
 fn set_s(item: &mut Item, name: &str, v: impl Into<String>) {
