@@ -413,7 +413,7 @@ async fn ingress_admits_an_exact_manifest_and_stores_observations_with_provenanc
 
     let stored = app.state.services.fresh_observations(&source_id, 60_000, 50).await.unwrap();
     assert_eq!(stored.len(), 2);
-    let o = &stored[0];
+    let o = &stored[0].provenance;
     assert_eq!(
         (o.room_id.as_str(), o.world_id.as_str(), o.adapter_profile.as_str()),
         (room_id.as_str(), "w", "minecraft")

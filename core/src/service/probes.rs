@@ -201,7 +201,8 @@ impl Services {
     fn probe_input(&self, bound: &BoundRoom, q: &Queued, item: Option<&Item>) -> Result<RoomProbeInput, TurnFailure> {
         let body = item.and_then(|i| i.s(BODY)).ok_or(TurnFailure::RoomEvidenceUnavailable)?;
         let answer: StoredObservation = serde_json::from_str(body).map_err(unavailable)?;
-        if !provenance_matches(&answer, &q.source) || answer.probe_id.as_deref() != Some(q.probe_id.as_str()) {
+        if !provenance_matches(&answer, &q.source) || answer.provenance.probe_id.as_deref() != Some(q.probe_id.as_str())
+        {
             return Err(TurnFailure::RoomEvidenceIdentityMismatch);
         }
         Ok(RoomProbeInput {
@@ -278,23 +279,19 @@ impl Services {
         answer.validate(&capability, record.n("requested_at_ms").unwrap_or(0), now_ms)?;
         let stored = StoredObservation {
             observation_ref: observation_ref(&s.source_id, &answer.request_id),
-            source_id: s.source_id.clone(),
-            room_id: s.room_id.clone(),
-            world_id: s.world_id.clone(),
-            adapter_profile: s.adapter_profile.clone(),
-            adapter_version: s.adapter_version.clone().unwrap_or_default(),
-            adapter_hash: s.adapter_hash.clone().unwrap_or_default(),
-            manifest_hash: manifest_hash.clone(),
-            producer_epoch: epoch,
             credential_generation: s.generation,
-            request_id: answer.request_id.clone(),
+            provenance: s.provenance_of(
+                manifest_hash,
+                epoch,
+                &answer.request_id,
+                answer.observed_at,
+                now,
+                Some(probe_id.to_owned()),
+            ),
             kind: ObservationKind::Snapshot,
             event: None,
             summary: answer.summary.clone(),
             data: answer.data(&capability),
-            observed_at: answer.observed_at,
-            received_at: now,
-            probe_id: Some(probe_id.to_owned()),
         };
         let body = serde_json::to_string(&stored).map_err(ApiError::internal)?;
         record.attrs.insert("status".into(), crate::store::Attr::S("answered".into()));

@@ -71,14 +71,15 @@ fn check_binding(
 
 /// True when the observation was stored under exactly the source's current admission.
 pub(super) fn provenance_matches(o: &StoredObservation, s: &Source) -> bool {
-    o.source_id == s.source_id
-        && o.room_id == s.room_id
-        && o.world_id == s.world_id
-        && o.adapter_profile == s.adapter_profile
-        && Some(&o.adapter_version) == s.adapter_version.as_ref()
-        && Some(&o.adapter_hash) == s.adapter_hash.as_ref()
-        && Some(&o.manifest_hash) == s.manifest_hash.as_ref()
-        && Some(o.producer_epoch) == s.producer_epoch
+    let p = &o.provenance;
+    p.source_id == s.source_id
+        && p.room_id == s.room_id
+        && p.world_id == s.world_id
+        && p.adapter_profile == s.adapter_profile
+        && Some(&p.adapter_version) == s.adapter_version.as_ref()
+        && Some(&p.adapter_hash) == s.adapter_hash.as_ref()
+        && Some(&p.manifest_hash) == s.manifest_hash.as_ref()
+        && Some(p.producer_epoch) == s.producer_epoch
         && o.credential_generation == s.generation
 }
 
@@ -90,20 +91,7 @@ pub(super) fn projected(o: StoredObservation) -> RoomObservation {
         event: o.event,
         summary: o.summary,
         data: o.data,
-        provenance: ObservationProvenance {
-            source_id: o.source_id,
-            room_id: o.room_id,
-            world_id: o.world_id,
-            adapter_profile: o.adapter_profile,
-            adapter_version: o.adapter_version,
-            adapter_hash: o.adapter_hash,
-            manifest_hash: o.manifest_hash,
-            producer_epoch: o.producer_epoch,
-            request_id: o.request_id,
-            observed_at: o.observed_at,
-            received_at: o.received_at,
-            probe_id: o.probe_id,
-        },
+        provenance: o.provenance,
     }
 }
 
@@ -230,7 +218,7 @@ impl Services {
                 TurnFailure::RoomEvidenceStale
             });
         }
-        admitted.sort_by_key(|o| o.observed_at);
+        admitted.sort_by_key(|o| o.provenance.observed_at);
         let skip = admitted.len().saturating_sub(MAX_TURN_OBSERVATIONS);
         Ok(RoomEvidenceInput {
             room_id: bound.room_id,
