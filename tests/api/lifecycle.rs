@@ -693,20 +693,6 @@ async fn a_run_holding_a_room_scope_without_a_binding_is_blocked_at_continue(bac
     }
 }
 
-/// Every lifecycle test runs on both store backends.
-macro_rules! on_both_backends {
-    ($($name:ident),* $(,)?) => {
-        mod embedded {
-            use super::*;
-            $(#[tokio::test] async fn $name() { super::$name(Backend::Embedded).await })*
-        }
-        mod dynamodb {
-            use super::*;
-            $(#[tokio::test] async fn $name() { super::$name(Backend::Dynamo).await })*
-        }
-    };
-}
-
 on_both_backends!(
     a_continuation_completes_the_run_with_verified_authority,
     a_pending_question_needs_input_and_its_answer_continues,

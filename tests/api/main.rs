@@ -1,5 +1,20 @@
 //! HTTP integration tests against the composed routers (real sockets, real stores).
 
+/// Runs each named `async fn(Backend)` test on both store backends (`embedded::name`,
+/// `dynamodb::name`). Defined before the modules so that each of them can use it.
+macro_rules! on_both_backends {
+    ($($name:ident),* $(,)?) => {
+        mod embedded {
+            use super::*;
+            $(#[tokio::test] async fn $name() { super::$name(Backend::Embedded).await })*
+        }
+        mod dynamodb {
+            use super::*;
+            $(#[tokio::test] async fn $name() { super::$name(Backend::Dynamo).await })*
+        }
+    };
+}
+
 mod account;
 mod auth;
 mod lambda_events;

@@ -16,7 +16,7 @@ use helix_core::executor::scripted::Step;
 use helix_integration_tests::*;
 use serde_json::{Value, json};
 
-use super::sources::{ALL, browser, code, create_source, developer, ingress, manifest, read, room, session};
+use super::sources::{ALL, browser, code, create_source, developer, ingress, manifest, read, room, rpc, session};
 
 const SCOPES: &str = "research_library,bound_room_evidence,bound_room_environment_probe";
 const PROBE: &str = "bound_room_environment_probe";
@@ -222,6 +222,13 @@ async fn a_probe_run_completes_on_the_answer_of_its_paired_source(backend: Backe
     assert_eq!(items.len(), 1, "{evidence}");
     assert_eq!((items[0]["family"].as_str(), items[0]["ref"].as_str()), (Some(PROBE_FAMILY), Some(observation_ref)));
     assert!(!evidence.to_string().contains(&bearer), "no bearer in evidence");
+
+    // The answer is the source's only report: Device Check sees it as a fresh observation.
+    let call = json!({ "name": "helix_environment_device_check", "arguments": {} });
+    let (_, v) = rpc(&app, "/mcp/device-check", &o.token, "tools/call", call).await;
+    let sources = v["result"]["structuredContent"]["rooms"][0]["sources"].as_array().cloned().unwrap_or_default();
+    let s = sources.iter().find(|s| s["source_id"] == source_id.as_str()).unwrap_or_else(|| panic!("{v}"));
+    assert_eq!(s["freshness"], "fresh", "{v}");
 
     // Answered: nothing is pending any more, and a second answer is refused.
     let (status, list) = poll(&app, &bearer).await;
@@ -489,19 +496,6 @@ async fn a_cancel_stops_the_probe_wait_and_closes_the_probe(backend: Backend) {
     assert_eq!(list["probes"].as_array().map(Vec::len), Some(0), "closed: {list}");
     let (status, err) = answer_probe(&app, &bearer, &probe_id, &answer("overworld", "answer-cancel-0001")).await;
     assert_eq!((status, code(&err)), (409, "probe_not_pending"), "{err}");
-}
-
-macro_rules! on_both_backends {
-    ($($name:ident),* $(,)?) => {
-        mod embedded {
-            use super::*;
-            $(#[tokio::test] async fn $name() { super::$name(Backend::Embedded).await })*
-        }
-        mod dynamodb {
-            use super::*;
-            $(#[tokio::test] async fn $name() { super::$name(Backend::Dynamo).await })*
-        }
-    };
 }
 
 on_both_backends!(

@@ -416,19 +416,6 @@ async fn the_newest_fresh_observations_reach_the_executor(backend: Backend) {
     assert!(obs.iter().all(|o| o.provenance.request_id.starts_with("new-")), "the newest, not the oldest");
 }
 
-macro_rules! on_both_backends {
-    ($($name:ident),* $(,)?) => {
-        mod embedded {
-            use super::*;
-            $(#[tokio::test] async fn $name() { super::$name(Backend::Embedded).await })*
-        }
-        mod dynamodb {
-            use super::*;
-            $(#[tokio::test] async fn $name() { super::$name(Backend::Dynamo).await })*
-        }
-    };
-}
-
 on_both_backends!(
     a_bound_run_completes_on_live_room_evidence_then_blocks_when_it_goes_stale,
     the_executor_receives_admitted_observations_and_the_family_needs_current_refs,

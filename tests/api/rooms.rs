@@ -674,20 +674,6 @@ async fn commands_are_never_executed(backend: Backend) {
     assert_eq!((status, code(&err)), (403, "insufficient_scope"));
 }
 
-/// Every room test runs on both store backends.
-macro_rules! on_both_backends {
-    ($($name:ident),* $(,)?) => {
-        mod embedded {
-            use super::*;
-            $(#[tokio::test] async fn $name() { super::$name(Backend::Embedded).await })*
-        }
-        mod dynamodb {
-            use super::*;
-            $(#[tokio::test] async fn $name() { super::$name(Backend::Dynamo).await })*
-        }
-    };
-}
-
 on_both_backends!(
     rooms_are_created_idempotently_listed_and_inspected_by_members_only,
     room_routes_need_their_scopes,

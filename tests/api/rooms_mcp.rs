@@ -219,19 +219,6 @@ async fn the_preflight_admits_a_claim_handle_only_to_its_claim_tool(backend: Bac
     assert!(ok(&claimed)["binding_ref"].as_str().unwrap().starts_with("rcb_"));
 }
 
-macro_rules! on_both_backends {
-    ($($name:ident),* $(,)?) => {
-        mod embedded {
-            use super::*;
-            $(#[tokio::test] async fn $name() { super::$name(Backend::Embedded).await })*
-        }
-        mod dynamodb {
-            use super::*;
-            $(#[tokio::test] async fn $name() { super::$name(Backend::Dynamo).await })*
-        }
-    };
-}
-
 on_both_backends!(
     the_room_tools_are_listed_with_scopes_and_output_schemas,
     an_agent_creates_binds_claims_and_withdraws_over_mcp,

@@ -198,19 +198,6 @@ async fn invites_expire_refuse_guests_and_cross_site_posts(backend: Backend) {
     assert_eq!(status, 404, "{body}");
 }
 
-macro_rules! on_both_backends {
-    ($($name:ident),* $(,)?) => {
-        mod embedded {
-            use super::*;
-            $(#[tokio::test] async fn $name() { super::$name(Backend::Embedded).await })*
-        }
-        mod dynamodb {
-            use super::*;
-            $(#[tokio::test] async fn $name() { super::$name(Backend::Dynamo).await })*
-        }
-    };
-}
-
 on_both_backends!(
     members_consent_and_invites_take_effect_on_the_next_request,
     invites_expire_refuse_guests_and_cross_site_posts,

@@ -413,7 +413,7 @@ async fn ingress_admits_an_exact_manifest_and_stores_observations_with_provenanc
 
     let stored = app.state.services.fresh_observations(&source_id, 60_000, 50).await.unwrap();
     assert_eq!(stored.len(), 2);
-    let o = &stored[0];
+    let o = &stored[0].provenance;
     assert_eq!(
         (o.room_id.as_str(), o.world_id.as_str(), o.adapter_profile.as_str()),
         (room_id.as_str(), "w", "minecraft")
@@ -530,7 +530,7 @@ async fn ingress_has_its_own_body_and_rate_limits(backend: Backend) {
     assert_eq!(last, 429, "the fifth use within a minute is over the per-source limit");
 }
 
-async fn rpc(app: &TestApp, path: &str, token: &str, method: &str, params: Value) -> (u16, Value) {
+pub async fn rpc(app: &TestApp, path: &str, token: &str, method: &str, params: Value) -> (u16, Value) {
     let res = app
         .post(path, token)
         .header("Accept", "application/json, text/event-stream")
@@ -643,20 +643,6 @@ async fn device_check_publishes_one_tool_and_reports_source_health_only(backend:
     let (_, v) = rpc(&app, dc, &other, "tools/call", call).await;
     assert_eq!(v["result"]["structuredContent"]["error"]["code"], "insufficient_scope", "{v}");
     assert!(v["result"]["_meta"]["mcp/www_authenticate"][0].as_str().unwrap().contains("/mcp/device-check"), "{v}");
-}
-
-/// Every source test runs on both store backends.
-macro_rules! on_both_backends {
-    ($($name:ident),* $(,)?) => {
-        mod embedded {
-            use super::*;
-            $(#[tokio::test] async fn $name() { super::$name(Backend::Embedded).await })*
-        }
-        mod dynamodb {
-            use super::*;
-            $(#[tokio::test] async fn $name() { super::$name(Backend::Dynamo).await })*
-        }
-    };
 }
 
 on_both_backends!(

@@ -93,7 +93,13 @@ pub struct OidcClient {
     config: OidcConfig,
     redirect_uri: String,
     http: Http,
+    /// The provider's discovered metadata (with its JWKS) and when it was fetched.
+    discovered: std::sync::Arc<tokio::sync::Mutex<Option<(std::time::Instant, CoreProviderMetadata)>>>,
 }
+
+/// How long discovered metadata is reused. An ID token signed by a key the cached JWKS
+/// does not hold (the provider rotated) fetches it again at once, whatever its age.
+pub const METADATA_TTL: std::time::Duration = std::time::Duration::from_secs(300);
 
 fn failed(reason: &'static str) -> ApiError {
     ApiError::SignInFailed { reason }
@@ -111,16 +117,27 @@ impl OidcClient {
             .timeout(std::time::Duration::from_secs(10))
             .build()
             .expect("HTTP client");
-        Self { config, redirect_uri, http: Http(http) }
+        Self { config, redirect_uri, http: Http(http), discovered: Default::default() }
     }
 
     pub fn issuer(&self) -> &str {
         &self.config.issuer
     }
 
-    async fn metadata(&self) -> Result<CoreProviderMetadata, ApiError> {
+    /// The provider's metadata: the cached copy while younger than [`METADATA_TTL`], else
+    /// (or when `refresh`) discovered again. One discovery at a time per instance.
+    async fn metadata(&self, refresh: bool) -> Result<CoreProviderMetadata, ApiError> {
+        let mut cached = self.discovered.lock().await;
+        if !refresh
+            && let Some((at, metadata)) = cached.as_ref()
+            && at.elapsed() < METADATA_TTL
+        {
+            return Ok(metadata.clone());
+        }
         let issuer = IssuerUrl::new(self.config.issuer.clone()).map_err(unavailable)?;
-        CoreProviderMetadata::discover_async(issuer, &self.http).await.map_err(unavailable)
+        let metadata = CoreProviderMetadata::discover_async(issuer, &self.http).await.map_err(unavailable)?;
+        *cached = Some((std::time::Instant::now(), metadata.clone()));
+        Ok(metadata)
     }
 
     fn client(
@@ -152,7 +169,7 @@ impl OidcClient {
         verifier: &str,
         step_up: bool,
     ) -> Result<String, ApiError> {
-        let client = self.client(self.metadata().await?)?;
+        let client = self.client(self.metadata(false).await?)?;
         let challenge = PkceCodeChallenge::from_code_verifier_sha256(&PkceCodeVerifier::new(verifier.to_owned()));
         let (state, nonce) = (state.to_owned(), nonce.to_owned());
         let mut request = client
@@ -177,7 +194,7 @@ impl OidcClient {
         verifier: &str,
         now: DateTime<Utc>,
     ) -> Result<VerifiedIdentity, ApiError> {
-        let metadata = self.metadata().await?;
+        let metadata = self.metadata(false).await?;
         let jwks = metadata.jwks().clone();
         let client = self.client(metadata)?;
         let response = client
@@ -188,7 +205,25 @@ impl OidcClient {
             .await
             .map_err(|_| failed("code"))?;
         let raw = response.id_token().ok_or(failed("id_token"))?.to_string();
-        self.verify_id_token(&raw, nonce, jwks, now)
+        self.verify_with_fresh_keys(&raw, nonce, jwks, now).await
+    }
+
+    /// Verifies against the cached JWKS; a token signed by a key it does not hold is
+    /// verified once more against freshly discovered keys (the provider rotated).
+    async fn verify_with_fresh_keys(
+        &self,
+        raw: &str,
+        nonce: &str,
+        jwks: openidconnect::JsonWebKeySet<CoreJsonWebKey>,
+        now: DateTime<Utc>,
+    ) -> Result<VerifiedIdentity, ApiError> {
+        match self.verify_id_token(raw, nonce, jwks, now) {
+            Err(VerifyError::UnknownKey) => {
+                let jwks = self.metadata(true).await?.jwks().clone();
+                self.verify_id_token(raw, nonce, jwks, now).map_err(ApiError::from)
+            }
+            other => other.map_err(ApiError::from),
+        }
     }
 
     fn verify_id_token(
@@ -197,7 +232,7 @@ impl OidcClient {
         nonce: &str,
         jwks: openidconnect::JsonWebKeySet<CoreJsonWebKey>,
         now: DateTime<Utc>,
-    ) -> Result<VerifiedIdentity, ApiError> {
+    ) -> Result<VerifiedIdentity, VerifyError> {
         let token = HelixIdToken::from_str(raw).map_err(|_| failed("id_token"))?;
         let issuer = IssuerUrl::new(self.config.issuer.clone()).map_err(ApiError::internal)?;
         let algs: Vec<CoreJwsSigningAlgorithm> = self
@@ -209,7 +244,12 @@ impl OidcClient {
         let verifier = IdTokenVerifier::new_public_client(ClientId::new(self.config.client_id.clone()), issuer, jwks)
             .set_allowed_algs(algs)
             .set_time_fn(move || now);
-        let claims = token.claims(&verifier, &Nonce::new(nonce.to_owned())).map_err(|e| failed(reason(&e)))?;
+        let claims = token.claims(&verifier, &Nonce::new(nonce.to_owned())).map_err(|e| match e {
+            ClaimsVerificationError::SignatureVerification(SignatureVerificationError::NoMatchingKey) => {
+                VerifyError::UnknownKey
+            }
+            e => VerifyError::Failed(failed(reason(&e))),
+        })?;
         let tenant = crate::auth::jwt::signed_tenant(&claims.additional_claims().rest).map_err(|_| failed("tenant"))?;
         Ok(VerifiedIdentity {
             issuer: claims.issuer().to_string(),
@@ -217,6 +257,28 @@ impl OidcClient {
             tenant,
             auth_time: claims.auth_time().map(|t| t.timestamp()),
         })
+    }
+}
+
+/// Why an ID token was not verified: a signing key the JWKS at hand does not hold (worth
+/// one fresh discovery), or anything else.
+enum VerifyError {
+    UnknownKey,
+    Failed(ApiError),
+}
+
+impl From<ApiError> for VerifyError {
+    fn from(e: ApiError) -> Self {
+        VerifyError::Failed(e)
+    }
+}
+
+impl From<VerifyError> for ApiError {
+    fn from(e: VerifyError) -> Self {
+        match e {
+            VerifyError::UnknownKey => failed("signature"),
+            VerifyError::Failed(e) => e,
+        }
     }
 }
 
@@ -229,5 +291,93 @@ fn reason(e: &ClaimsVerificationError) -> &'static str {
         ClaimsVerificationError::SignatureVerification(SignatureVerificationError::DisallowedAlg(_)) => "algorithm",
         ClaimsVerificationError::SignatureVerification(_) => "signature",
         _ => "id_token",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Arc, Mutex};
+
+    use axum::routing::get;
+    use serde_json::json;
+
+    use super::*;
+    use crate::http::dev_oidc::DevSigner;
+
+    /// A provider on loopback whose signing key can be rotated; counts its discoveries.
+    struct Provider {
+        issuer: String,
+        signer: Arc<Mutex<DevSigner>>,
+        discoveries: Arc<AtomicUsize>,
+    }
+
+    async fn provider() -> Provider {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let issuer = format!("http://{}", listener.local_addr().unwrap());
+        let signer = Arc::new(Mutex::new(DevSigner::generate()));
+        let discoveries = Arc::new(AtomicUsize::new(0));
+        let (iss, count, keys) = (issuer.clone(), discoveries.clone(), signer.clone());
+        let app = axum::Router::new()
+            .route(
+                "/.well-known/openid-configuration",
+                get(move || {
+                    count.fetch_add(1, Ordering::SeqCst);
+                    let iss = iss.clone();
+                    async move {
+                        axum::Json(json!({
+                            "issuer": iss, "authorization_endpoint": format!("{iss}/authorize"),
+                            "token_endpoint": format!("{iss}/token"), "jwks_uri": format!("{iss}/jwks"),
+                            "response_types_supported": ["code"], "subject_types_supported": ["public"],
+                            "id_token_signing_alg_values_supported": ["EdDSA"],
+                        }))
+                    }
+                }),
+            )
+            .route("/jwks", get(move || std::future::ready(axum::Json(keys.lock().unwrap().jwks()))));
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        Provider { issuer, signer, discoveries }
+    }
+
+    fn client(p: &Provider) -> OidcClient {
+        let config = OidcConfig {
+            issuer: p.issuer.clone(),
+            client_id: "helix-test".into(),
+            client_secret: None,
+            algorithms: vec!["EdDSA".into()],
+        };
+        OidcClient::new(config, "http://127.0.0.1:9/account/callback".into())
+    }
+
+    fn id_token(p: &Provider, signer: &DevSigner, now: DateTime<Utc>) -> String {
+        signer.sign(&json!({
+            "iss": p.issuer, "aud": "helix-test", "sub": "alice", "tenant_id": "tenant-a", "nonce": "n-1",
+            "iat": now.timestamp(), "exp": now.timestamp() + 300,
+        }))
+    }
+
+    #[tokio::test]
+    async fn discovery_is_reused_and_fetched_again_when_the_provider_rotates_its_key() {
+        let p = provider().await;
+        let c = client(&p);
+        c.authorize_url("s1", "n1", &"v".repeat(43), false).await.unwrap();
+        c.authorize_url("s2", "n2", &"v".repeat(43), true).await.unwrap();
+        assert_eq!(p.discoveries.load(Ordering::SeqCst), 1, "the second sign-in reuses the discovery");
+
+        let cached = c.metadata(false).await.unwrap().jwks().clone();
+        assert_eq!(p.discoveries.load(Ordering::SeqCst), 1);
+        // The provider rotates: a token under the new key verifies after one fresh discovery.
+        *p.signer.lock().unwrap() = DevSigner::generate();
+        let now = Utc::now();
+        let raw = id_token(&p, &p.signer.lock().unwrap(), now);
+        let who = c.verify_with_fresh_keys(&raw, "n-1", cached.clone(), now).await.unwrap();
+        assert_eq!((who.subject.as_str(), who.tenant.as_str()), ("alice", "tenant-a"));
+        assert_eq!(p.discoveries.load(Ordering::SeqCst), 2);
+
+        // A key the provider never published stays refused, after one more look.
+        let raw = id_token(&p, &DevSigner::generate(), now);
+        let err = c.verify_with_fresh_keys(&raw, "n-1", cached, now).await.unwrap_err();
+        assert!(matches!(err, ApiError::SignInFailed { reason: "signature" }), "{err:?}");
+        assert_eq!(p.discoveries.load(Ordering::SeqCst), 3);
     }
 }

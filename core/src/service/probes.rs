@@ -24,8 +24,8 @@ use crate::store::{CancelReason, Cond, EXPIRES_AT, Item, Key, StoreError, WriteO
 use super::Services;
 use super::records::BODY;
 use super::room_evidence::{BoundRoom, projected, provenance_matches};
-use super::rooms::room_key;
-use super::sources::{AuthedSource, MAX_LISTED_SOURCES, Source, StoredObservation, observations_pk, source_key};
+use super::rooms::rfc3339;
+use super::sources::{AuthedSource, Source, StoredObservation, health_key, observations_pk, source_key};
 
 /// How often a waiting turn reads its probe.
 pub const PROBE_POLL_INTERVAL: Duration = Duration::from_millis(100);
@@ -64,23 +64,11 @@ impl Services {
     /// admitted source whose adapter answers the capability. None is
     /// `room_source_not_admitted`; more than one is `room_probe_source_ambiguous`.
     async fn paired_source(&self, bound: &BoundRoom, capability: &str) -> Result<Source, TurnFailure> {
-        let now = self.clock.epoch();
-        let page = self.store.query(&room_key(&bound.room_id).pk, "SRC#", None, MAX_LISTED_SOURCES).await;
-        let mut paired: Vec<Source> = page
-            .map_err(unavailable)?
-            .items
-            .iter()
-            .map(Source::from_item)
-            .filter(|s| {
-                s.status == SourceStatus::Active
-                    && s.bearer_hash.is_some()
-                    && s.credential_expires_at > now
-                    && s.admitted
-                    && s.manifest_hash.is_some()
-                    && s.owner_account == bound.room_owner
-                    && s.room_id == bound.room_id
-                    && adapter(&s.adapter_profile).is_some_and(|a| a.probe_capabilities.contains(&capability))
-            })
+        let mut paired: Vec<Source> = self
+            .admitted_sources(bound)
+            .await?
+            .into_iter()
+            .filter(|s| adapter(&s.adapter_profile).is_some_and(|a| a.probe_capabilities.contains(&capability)))
             .collect();
         match paired.len() {
             0 => Err(TurnFailure::RoomSourceNotAdmitted),
@@ -213,7 +201,8 @@ impl Services {
     fn probe_input(&self, bound: &BoundRoom, q: &Queued, item: Option<&Item>) -> Result<RoomProbeInput, TurnFailure> {
         let body = item.and_then(|i| i.s(BODY)).ok_or(TurnFailure::RoomEvidenceUnavailable)?;
         let answer: StoredObservation = serde_json::from_str(body).map_err(unavailable)?;
-        if !provenance_matches(&answer, &q.source) || answer.probe_id.as_deref() != Some(q.probe_id.as_str()) {
+        if !provenance_matches(&answer, &q.source) || answer.provenance.probe_id.as_deref() != Some(q.probe_id.as_str())
+        {
             return Err(TurnFailure::RoomEvidenceIdentityMismatch);
         }
         Ok(RoomProbeInput {
@@ -290,23 +279,19 @@ impl Services {
         answer.validate(&capability, record.n("requested_at_ms").unwrap_or(0), now_ms)?;
         let stored = StoredObservation {
             observation_ref: observation_ref(&s.source_id, &answer.request_id),
-            source_id: s.source_id.clone(),
-            room_id: s.room_id.clone(),
-            world_id: s.world_id.clone(),
-            adapter_profile: s.adapter_profile.clone(),
-            adapter_version: s.adapter_version.clone().unwrap_or_default(),
-            adapter_hash: s.adapter_hash.clone().unwrap_or_default(),
-            manifest_hash: manifest_hash.clone(),
-            producer_epoch: epoch,
             credential_generation: s.generation,
-            request_id: answer.request_id.clone(),
+            provenance: s.provenance_of(
+                manifest_hash,
+                epoch,
+                &answer.request_id,
+                answer.observed_at,
+                now,
+                Some(probe_id.to_owned()),
+            ),
             kind: ObservationKind::Snapshot,
             event: None,
             summary: answer.summary.clone(),
             data: answer.data(&capability),
-            observed_at: answer.observed_at,
-            received_at: now,
-            probe_id: Some(probe_id.to_owned()),
         };
         let body = serde_json::to_string(&stored).map_err(ApiError::internal)?;
         record.attrs.insert("status".into(), crate::store::Attr::S("answered".into()));
@@ -316,7 +301,18 @@ impl Services {
         let marker = Item::new(observations_pk(&s.source_id), format!("REQ#{}", answer.request_id))
             .with_n(EXPIRES_AT, now.timestamp() + self.config.sources.observation_ttl.as_secs() as i64)
             .with_s("probe_id", probe_id);
-        let ops = vec![
+        // The source's connection-health marker (Device Check), as an observation batch moves
+        // it: only forward. Last, so that its failure (a newer batch) is told apart below.
+        let latest = answer.observed_at.timestamp_millis();
+        let hk = health_key(&s.source_id);
+        let health = WriteOp::Put {
+            item: Item::new(hk.pk, hk.sk)
+                .with_n("last_observed_at_ms", latest)
+                .with_s("last_received_at", rfc3339(now))
+                .with_n(EXPIRES_AT, now.timestamp() + self.config.sources.observation_ttl.as_secs() as i64),
+            cond: Some(Cond::Or(vec![Cond::NotExists, Cond::Lt("last_observed_at_ms".into(), latest + 1)])),
+        };
+        let mut ops = vec![
             WriteOp::Put { item: record, cond: Some(Cond::eq_s("status", "pending")) },
             WriteOp::Delete { key: pending_key(&s.source_id, probe_id), cond: Some(Cond::Exists) },
             WriteOp::Put { item: marker, cond: Some(Cond::NotExists) },
@@ -329,8 +325,17 @@ impl Services {
                     Cond::eq_n("producer_epoch", epoch as i64),
                 ]),
             },
+            health,
         ];
-        match self.store.transact(ops).await {
+        let mut result = self.store.transact(ops.clone()).await;
+        if let Err(e) = &result
+            && failed(e, 4)
+        {
+            // A newer batch moved the marker past this answer: store the answer, keep it.
+            ops.truncate(4);
+            result = self.store.transact(ops).await;
+        }
+        match result {
             Ok(()) => Ok(ProbeAnswerReceipt {
                 schema: PROBE_ANSWER_RECEIPT_SCHEMA,
                 probe_id: probe_id.to_owned(),

@@ -71,14 +71,15 @@ fn check_binding(
 
 /// True when the observation was stored under exactly the source's current admission.
 pub(super) fn provenance_matches(o: &StoredObservation, s: &Source) -> bool {
-    o.source_id == s.source_id
-        && o.room_id == s.room_id
-        && o.world_id == s.world_id
-        && o.adapter_profile == s.adapter_profile
-        && Some(&o.adapter_version) == s.adapter_version.as_ref()
-        && Some(&o.adapter_hash) == s.adapter_hash.as_ref()
-        && Some(&o.manifest_hash) == s.manifest_hash.as_ref()
-        && Some(o.producer_epoch) == s.producer_epoch
+    let p = &o.provenance;
+    p.source_id == s.source_id
+        && p.room_id == s.room_id
+        && p.world_id == s.world_id
+        && p.adapter_profile == s.adapter_profile
+        && Some(&p.adapter_version) == s.adapter_version.as_ref()
+        && Some(&p.adapter_hash) == s.adapter_hash.as_ref()
+        && Some(&p.manifest_hash) == s.manifest_hash.as_ref()
+        && Some(p.producer_epoch) == s.producer_epoch
         && o.credential_generation == s.generation
 }
 
@@ -90,20 +91,7 @@ pub(super) fn projected(o: StoredObservation) -> RoomObservation {
         event: o.event,
         summary: o.summary,
         data: o.data,
-        provenance: ObservationProvenance {
-            source_id: o.source_id,
-            room_id: o.room_id,
-            world_id: o.world_id,
-            adapter_profile: o.adapter_profile,
-            adapter_version: o.adapter_version,
-            adapter_hash: o.adapter_hash,
-            manifest_hash: o.manifest_hash,
-            producer_epoch: o.producer_epoch,
-            request_id: o.request_id,
-            observed_at: o.observed_at,
-            received_at: o.received_at,
-            probe_id: o.probe_id,
-        },
+        provenance: o.provenance,
     }
 }
 
@@ -179,15 +167,17 @@ impl Services {
         self.room_evidence_of(bound).await
     }
 
-    /// The admitted observations of a binding that passed its rechecks.
-    pub async fn room_evidence_of(&self, bound: BoundRoom) -> Result<RoomEvidenceInput, TurnFailure> {
+    /// The sources of a bound room that may feed its runs: active, credentialed (an
+    /// unexpired credential), admitted under a manifest, and in the room and of the owner
+    /// the binding names. The one rule for live evidence and for probes.
+    pub(super) async fn admitted_sources(&self, bound: &BoundRoom) -> Result<Vec<Source>, TurnFailure> {
         let now = self.clock.epoch();
         let page = self
             .store
             .query(&room_key(&bound.room_id).pk, "SRC#", None, super::sources::MAX_LISTED_SOURCES)
             .await
             .map_err(unavailable)?;
-        let sources: Vec<Source> = page
+        Ok(page
             .items
             .iter()
             .map(Source::from_item)
@@ -200,17 +190,23 @@ impl Services {
                     && s.owner_account == bound.room_owner
                     && s.room_id == bound.room_id
             })
-            .collect();
+            .collect())
+    }
+
+    /// The admitted observations of a binding that passed its rechecks.
+    pub async fn room_evidence_of(&self, bound: BoundRoom) -> Result<RoomEvidenceInput, TurnFailure> {
+        let sources = self.admitted_sources(&bound).await?;
         if sources.is_empty() {
             return Err(TurnFailure::RoomSourceNotAdmitted);
         }
         let max_age = self.config.sources.evidence_max_age;
         let (mut admitted, mut mismatched) = (Vec::new(), 0usize);
-        for s in &sources {
-            let fresh = self
-                .fresh_observations(&s.source_id, max_age.as_millis() as i64, 2 * MAX_TURN_OBSERVATIONS)
-                .await
-                .map_err(unavailable)?;
+        // One Query per source, issued together: a room's sources add no sequential trip.
+        let reads = sources
+            .iter()
+            .map(|s| self.fresh_observations(&s.source_id, max_age.as_millis() as i64, 2 * MAX_TURN_OBSERVATIONS));
+        let fresh_per_source = futures::future::try_join_all(reads).await.map_err(unavailable)?;
+        for (s, fresh) in sources.iter().zip(fresh_per_source) {
             for o in fresh {
                 if provenance_matches(&o, s) { admitted.push(o) } else { mismatched += 1 }
             }
@@ -222,7 +218,7 @@ impl Services {
                 TurnFailure::RoomEvidenceStale
             });
         }
-        admitted.sort_by_key(|o| o.observed_at);
+        admitted.sort_by_key(|o| o.provenance.observed_at);
         let skip = admitted.len().saturating_sub(MAX_TURN_OBSERVATIONS);
         Ok(RoomEvidenceInput {
             room_id: bound.room_id,

@@ -67,11 +67,11 @@ pub fn snapshot_key(observer_ref: &str) -> Key {
     Key::new(format!("OBS#{observer_ref}"), "SNAP")
 }
 
-fn rfc3339(t: DateTime<Utc>) -> String {
+pub(super) fn rfc3339(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(SecondsFormat::Millis, true)
 }
 
-fn epoch_rfc3339(epoch: i64) -> String {
+pub(super) fn epoch_rfc3339(epoch: i64) -> String {
     DateTime::<Utc>::from_timestamp(epoch, 0).map(rfc3339).unwrap_or_default()
 }
 

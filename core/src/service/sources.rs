@@ -6,7 +6,7 @@
 //! the bearer keys its lookup item. Every credential check is repeated on every use.
 //! Must not depend on `http` or `mcp`.
 
-use chrono::{DateTime, SecondsFormat, Utc};
+use chrono::{DateTime, Utc};
 use futures::{StreamExt, TryStreamExt};
 use serde_json::Value;
 
@@ -21,7 +21,7 @@ use crate::store::{Attr, CancelReason, Cond, EXPIRES_AT, Item, Key, StoreError, 
 
 use super::accounts::policy_of;
 use super::records::{BODY, Receipt, ReceiptState, account_key, receipt_key};
-use super::rooms::{member_key, project, room_key};
+use super::rooms::{epoch_rfc3339, member_key, project, rfc3339, room_key};
 use super::sessions::Session;
 use super::{Caller, Mutation, Services};
 
@@ -66,14 +66,6 @@ pub fn observation_sk(observed_at_ms: i64, request_id: &str) -> String {
 /// The last-report marker of a source (connection health).
 pub fn health_key(source_id: &str) -> Key {
     Key::new(observations_pk(source_id), "HEALTH")
-}
-
-fn rfc3339(t: DateTime<Utc>) -> String {
-    t.to_rfc3339_opts(SecondsFormat::Millis, true)
-}
-
-fn epoch_rfc3339(epoch: i64) -> String {
-    DateTime::<Utc>::from_timestamp(epoch, 0).map(rfc3339).unwrap_or_default()
 }
 
 fn set_s(item: &mut Item, name: &str, v: impl Into<String>) {
@@ -171,29 +163,48 @@ pub struct AuthedSource {
     pub bearer_hash: String,
 }
 
-/// One stored observation with its exact provenance.
+/// One stored observation with its exact provenance. The provenance is the wire type,
+/// flattened: the stored JSON keeps one flat object, and the executor's projection
+/// ([`super::room_evidence::projected`]) hands the provenance on as it is.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct StoredObservation {
     pub observation_ref: String,
-    pub source_id: String,
-    pub room_id: String,
-    pub world_id: String,
-    pub adapter_profile: String,
-    pub adapter_version: String,
-    pub adapter_hash: String,
-    pub manifest_hash: String,
-    pub producer_epoch: u64,
     pub credential_generation: u32,
-    pub request_id: String,
     pub kind: ObservationKind,
     pub event: Option<String>,
     pub summary: String,
     pub data: serde_json::Map<String, Value>,
-    pub observed_at: DateTime<Utc>,
-    pub received_at: DateTime<Utc>,
-    /// The probe this observation answers (probe answers only).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub probe_id: Option<String>,
+    #[serde(flatten)]
+    pub provenance: ObservationProvenance,
+}
+
+impl Source {
+    /// The exact provenance of a report this source makes now, under its admitted
+    /// manifest and epoch.
+    pub(super) fn provenance_of(
+        &self,
+        manifest_hash: &str,
+        producer_epoch: u64,
+        request_id: &str,
+        observed_at: DateTime<Utc>,
+        received_at: DateTime<Utc>,
+        probe_id: Option<String>,
+    ) -> ObservationProvenance {
+        ObservationProvenance {
+            source_id: self.source_id.clone(),
+            room_id: self.room_id.clone(),
+            world_id: self.world_id.clone(),
+            adapter_profile: self.adapter_profile.clone(),
+            adapter_version: self.adapter_version.clone().unwrap_or_default(),
+            adapter_hash: self.adapter_hash.clone().unwrap_or_default(),
+            manifest_hash: manifest_hash.to_owned(),
+            producer_epoch,
+            request_id: request_id.to_owned(),
+            observed_at,
+            received_at,
+            probe_id,
+        }
+    }
 }
 
 /// The room, its owner's membership and account policy: who may act on a source.
@@ -651,23 +662,12 @@ impl Services {
             latest = latest.max(at);
             let stored = StoredObservation {
                 observation_ref: observation_ref(&s.source_id, &o.request_id),
-                source_id: s.source_id.clone(),
-                room_id: s.room_id.clone(),
-                world_id: s.world_id.clone(),
-                adapter_profile: s.adapter_profile.clone(),
-                adapter_version: s.adapter_version.clone().unwrap_or_default(),
-                adapter_hash: s.adapter_hash.clone().unwrap_or_default(),
-                manifest_hash: manifest_hash.clone(),
-                producer_epoch: epoch,
                 credential_generation: s.generation,
-                request_id: o.request_id.clone(),
+                provenance: s.provenance_of(manifest_hash, epoch, &o.request_id, o.observed_at, now, None),
                 kind: o.kind,
                 event: o.event,
                 summary: o.summary,
                 data: o.data,
-                observed_at: o.observed_at,
-                received_at: now,
-                probe_id: None,
             };
             let item = Item::new(pk.clone(), observation_sk(at, &o.request_id))
                 .with_s(BODY, serde_json::to_string(&stored).map_err(ApiError::internal)?)
@@ -854,5 +854,33 @@ impl Issued {
                 cond: Cond::And(vec![Cond::eq_s("status", "active"), Cond::eq_s("owner_account", self.owner.clone())]),
             },
         ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Observations stored before the provenance was embedded are one flat object: the
+    /// flattened type reads them, and writes the same shape back.
+    #[test]
+    fn a_stored_observation_keeps_its_flat_shape() {
+        let flat = serde_json::json!({
+            "observation_ref": "obsv_1", "source_id": "src_1", "room_id": "room_1",
+            "world_id": "overworld", "adapter_profile": "minecraft", "adapter_version": "1.0.0",
+            "adapter_hash": "a", "manifest_hash": "m", "producer_epoch": 2,
+            "credential_generation": 3, "request_id": "req-0001", "kind": "snapshot",
+            "event": null, "summary": "s", "data": {}, "observed_at": "2026-11-30T12:00:00Z",
+            "received_at": "2026-11-30T12:00:01Z"
+        });
+        let stored: StoredObservation = serde_json::from_value(flat.clone()).unwrap();
+        assert_eq!((stored.provenance.producer_epoch, stored.credential_generation), (2, 3));
+        assert_eq!(stored.provenance.probe_id, None);
+        let mut back = serde_json::to_value(&stored).unwrap();
+        for t in ["observed_at", "received_at"] {
+            let at: DateTime<Utc> = serde_json::from_value(back[t].clone()).unwrap();
+            back[t] = serde_json::to_value(at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)).unwrap();
+        }
+        assert_eq!(back, flat);
     }
 }
