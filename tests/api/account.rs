@@ -458,6 +458,15 @@ async fn a_tampered_state_and_a_replayed_callback_fail() {
     let res = other.get(&callback).await;
     assert_eq!(res.status(), StatusCode::BAD_REQUEST);
     assert!(!other.cookies.contains_key("helix_session"));
+
+    // A browser (it accepts HTML) is shown the same refusal as a page, not JSON.
+    let res =
+        app.http.get(&callback).header("accept", "text/html,application/xhtml+xml,*/*;q=0.8").send().await.unwrap();
+    assert_eq!(res.status(), StatusCode::BAD_REQUEST);
+    assert!(res.headers()["content-type"].to_str().unwrap().starts_with("text/html"));
+    assert!(res.headers().contains_key("content-security-policy"), "the page headers apply");
+    let page = res.text().await.unwrap();
+    assert!(page.contains(r#"data-code="sign_in_failed" data-reason="state""#), "{page}");
 }
 
 #[tokio::test]

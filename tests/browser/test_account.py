@@ -332,6 +332,19 @@ def main():
                                                 len(d.find_elements(By.ID, "account-ref"))),
                lambda n: n == (1, 0))
         shot(driver, "08-signed-out")
+
+        # A callback this browser never started (no sign-in cookie, unknown state) is refused
+        # on a page, with a way back: not a JSON body in the browser.
+        driver.get(f"{base}/account/callback?code=stale&state=not-a-live-intent")
+        on_page(driver, "the sign-in failure page", lambda u: u.startswith(f"{base}/account/callback?"),
+                "#sign-in-error")
+        expect(driver, "the failure names its code and reason",
+               lambda d: (d.find_element(By.ID, "sign-in-error").get_attribute("data-code"),
+                          d.find_element(By.ID, "sign-in-error").get_attribute("data-reason")),
+               lambda t: t == ("sign_in_failed", "state"))
+        shot(driver, "09-sign-in-failed")
+        click(driver, "#back-to-account", "back to the account")
+        on_page(driver, "/account from the failure page", at_account, "#sign-in")
         print(f"browser test passed; screenshots in {ARTIFACTS}")
     except Exception:
         report_failure(driver, log, data_dir, "zz-failure")

@@ -34,7 +34,7 @@ pub fn router(state: AppState) -> Router {
         .route("/account", get(account_page))
         .route("/account/static/account.css", get(stylesheet))
         .route("/account/sign-in", post(sign_in))
-        .route(CALLBACK_PATH, get(callback))
+        .route(CALLBACK_PATH, get(callback_page))
         .route("/account/sign-out", post(sign_out))
         .route("/account/allow-agents", post(allow_agents))
         .route("/account/agent-bindings/revoke", post(revoke_form))
@@ -206,6 +206,39 @@ struct CallbackQuery {
 }
 
 /// The trusted provider adapter: the only path from a verified identity to an account.
+#[derive(Template)]
+#[template(path = "sign_in_failed.html")]
+struct SignInFailedPage {
+    code: &'static str,
+    reason: &'static str,
+}
+
+/// The callback as a browser sees it: a refused sign-in (4xx) is a page with the same
+/// status, code and reason as the JSON error when the request accepts HTML. Everything
+/// else, 5xx included (the pipeline logs their cause), is the JSON error.
+async fn callback_page(state: State<AppState>, headers: HeaderMap, q: Query<CallbackQuery>) -> Response {
+    let wants_html =
+        headers.get(axum::http::header::ACCEPT).and_then(|v| v.to_str().ok()).is_some_and(|a| a.contains("text/html"));
+    match callback(state, headers, q).await {
+        Ok(res) => res,
+        Err(e) if wants_html && e.status().is_client_error() => {
+            let reason = match &e {
+                ApiError::SignInFailed { reason } => reason,
+                _ => "",
+            };
+            let status = e.status();
+            match html(SignInFailedPage { code: e.code(), reason }.render()) {
+                Ok(mut res) => {
+                    *res.status_mut() = status;
+                    res
+                }
+                Err(e) => e.into_response(),
+            }
+        }
+        Err(e) => e.into_response(),
+    }
+}
+
 async fn callback(
     State(state): State<AppState>,
     headers: HeaderMap,
