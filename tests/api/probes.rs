@@ -16,6 +16,7 @@ use helix_core::executor::scripted::Step;
 use helix_integration_tests::*;
 use serde_json::{Value, json};
 
+use super::room_evidence::{failure, started_and_bound, turn_with};
 use super::sources::{ALL, browser, code, create_source, developer, ingress, manifest, read, room, rpc, session};
 
 const SCOPES: &str = "research_library,bound_room_evidence,bound_room_environment_probe";
@@ -71,42 +72,11 @@ async fn admitted_source(app: &TestApp, o: &Owner, room_id: &str, profile: &str,
 
 /// Starts a run with `scopes` and binds it to `room_id`.
 async fn bound_run(app: &TestApp, token: &str, room_id: &str, scopes: &[&str]) -> String {
-    let run = app
-        .started(token, json!({ "objective": "What do the players carry right now?", "database_scope": scopes }))
-        .await;
-    let run_id = run["run_id"].as_str().unwrap().to_owned();
-    let (status, v) = read(
-        app.post("/api/v1/rooms/run-bindings", token)
-            .json(&json!({ "room_id": room_id, "run_id": run_id }))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
-    assert_eq!(status, 201, "{v}");
-    run_id
+    started_and_bound(app, token, room_id, "What do the players carry right now?", scopes).await
 }
 
 async fn turn(app: &TestApp, token: &str, run_id: &str) -> Value {
-    let run: Value =
-        app.get(&format!("/api/v1/agent-runs/{run_id}"), token).send().await.unwrap().json().await.unwrap();
-    let key = format!("turn-{}", helix_core::domain::random_hex(6));
-    let (status, v) = read(
-        app.continue_run(
-            token,
-            run_id,
-            &key,
-            json!({ "expected_version": run["version"], "instruction": "Check the inventories." }),
-        )
-        .await,
-    )
-    .await;
-    assert_eq!(status, 200, "{v}");
-    v
-}
-
-fn failure(v: &Value) -> &str {
-    v["latest_result"]["failure_code"].as_str().unwrap_or("")
+    turn_with(app, token, run_id, "Check the inventories.").await
 }
 
 async fn poll(app: &TestApp, bearer: &str) -> (u16, Value) {

@@ -52,16 +52,17 @@ async fn observe(app: &TestApp, w: &World, epoch: u64, ids: &[&str]) {
 
 /// Starts a `bound_room_evidence` run and binds it to the world's room.
 async fn bound_run(app: &TestApp, w: &World) -> String {
-    let run = app
-        .started(
-            &w.token,
-            json!({ "objective": "What is happening in the shared world?", "database_scope": ["bound_room_evidence"] }),
-        )
-        .await;
+    started_and_bound(app, &w.token, &w.room_id, "What is happening in the shared world?", &["bound_room_evidence"])
+        .await
+}
+
+/// Starts a run with `objective` and `scopes` and binds it to `room_id`.
+pub async fn started_and_bound(app: &TestApp, token: &str, room_id: &str, objective: &str, scopes: &[&str]) -> String {
+    let run = app.started(token, json!({ "objective": objective, "database_scope": scopes })).await;
     let run_id = run["run_id"].as_str().unwrap().to_owned();
     let (status, v) = read(
-        app.post("/api/v1/rooms/run-bindings", &w.token)
-            .json(&json!({ "room_id": w.room_id, "run_id": run_id }))
+        app.post("/api/v1/rooms/run-bindings", token)
+            .json(&json!({ "room_id": room_id, "run_id": run_id }))
             .send()
             .await
             .unwrap(),
@@ -72,6 +73,11 @@ async fn bound_run(app: &TestApp, w: &World) -> String {
 }
 
 async fn turn(app: &TestApp, token: &str, run_id: &str) -> Value {
+    turn_with(app, token, run_id, "Report what the room shows now.").await
+}
+
+/// One continuation of `run_id` at its current version; asserts it was answered 200.
+pub async fn turn_with(app: &TestApp, token: &str, run_id: &str, instruction: &str) -> Value {
     let run: Value =
         app.get(&format!("/api/v1/agent-runs/{run_id}"), token).send().await.unwrap().json().await.unwrap();
     let key = format!("turn-{}", helix_core::domain::random_hex(6));
@@ -80,7 +86,7 @@ async fn turn(app: &TestApp, token: &str, run_id: &str) -> Value {
             token,
             run_id,
             &key,
-            json!({ "expected_version": run["version"], "instruction": "Report what the room shows now." }),
+            json!({ "expected_version": run["version"], "instruction": instruction }),
         )
         .await,
     )
@@ -89,7 +95,7 @@ async fn turn(app: &TestApp, token: &str, run_id: &str) -> Value {
     v
 }
 
-fn failure(v: &Value) -> &str {
+pub fn failure(v: &Value) -> &str {
     v["latest_result"]["failure_code"].as_str().unwrap_or("")
 }
 
