@@ -56,10 +56,11 @@ fn has_key_shape(word: &str) -> bool {
     if word.split('.').all(b64url) && word.split('.').filter(|s| s.len() >= 8).count() >= 3 {
         return true;
     }
-    let lower = word.to_ascii_lowercase();
-    let prefixed = KEY_PREFIXES
-        .iter()
-        .any(|(p, min)| lower.strip_prefix(p).is_some_and(|rest| rest.len() >= *min && b64url(rest)));
+    let prefixed = KEY_PREFIXES.iter().any(|(p, min)| {
+        word.get(..p.len()).is_some_and(|head| head.eq_ignore_ascii_case(p))
+            && word[p.len()..].len() >= *min
+            && b64url(&word[p.len()..])
+    });
     let aws = (word.starts_with("AKIA") || word.starts_with("ASIA"))
         && word.len() >= 16
         && word.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit());
@@ -106,15 +107,14 @@ pub fn identifier_carries_credential(value: &str) -> bool {
 }
 
 fn scan_words(text: &str, long_runs: bool) -> bool {
-    let trim = |w: &str| w.trim_matches(|c: char| "\"'`()[]{}<>,;".contains(c)).to_owned();
-    let words: Vec<String> = text.split_whitespace().map(trim).collect();
-    for (i, word) in words.iter().enumerate() {
+    // Borrowed words, compared without case: no allocation per word.
+    let mut words = text.split_whitespace().map(|w| w.trim_matches(|c: char| "\"'`()[]{}<>,;".contains(c))).peekable();
+    while let Some(word) = words.next() {
         if has_key_shape(word) || (long_runs && has_random_run(word)) {
             return true;
         }
-        let lower = word.to_ascii_lowercase();
-        let next_len = words.get(i + 1).map_or(0, |w| w.len());
-        if (lower == "bearer" || lower == "basic") && next_len >= 8 {
+        let next_len = words.peek().map_or(0, |w| w.len());
+        if (word.eq_ignore_ascii_case("bearer") || word.eq_ignore_ascii_case("basic")) && next_len >= 8 {
             return true;
         }
     }
