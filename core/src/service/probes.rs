@@ -25,7 +25,7 @@ use super::Services;
 use super::records::BODY;
 use super::room_evidence::{BoundRoom, projected, provenance_matches};
 use super::rooms::rfc3339;
-use super::sources::{AuthedSource, Source, StoredObservation, health_key, observations_pk, source_key};
+use super::sources::{AuthedSource, Source, StoredObservation, health_key, observations_pk};
 
 /// How often a waiting turn reads its probe.
 pub const PROBE_POLL_INTERVAL: Duration = Duration::from_millis(100);
@@ -256,15 +256,7 @@ impl Services {
         if !probe_id_ok(probe_id) {
             return Err(ApiError::ProbeNotFound);
         }
-        let (Some(manifest_hash), Some(epoch), true) = (&s.manifest_hash, s.producer_epoch, s.admitted) else {
-            return Err(ApiError::ManifestNotRegistered);
-        };
-        if answer.producer_epoch < epoch {
-            return Err(ApiError::ProducerEpochStale { current: epoch });
-        }
-        if answer.producer_epoch != epoch || !hashes_equal(&answer.manifest_hash, manifest_hash) {
-            return Err(ApiError::ManifestNotRegistered);
-        }
+        let (manifest_hash, epoch) = a.admitted_report(answer.producer_epoch, &answer.manifest_hash)?;
         let key = probe_key(&s.source_id, probe_id);
         let record = self.store.get(&key).await?.filter(|i| i.s("source_id") == Some(s.source_id.as_str()));
         let mut record = record.ok_or(ApiError::ProbeNotFound)?;
@@ -316,15 +308,7 @@ impl Services {
             WriteOp::Put { item: record, cond: Some(Cond::eq_s("status", "pending")) },
             WriteOp::Delete { key: pending_key(&s.source_id, probe_id), cond: Some(Cond::Exists) },
             WriteOp::Put { item: marker, cond: Some(Cond::NotExists) },
-            WriteOp::Check {
-                key: source_key(&s.room_id, &s.source_id),
-                cond: Cond::And(vec![
-                    Cond::eq_s("status", "active"),
-                    Cond::eq_s("bearer_hash", a.bearer_hash.clone()),
-                    Cond::eq_s("admitted", "true"),
-                    Cond::eq_n("producer_epoch", epoch as i64),
-                ]),
-            },
+            a.still_admitted(epoch),
             health,
         ];
         let mut result = self.store.transact(ops.clone()).await;

@@ -163,6 +163,39 @@ pub struct AuthedSource {
     pub bearer_hash: String,
 }
 
+impl AuthedSource {
+    /// A report (a batch or a probe answer) must come under the source's admitted manifest
+    /// and epoch: its manifest hash and epoch, or `manifest_not_registered` (an older epoch:
+    /// `producer_epoch_stale`).
+    pub(super) fn admitted_report(&self, epoch: u64, manifest_hash: &str) -> Result<(&str, u64), ApiError> {
+        let s = &self.source;
+        let (Some(admitted_hash), Some(admitted_epoch), true) = (&s.manifest_hash, s.producer_epoch, s.admitted) else {
+            return Err(ApiError::ManifestNotRegistered);
+        };
+        if epoch < admitted_epoch {
+            return Err(ApiError::ProducerEpochStale { current: admitted_epoch });
+        }
+        if epoch != admitted_epoch || !hashes_equal(manifest_hash, admitted_hash) {
+            return Err(ApiError::ManifestNotRegistered);
+        }
+        Ok((admitted_hash, admitted_epoch))
+    }
+
+    /// The transaction guard of a report: the source is still active, under this bearer,
+    /// admitted at this epoch when the write commits.
+    pub(super) fn still_admitted(&self, epoch: u64) -> WriteOp {
+        WriteOp::Check {
+            key: source_key(&self.source.room_id, &self.source.source_id),
+            cond: Cond::And(vec![
+                Cond::eq_s("status", "active"),
+                Cond::eq_s("bearer_hash", self.bearer_hash.clone()),
+                Cond::eq_s("admitted", "true"),
+                Cond::eq_n("producer_epoch", epoch as i64),
+            ]),
+        }
+    }
+}
+
 /// One stored observation with its exact provenance. The provenance is the wire type,
 /// flattened: the stored JSON keeps one flat object, and the executor's projection
 /// ([`super::room_evidence::projected`]) hands the provenance on as it is.
@@ -640,15 +673,7 @@ impl Services {
         batch: ObservationBatch,
     ) -> Result<ObservationReceipt, ApiError> {
         let s = &a.source;
-        let (Some(manifest_hash), Some(epoch), true) = (&s.manifest_hash, s.producer_epoch, s.admitted) else {
-            return Err(ApiError::ManifestNotRegistered);
-        };
-        if batch.producer_epoch < epoch {
-            return Err(ApiError::ProducerEpochStale { current: epoch });
-        }
-        if batch.producer_epoch != epoch || !hashes_equal(&batch.manifest_hash, manifest_hash) {
-            return Err(ApiError::ManifestNotRegistered);
-        }
+        let (manifest_hash, epoch) = a.admitted_report(batch.producer_epoch, &batch.manifest_hash)?;
         let profile = adapter(&s.adapter_profile).ok_or(ApiError::SourceCredentialInvalid)?;
         let now = self.clock.now();
         let ttl = self.config.sources.observation_ttl;
@@ -686,15 +711,7 @@ impl Services {
                 .with_n(EXPIRES_AT, expires),
             cond: Some(Cond::Or(vec![Cond::NotExists, Cond::Lt("last_observed_at_ms".into(), latest + 1)])),
         });
-        ops.push(WriteOp::Check {
-            key: source_key(&s.room_id, &s.source_id),
-            cond: Cond::And(vec![
-                Cond::eq_s("status", "active"),
-                Cond::eq_s("bearer_hash", a.bearer_hash.clone()),
-                Cond::eq_s("admitted", "true"),
-                Cond::eq_n("producer_epoch", epoch as i64),
-            ]),
-        });
+        ops.push(a.still_admitted(epoch));
         match self.store.transact(ops.clone()).await {
             Ok(()) => {}
             Err(e) if failed(&e, n + 1) => return Err(ApiError::ManifestNotRegistered),
