@@ -430,14 +430,23 @@ pub async fn read_body(body: Body, limit: usize) -> Result<bytes::Bytes, ApiErro
 
 /// Parses a strict request value; the message never echoes caller values.
 pub fn parse_strict<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
-    serde_json::from_slice(bytes).map_err(|e| {
-        let msg = e.to_string();
-        match redact::unknown_field_name(&msg) {
-            Some(name) => ApiError::InvalidRequest(format!("unknown field {name:?}")),
-            None if msg.starts_with("unknown field") => ApiError::InvalidRequest("unknown field".into()),
-            None => ApiError::InvalidRequest(redact::scrub_message(&msg)),
-        }
-    })
+    serde_json::from_slice(bytes).map_err(strict_error)
+}
+
+/// [`parse_strict`] of a JSON value already parsed (an MCP tool call's arguments).
+pub fn parse_strict_value<T: DeserializeOwned>(value: &serde_json::Value) -> Result<T, ApiError> {
+    T::deserialize(value).map_err(strict_error)
+}
+
+/// A body that does not parse as `T`: the typed error, naming an unknown field only when
+/// its name is a plain identifier, never echoing a value.
+fn strict_error(e: serde_json::Error) -> ApiError {
+    let msg = e.to_string();
+    match redact::unknown_field_name(&msg) {
+        Some(name) => ApiError::InvalidRequest(format!("unknown field {name:?}")),
+        None if msg.starts_with("unknown field") => ApiError::InvalidRequest("unknown field".into()),
+        None => ApiError::InvalidRequest(redact::scrub_message(&msg)),
+    }
 }
 
 /// A run-shaped JSON response with its weak ETag (from `version`).

@@ -32,7 +32,7 @@ use crate::domain::scopes::ROOMS_READ;
 use crate::domain::source::DeviceCheckReport;
 use crate::domain::wire::McpErrorView;
 use crate::error::ApiError;
-use crate::http::{AppState, Group, RequestId, authenticate, parse_strict, pipeline, resource_metadata_url};
+use crate::http::{AppState, Group, RequestId, authenticate, parse_strict_value, pipeline, resource_metadata_url};
 use crate::service::Caller;
 
 pub const PATH: &str = "/mcp/device-check";
@@ -133,7 +133,7 @@ impl ServerHandler for DeviceCheckMcp {
             return Ok(tool_error(&ApiError::AuthenticationRequired, &request_id, &metadata_url).into());
         };
         let arguments = Value::Object(request.arguments.unwrap_or_default());
-        let result = match parse_strict::<DeviceCheckArgs>(arguments.to_string().as_bytes()) {
+        let result = match parse_strict_value::<DeviceCheckArgs>(&arguments) {
             Err(e) => Err(e),
             Ok(DeviceCheckArgs {}) => self.state.services.device_check(&caller).await,
         };

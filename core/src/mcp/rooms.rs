@@ -98,9 +98,8 @@ pub enum RoomOp {
 }
 
 pub async fn dispatch(services: &Services, op: RoomOp, p: &Caller, arguments: &Value) -> Result<RoomOutcome, ApiError> {
-    fn parse<T: serde::de::DeserializeOwned>(v: &Value) -> Result<T, ApiError> {
-        crate::http::parse_strict(v.to_string().as_bytes())
-    }
+    // Strict, with the REST body's error mapping (never echoes values).
+    use crate::http::parse_strict_value as parse;
     let v = arguments;
     Ok(match op {
         RoomOp::List => {

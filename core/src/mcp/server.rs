@@ -11,7 +11,6 @@ use rmcp::model::{
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
-use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use super::catalog::{
@@ -20,7 +19,9 @@ use super::catalog::{
 use crate::domain::ids::IdempotencyKey;
 use crate::domain::wire::{self, McpErrorView, NotAnAnswer};
 use crate::error::ApiError;
-use crate::http::{AppState, Group, Invocation, RequestId, challenge, parse_strict, resource_metadata_url};
+use crate::http::{AppState, Group, Invocation, RequestId, challenge, resource_metadata_url};
+// Strict argument parsing with the REST body's error mapping (never echoes values).
+use crate::http::parse_strict_value as args;
 use crate::service::Caller;
 use crate::service::Mutation;
 use crate::service::runs::DEFAULT_EVENT_LIMIT;
@@ -85,11 +86,6 @@ fn call_context(ctx: &RequestContext<RoleServer>) -> CallContext {
         request_id: ext.and_then(|e| e.get::<RequestId>()).map(|r| r.0.clone()).unwrap_or_default(),
         invocation: ext.and_then(|e| e.get::<Invocation>()).copied().unwrap_or_default(),
     }
-}
-
-/// Strict argument parsing with the REST body's error mapping (never echoes values).
-fn args<T: DeserializeOwned>(arguments: &Value) -> Result<T, ApiError> {
-    parse_strict(arguments.to_string().as_bytes())
 }
 
 fn key(raw: &str) -> Result<IdempotencyKey, ApiError> {
@@ -281,7 +277,7 @@ impl ToolOutput {
         out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
         serde_json::to_writer(&mut out, id)?;
         out.extend_from_slice(br#","result":{"content":[{"type":"text","text":"#);
-        serde_json::to_writer(&mut out, text.as_str())?;
+        push_json_quoted(&mut out, &text);
         out.extend_from_slice(b"}]");
         if self.content.is_object() {
             out.extend_from_slice(br#","structuredContent":"#);
@@ -296,6 +292,25 @@ impl ToolOutput {
         out.extend_from_slice(b"}}");
         Ok(out)
     }
+}
+
+/// `json` (compact JSON that serde_json wrote) as a JSON string, as serde_json writes it.
+/// Such text holds no control characters (serde_json escapes them inside strings and
+/// writes no whitespace between tokens), so `"` and `\` are the only bytes to escape.
+fn push_json_quoted(out: &mut Vec<u8>, json: &str) {
+    debug_assert!(!json.bytes().any(|b| b < 0x20), "compact serde_json output");
+    out.reserve(json.len() + json.len() / 4 + 2);
+    out.push(b'"');
+    let bytes = json.as_bytes();
+    let mut start = 0;
+    for at in memchr::memchr2_iter(b'"', b'\\', bytes) {
+        out.extend_from_slice(&bytes[start..at]);
+        out.push(b'\\');
+        out.push(bytes[at]);
+        start = at + 1;
+    }
+    out.extend_from_slice(&bytes[start..]);
+    out.push(b'"');
 }
 
 #[cfg(test)]
@@ -323,6 +338,11 @@ mod tests {
                     meta: None,
                 },
                 ToolOutput { content: json!({"error": {"code": "not_found"}}), is_error: true, meta: None },
+                ToolOutput {
+                    content: json!({"ctl": "\u{1}\u{1f}\u{7f}\\ \\\"", "k\"ey\\": "\u{2028}/"}),
+                    is_error: false,
+                    meta: None,
+                },
                 ToolOutput { content: json!({"run_id": "run_2"}), is_error: false, meta: Some(meta.clone()) },
                 ToolOutput { content: json!([{"a": 1}, "b"]), is_error: false, meta: None },
                 ToolOutput { content: json!("just text"), is_error: true, meta: Some(meta.clone()) },
