@@ -20,6 +20,7 @@ use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, Jwk, PublicKeyUse};
 use jsonwebtoken::{Algorithm, AlgorithmFamily, DecodingKey, EncodingKey, Header, Validation, errors::ErrorKind};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
+use sha2::Digest;
 use tokio::time::Instant;
 
 use crate::config::{OAuthConfig, Secret};
@@ -307,6 +308,38 @@ pub struct TokenVerifier {
     algorithms: Vec<Algorithm>,
     local_hs256: Option<DecodingKey>,
     jwks: Option<JwksCache>,
+    verified: VerifiedTokens,
+}
+
+/// Seconds a verified token is answered from [`VerifiedTokens`] at most (never past its
+/// `exp` and leeway): a JWKS key withdrawn at the provider stops admitting its tokens
+/// within the key set's own refresh period plus this.
+pub const VERIFIED_TOKEN_TTL_SECS: i64 = 60;
+
+/// Distinct tokens kept; the map is emptied when full, so many tokens cost a re-check,
+/// never memory.
+const VERIFIED_TOKEN_ENTRIES: usize = 4096;
+
+/// Tokens whose signature and claims passed, by the SHA-256 of the token (no token
+/// material is kept), with the epoch second through which the entry may answer. Only
+/// a byte-identical token hits; the tenant headers are checked on every request.
+#[derive(Default)]
+struct VerifiedTokens(std::sync::Mutex<HashMap<[u8; 32], (VerifiedToken, i64)>>);
+
+impl VerifiedTokens {
+    fn get(&self, digest: &[u8; 32], now: i64) -> Option<VerifiedToken> {
+        let map = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        map.get(digest).filter(|(_, until)| now <= *until).map(|(token, _)| token.clone())
+    }
+
+    fn put(&self, digest: [u8; 32], token: &VerifiedToken, now: i64) {
+        let until = token.expires_at.saturating_add(CLOCK_LEEWAY_SECS).min(now.saturating_add(VERIFIED_TOKEN_TTL_SECS));
+        let mut map = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if map.len() >= VERIFIED_TOKEN_ENTRIES {
+            map.clear();
+        }
+        map.insert(digest, (token.clone(), until));
+    }
 }
 
 impl std::fmt::Debug for TokenVerifier {
@@ -351,12 +384,49 @@ impl TokenVerifier {
                 state: RwLock::new(CacheState::default()),
                 refresh: tokio::sync::Mutex::new(()),
             }),
+            verified: VerifiedTokens::default(),
         }
     }
 
     /// Verifies `bearer` (the token alone, see [`bearer_from_header`]) and checks
     /// the request's tenant headers against its signed tenant.
     pub async fn verify(&self, bearer: &str, tenant_headers: TenantHeaders<'_>) -> Result<VerifiedToken, ApiError> {
+        self.verify_at(bearer, tenant_headers, chrono::Utc::now().timestamp()).await
+    }
+
+    /// [`Self::verify`] at `now` (epoch seconds). A token verified in the last
+    /// [`VERIFIED_TOKEN_TTL_SECS`] is not verified again (signature checks are a tenth
+    /// of a request's CPU); its expiry still is.
+    async fn verify_at(
+        &self,
+        bearer: &str,
+        tenant_headers: TenantHeaders<'_>,
+        now: i64,
+    ) -> Result<VerifiedToken, ApiError> {
+        let digest: Option<[u8; 32]> =
+            (bearer.len() <= MAX_BEARER_BYTES).then(|| sha2::Sha256::digest(bearer.as_bytes()).into());
+        let token = match digest.and_then(|d| self.verified.get(&d, now)) {
+            Some(token) => token,
+            None => {
+                let token = self.verify_token(bearer, now).await?;
+                if let Some(d) = digest {
+                    self.verified.put(d, &token, now);
+                }
+                token
+            }
+        };
+        for supplied in
+            [tenant_headers.tenant_id, tenant_headers.customer_id, tenant_headers.org_id].into_iter().flatten()
+        {
+            if supplied != token.tenant {
+                return Err(ApiError::TenantMismatch);
+            }
+        }
+        Ok(token)
+    }
+
+    /// Signature, algorithm and claims of `bearer` at `now`.
+    async fn verify_token(&self, bearer: &str, now: i64) -> Result<VerifiedToken, ApiError> {
         let header = parse_header(bearer)?;
         let (alg, key) = self.select_key(&header).await?;
 
@@ -381,15 +451,7 @@ impl TokenVerifier {
             })
         })?;
 
-        let token = self.check_claims(&data.claims, chrono::Utc::now().timestamp())?;
-        for supplied in
-            [tenant_headers.tenant_id, tenant_headers.customer_id, tenant_headers.org_id].into_iter().flatten()
-        {
-            if supplied != token.tenant {
-                return Err(ApiError::TenantMismatch);
-            }
-        }
-        Ok(token)
+        self.check_claims(&data.claims, now)
     }
 
     async fn select_key(&self, header: &RawHeader) -> Result<(Algorithm, KeyRef<'_>), ApiError> {
@@ -688,5 +750,57 @@ mod tests {
         assert_eq!(keys["ec"].algorithms, vec![Algorithm::ES256]);
         assert!(matches!(parse_jwks(br#"{"keys":[]}"#), Err(JwksError::NoUsableKeys)));
         assert!(matches!(parse_jwks(b"[]"), Err(JwksError::Document(_))));
+    }
+
+    fn local_verifier() -> (TokenVerifier, Secret) {
+        let secret = Secret::new("s".repeat(32));
+        let oauth = OAuthConfig {
+            issuer: "https://issuer.test".into(),
+            audience: "helix".into(),
+            jwks_url: None,
+            provider: "test".into(),
+            algorithms: vec![],
+            local_hs256_secret: Some(secret.clone()),
+            authorization_servers: vec![],
+        };
+        (TokenVerifier::new(&oauth, reqwest::Client::new()), secret)
+    }
+
+    const NO_TENANT_HEADERS: TenantHeaders<'static> =
+        TenantHeaders { tenant_id: None, customer_id: None, org_id: None };
+
+    #[tokio::test]
+    async fn a_cached_verification_admits_only_the_same_token_and_never_past_its_expiry() {
+        let (verifier, secret) = local_verifier();
+        let token = mint_local_hs256(&secret, "https://issuer.test", "helix", "sub-1", "t1", &["a".into()], 10);
+        let now = chrono::Utc::now().timestamp();
+        let first = verifier.verify_at(&token, NO_TENANT_HEADERS, now).await.unwrap();
+        assert_eq!(verifier.verify_at(&token, NO_TENANT_HEADERS, now + 1).await.unwrap(), first);
+        {
+            let map = verifier.verified.0.lock().unwrap();
+            let (_, until) = map.values().next().expect("the verified token is kept");
+            assert!(*until <= now + VERIFIED_TOKEN_TTL_SECS && *until <= first.expires_at + CLOCK_LEEWAY_SECS);
+        }
+        // Past exp + leeway the cached entry no longer answers and the token is refused.
+        let late = first.expires_at + CLOCK_LEEWAY_SECS + 1;
+        assert_eq!(reason(verifier.verify_at(&token, NO_TENANT_HEADERS, late).await.unwrap_err()), "expired");
+        // Another signature over the same claims is verified on its own, and fails.
+        let (head, sig) = token.rsplit_once('.').unwrap();
+        let flipped = format!("{head}.{}{}", if sig.starts_with('A') { 'B' } else { 'A' }, &sig[1..]);
+        assert_eq!(reason(verifier.verify_at(&flipped, NO_TENANT_HEADERS, now).await.unwrap_err()), "signature");
+        // The tenant headers are checked on every request, cached token or not.
+        let other = TenantHeaders { tenant_id: Some("t2"), customer_id: None, org_id: None };
+        assert!(matches!(verifier.verify_at(&token, other, now).await, Err(ApiError::TenantMismatch)));
+    }
+
+    #[tokio::test]
+    async fn the_verified_token_cache_is_bounded() {
+        let (verifier, secret) = local_verifier();
+        let now = chrono::Utc::now().timestamp();
+        for i in 0..VERIFIED_TOKEN_ENTRIES + 3 {
+            let token = mint_local_hs256(&secret, "https://issuer.test", "helix", &format!("s{i}"), "t1", &[], 600);
+            verifier.verify_at(&token, NO_TENANT_HEADERS, now).await.unwrap();
+        }
+        assert!(verifier.verified.0.lock().unwrap().len() <= VERIFIED_TOKEN_ENTRIES);
     }
 }
