@@ -546,6 +546,11 @@ impl Run {
         super::wire::to_value(&super::wire::RunView::observed(self, now_epoch))
     }
 
+    /// [`Self::observed`], serialized once.
+    pub fn observed_json(&self, now_epoch: i64) -> super::wire::RunJson {
+        super::wire::RunJson::of(&super::wire::RunView::observed(self, now_epoch))
+    }
+
     /// The `helix.agent_run.evidence_bundle.v1` projection (see `wire::EvidenceBundleView`).
     pub fn evidence_bundle(&self) -> serde_json::Value {
         super::wire::to_value(&super::wire::EvidenceBundleView::of(self))

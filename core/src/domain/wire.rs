@@ -335,6 +335,21 @@ pub fn to_value(view: &impl Serialize) -> serde_json::Value {
     serde_json::to_value(view).expect("wire DTOs serialize to JSON")
 }
 
+/// A run view serialized once (the text of a JSON object), with the version its ETag
+/// names: REST writes the text as the body, MCP as the result's content and its text
+/// copy. No `Value` tree is built for the hottest read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunJson {
+    pub json: String,
+    pub version: u64,
+}
+
+impl RunJson {
+    pub fn of(view: &RunView) -> Self {
+        RunJson { json: serde_json::to_string(view).expect("wire DTOs serialize to JSON"), version: view.version }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,7 +6,7 @@ use axum::routing::{get, post};
 use axum::{Extension, Router};
 use http::{HeaderValue, StatusCode};
 
-use super::{AppState, Authed, Group, IdemKey, Invocation, JsonBody, pipeline, run_response};
+use super::{AppState, Authed, Group, IdemKey, Invocation, JsonBody, pipeline, run_json_response, run_response};
 use crate::domain::run::{CancelRequest, ContinueRequest, StartRequest};
 use crate::error::ApiError;
 use crate::service::Mutation;
@@ -77,7 +77,7 @@ async fn inspect(
     Authed(p): Authed,
     Path(run_id): Path<String>,
 ) -> Result<Response, ApiError> {
-    Ok(run_response(StatusCode::OK, app.services.inspect_run(&p, &run_id).await?))
+    Ok(run_json_response(app.services.inspect_run(&p, &run_id).await?))
 }
 
 async fn evidence(

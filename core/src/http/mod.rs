@@ -459,6 +459,14 @@ pub fn run_response(status: StatusCode, body: serde_json::Value) -> Response {
     res
 }
 
+/// A run view serialized once ([`crate::domain::wire::RunJson`]): 200, the same body and
+/// ETag as [`run_response`] of its `Value`.
+pub fn run_json_response(run: crate::domain::wire::RunJson) -> Response {
+    let etag = HeaderValue::from_str(&format!("W/\"v{}\"", run.version)).expect("ascii etag");
+    let content_type = HeaderValue::from_static("application/json");
+    ([(http::header::CONTENT_TYPE, content_type), (http::header::ETAG, etag)], run.json).into_response()
+}
+
 /// Fallback for unknown paths inside a group.
 pub async fn not_found() -> ApiError {
     ApiError::NotFound

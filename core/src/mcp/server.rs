@@ -58,6 +58,7 @@ impl HelixMcp {
 /// What a successful tool call produced.
 enum Outcome {
     Value(Value),
+    Json(String),
     Mutation(Mutation),
 }
 
@@ -115,7 +116,7 @@ impl HelixMcp {
                 let a: CancelArgs = args(arguments)?;
                 Outcome::Mutation(services.cancel_run(p, &a.run_id, &key(&a.idempotency_key)?, a.request).await?)
             }
-            Op::RunInspect => Outcome::Value(services.inspect_run(p, &args::<RunArgs>(arguments)?.run_id).await?),
+            Op::RunInspect => Outcome::Json(services.inspect_run(p, &args::<RunArgs>(arguments)?.run_id).await?.json),
             Op::RunEvidence => Outcome::Value(services.run_evidence(p, &args::<RunArgs>(arguments)?.run_id).await?),
             Op::RunEvents => {
                 let a: ListEventsArgs = args(arguments)?;
@@ -161,12 +162,13 @@ fn tool_error_output(err: &ApiError, request_id: &str, metadata_url: &str) -> To
         }
         _ => None,
     };
-    ToolOutput { content: wire::to_value(&view), is_error: true, meta }
+    ToolOutput { content: Content::Value(wire::to_value(&view)), is_error: true, meta }
 }
 
 fn framed(outcome: Outcome) -> ToolOutput {
     match outcome {
-        Outcome::Value(v) => ToolOutput { content: v, is_error: false, meta: None },
+        Outcome::Value(v) => ToolOutput { content: Content::Value(v), is_error: false, meta: None },
+        Outcome::Json(json) => ToolOutput { content: Content::Object(json), is_error: false, meta: None },
         Outcome::Mutation(m) => {
             // A replayed receipt may hold a stored error response; it stays an error, and
             // carries the four false flags like every MCP result.
@@ -174,7 +176,7 @@ fn framed(outcome: Outcome) -> ToolOutput {
             let content = if is_error { with_false_flags(m.body) } else { m.body };
             let mut meta = MetaObject::new();
             meta.insert(REPLAYED_META.into(), Value::Bool(m.replayed));
-            ToolOutput { content, is_error, meta: Some(meta) }
+            ToolOutput { content: Content::Value(content), is_error, meta: Some(meta) }
         }
     }
 }
@@ -251,19 +253,33 @@ impl HelixMcp {
 /// What a tool call produced, before framing: the structured content (its text copy is
 /// the same JSON), whether it is an error result, and its `_meta`.
 pub(crate) struct ToolOutput {
-    content: Value,
+    content: Content,
     is_error: bool,
     meta: Option<MetaObject>,
+}
+
+/// A result's structured content: a value, or a view the service already serialized
+/// (the text of a JSON object, [`wire::RunJson`]).
+enum Content {
+    Value(Value),
+    Object(String),
+}
+
+impl Content {
+    fn into_value(self) -> Value {
+        match self {
+            Content::Value(v) => v,
+            Content::Object(json) => serde_json::from_str(&json).expect("serialized by serde_json"),
+        }
+    }
 }
 
 impl ToolOutput {
     /// The SDK's result (`structured` / `structured_error`, then the `_meta`).
     pub(crate) fn into_result(self) -> CallToolResult {
-        let result = if self.is_error {
-            CallToolResult::structured_error(self.content)
-        } else {
-            CallToolResult::structured(self.content)
-        };
+        let content = self.content.into_value();
+        let result =
+            if self.is_error { CallToolResult::structured_error(content) } else { CallToolResult::structured(content) };
         result.with_meta(self.meta)
     }
 
@@ -272,14 +288,17 @@ impl ToolOutput {
     /// copy), byte for byte, with the content serialized once: the text copy is that
     /// same string, escaped.
     pub(crate) fn legacy_response(&self, id: &rmcp::model::RequestId) -> serde_json::Result<Vec<u8>> {
-        let text = serde_json::to_string(&self.content)?;
+        let text = match &self.content {
+            Content::Value(v) => Cow::Owned(serde_json::to_string(v)?),
+            Content::Object(json) => Cow::Borrowed(json.as_str()),
+        };
         let mut out = Vec::with_capacity(2 * text.len() + 160);
         out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
         serde_json::to_writer(&mut out, id)?;
         out.extend_from_slice(br#","result":{"content":[{"type":"text","text":"#);
         push_json_quoted(&mut out, &text);
         out.extend_from_slice(b"}]");
-        if self.content.is_object() {
+        if matches!(&self.content, Content::Object(_)) || matches!(&self.content, Content::Value(v) if v.is_object()) {
             out.extend_from_slice(br#","structuredContent":"#);
             out.extend_from_slice(text.as_bytes());
         }
@@ -333,19 +352,34 @@ mod tests {
         let outputs = || {
             [
                 ToolOutput {
-                    content: json!({"run_id": "run_1", "text": "a \"quoted\"\nline \u{e9}", "n": [1, 2.5]}),
+                    content: Content::Value(
+                        json!({"run_id": "run_1", "text": "a \"quoted\"\nline \u{e9}", "n": [1, 2.5]}),
+                    ),
                     is_error: false,
                     meta: None,
                 },
-                ToolOutput { content: json!({"error": {"code": "not_found"}}), is_error: true, meta: None },
                 ToolOutput {
-                    content: json!({"ctl": "\u{1}\u{1f}\u{7f}\\ \\\"", "k\"ey\\": "\u{2028}/"}),
+                    content: Content::Value(json!({"error": {"code": "not_found"}})),
+                    is_error: true,
+                    meta: None,
+                },
+                ToolOutput {
+                    content: Content::Value(json!({"ctl": "\u{1}\u{1f}\u{7f}\\ \\\"", "k\"ey\\": "\u{2028}/"})),
                     is_error: false,
                     meta: None,
                 },
-                ToolOutput { content: json!({"run_id": "run_2"}), is_error: false, meta: Some(meta.clone()) },
-                ToolOutput { content: json!([{"a": 1}, "b"]), is_error: false, meta: None },
-                ToolOutput { content: json!("just text"), is_error: true, meta: Some(meta.clone()) },
+                ToolOutput {
+                    content: Content::Value(json!({"run_id": "run_2"})),
+                    is_error: false,
+                    meta: Some(meta.clone()),
+                },
+                ToolOutput { content: Content::Value(json!([{"a": 1}, "b"])), is_error: false, meta: None },
+                ToolOutput { content: Content::Value(json!("just text")), is_error: true, meta: Some(meta.clone()) },
+                ToolOutput {
+                    content: Content::Object(json!({"run_id": "run_3", "q": "\"\\"}).to_string()),
+                    is_error: false,
+                    meta: None,
+                },
             ]
         };
         for id in [NumberOrString::Number(7), NumberOrString::Number(-3), NumberOrString::String("call-\"1\"".into())] {

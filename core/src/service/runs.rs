@@ -145,9 +145,9 @@ impl Services {
 
     // ---------- reads ----------
 
-    pub async fn inspect_run(&self, p: &Caller, run_id: &str) -> Result<Value, ApiError> {
+    pub async fn inspect_run(&self, p: &Caller, run_id: &str) -> Result<crate::domain::wire::RunJson, ApiError> {
         p.require(&[RUNS_READ])?;
-        Ok(self.owned_run(p, run_id).await?.observed(self.clock.epoch()))
+        Ok(self.owned_run(p, run_id).await?.observed_json(self.clock.epoch()))
     }
 
     pub async fn run_evidence(&self, p: &Caller, run_id: &str) -> Result<Value, ApiError> {
