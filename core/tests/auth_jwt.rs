@@ -99,6 +99,10 @@ impl JwksServer {
     fn publish(&self, jwk: Jwk) {
         self.state.keys.lock().unwrap().push(jwk);
     }
+
+    fn withdraw(&self, kid: &str) {
+        self.state.keys.lock().unwrap().retain(|k| k.common.key_id.as_deref() != Some(kid));
+    }
 }
 
 impl Drop for JwksServer {
@@ -411,6 +415,23 @@ async fn the_key_set_is_refetched_when_its_ttl_has_passed() {
     v.verify(&rs256(&claims()), NO_HEADERS).await.unwrap();
     v.verify(&rs256(&claims()), NO_HEADERS).await.unwrap();
     assert_eq!(server.hits(), 2);
+}
+
+#[tokio::test]
+async fn a_token_verified_earlier_is_refused_once_a_refresh_withdrew_its_key() {
+    let server = JwksServer::standard().await;
+    let policy = JwksPolicy { min_refresh_interval: Duration::ZERO, ..JwksPolicy::default() };
+    let v = verifier_with(&server, policy);
+    let token = rs256(&claims());
+    v.verify(&token, NO_HEADERS).await.unwrap();
+    v.verify(&token, NO_HEADERS).await.unwrap();
+    assert_eq!(server.hits(), 1, "the second check is answered from the verified-token cache");
+    server.withdraw("rsa-a");
+    // Any refresh (here: a token naming a kid the set lacks) replaces the set...
+    let rotated = sign(Algorithm::RS256, "rsa-b", &rsa(RSA_B), &claims());
+    assert_eq!(reason(&v, &rotated).await, "unknown_key");
+    // ...and the cached verification no longer stands without its key.
+    assert_eq!(reason(&v, &token).await, "unknown_key");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -166,6 +166,13 @@ struct JwksCache {
 }
 
 impl JwksCache {
+    /// The key `kid` names in the current set, without fetching: None once the set is
+    /// past its TTL or no longer holds that key.
+    fn current(&self, kid: &str) -> Option<Arc<KeyEntry>> {
+        let s = self.state.read().unwrap_or_else(|p| p.into_inner());
+        if s.fresh(Instant::now(), self.policy.ttl) { s.keys.get(kid).cloned() } else { None }
+    }
+
     async fn key(&self, kid: &str) -> Result<Arc<KeyEntry>, ApiError> {
         let observed = {
             let now = Instant::now();
@@ -312,8 +319,7 @@ pub struct TokenVerifier {
 }
 
 /// Seconds a verified token is answered from [`VerifiedTokens`] at most (never past its
-/// `exp` and leeway): a JWKS key withdrawn at the provider stops admitting its tokens
-/// within the key set's own refresh period plus this.
+/// `exp` and leeway, and only while the key set still holds the key that verified it).
 pub const VERIFIED_TOKEN_TTL_SECS: i64 = 60;
 
 /// Distinct tokens kept; the map is emptied when full, so many tokens cost a re-check,
@@ -321,24 +327,37 @@ pub const VERIFIED_TOKEN_TTL_SECS: i64 = 60;
 const VERIFIED_TOKEN_ENTRIES: usize = 4096;
 
 /// Tokens whose signature and claims passed, by the SHA-256 of the token (no token
-/// material is kept), with the epoch second through which the entry may answer. Only
-/// a byte-identical token hits; the tenant headers are checked on every request.
+/// material is kept). Only a byte-identical token hits; the tenant headers are checked on
+/// every request.
 #[derive(Default)]
-struct VerifiedTokens(std::sync::Mutex<HashMap<[u8; 32], (VerifiedToken, i64)>>);
+struct VerifiedTokens(std::sync::Mutex<HashMap<[u8; 32], Verified>>);
+
+struct Verified {
+    token: VerifiedToken,
+    /// The last epoch second at which the entry may answer.
+    until: i64,
+    /// The key set's key (and its `kid`) that verified the token; None for the local
+    /// HS256 secret, which never changes.
+    key: Option<(String, Arc<KeyEntry>)>,
+}
 
 impl VerifiedTokens {
-    fn get(&self, digest: &[u8; 32], now: i64) -> Option<VerifiedToken> {
+    fn get(&self, digest: &[u8; 32], now: i64) -> Option<Verified> {
         let map = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        map.get(digest).filter(|(_, until)| now <= *until).map(|(token, _)| token.clone())
+        map.get(digest).filter(|v| now <= v.until).map(|v| Verified {
+            token: v.token.clone(),
+            until: v.until,
+            key: v.key.clone(),
+        })
     }
 
-    fn put(&self, digest: [u8; 32], token: &VerifiedToken, now: i64) {
+    fn put(&self, digest: [u8; 32], token: &VerifiedToken, key: Option<(String, Arc<KeyEntry>)>, now: i64) {
         let until = token.expires_at.saturating_add(CLOCK_LEEWAY_SECS).min(now.saturating_add(VERIFIED_TOKEN_TTL_SECS));
         let mut map = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if map.len() >= VERIFIED_TOKEN_ENTRIES {
             map.clear();
         }
-        map.insert(digest, (token.clone(), until));
+        map.insert(digest, Verified { token: token.clone(), until, key });
     }
 }
 
@@ -396,7 +415,8 @@ impl TokenVerifier {
 
     /// [`Self::verify`] at `now` (epoch seconds). A token verified in the last
     /// [`VERIFIED_TOKEN_TTL_SECS`] is not verified again (signature checks are a tenth
-    /// of a request's CPU); its expiry still is.
+    /// of a request's CPU) while the key set still holds, unexpired, the very key that
+    /// verified it; its expiry is still checked.
     async fn verify_at(
         &self,
         bearer: &str,
@@ -405,12 +425,18 @@ impl TokenVerifier {
     ) -> Result<VerifiedToken, ApiError> {
         let digest: Option<[u8; 32]> =
             (bearer.len() <= MAX_BEARER_BYTES).then(|| sha2::Sha256::digest(bearer.as_bytes()).into());
-        let token = match digest.and_then(|d| self.verified.get(&d, now)) {
-            Some(token) => token,
+        let cached = digest.and_then(|d| self.verified.get(&d, now)).filter(|v| match &v.key {
+            None => true,
+            Some((kid, key)) => {
+                self.jwks.as_ref().and_then(|j| j.current(kid)).is_some_and(|current| Arc::ptr_eq(&current, key))
+            }
+        });
+        let token = match cached {
+            Some(v) => v.token,
             None => {
-                let token = self.verify_token(bearer, now).await?;
+                let (token, key) = self.verify_token(bearer, now).await?;
                 if let Some(d) = digest {
-                    self.verified.put(d, &token, now);
+                    self.verified.put(d, &token, key, now);
                 }
                 token
             }
@@ -425,8 +451,13 @@ impl TokenVerifier {
         Ok(token)
     }
 
-    /// Signature, algorithm and claims of `bearer` at `now`.
-    async fn verify_token(&self, bearer: &str, now: i64) -> Result<VerifiedToken, ApiError> {
+    /// Signature, algorithm and claims of `bearer` at `now`, and the key set's key that
+    /// verified it (None for the local HS256 secret).
+    async fn verify_token(
+        &self,
+        bearer: &str,
+        now: i64,
+    ) -> Result<(VerifiedToken, Option<(String, Arc<KeyEntry>)>), ApiError> {
         let header = parse_header(bearer)?;
         let (alg, key) = self.select_key(&header).await?;
 
@@ -451,7 +482,12 @@ impl TokenVerifier {
             })
         })?;
 
-        self.check_claims(&data.claims, now)
+        let token = self.check_claims(&data.claims, now)?;
+        let key = match key {
+            KeyRef::Local(_) => None,
+            KeyRef::Jwks(entry) => Some((header.kid.unwrap_or_default(), entry)),
+        };
+        Ok((token, key))
     }
 
     async fn select_key(&self, header: &RawHeader) -> Result<(Algorithm, KeyRef<'_>), ApiError> {
@@ -778,8 +814,9 @@ mod tests {
         assert_eq!(verifier.verify_at(&token, NO_TENANT_HEADERS, now + 1).await.unwrap(), first);
         {
             let map = verifier.verified.0.lock().unwrap();
-            let (_, until) = map.values().next().expect("the verified token is kept");
-            assert!(*until <= now + VERIFIED_TOKEN_TTL_SECS && *until <= first.expires_at + CLOCK_LEEWAY_SECS);
+            let kept = map.values().next().expect("the verified token is kept");
+            assert!(kept.until <= now + VERIFIED_TOKEN_TTL_SECS && kept.until <= first.expires_at + CLOCK_LEEWAY_SECS);
+            assert!(kept.key.is_none(), "the local secret has no key set to follow");
         }
         // Past exp + leeway the cached entry no longer answers and the token is refused.
         let late = first.expires_at + CLOCK_LEEWAY_SECS + 1;
