@@ -265,21 +265,20 @@ enum Content {
     Object(String),
 }
 
-impl Content {
-    fn into_value(self) -> Value {
-        match self {
-            Content::Value(v) => v,
-            Content::Object(json) => serde_json::from_str(&json).expect("serialized by serde_json"),
-        }
-    }
-}
-
 impl ToolOutput {
     /// The SDK's result (`structured` / `structured_error`, then the `_meta`).
     pub(crate) fn into_result(self) -> CallToolResult {
-        let content = self.content.into_value();
-        let result =
+        let (content, text) = match self.content {
+            Content::Value(v) => (v, None),
+            Content::Object(json) => (serde_json::from_str(&json).expect("serialized by serde_json"), Some(json)),
+        };
+        let mut result =
             if self.is_error { CallToolResult::structured_error(content) } else { CallToolResult::structured(content) };
+        // The text copy is the service's own serialization (declared member order), as on
+        // the direct path; only `structuredContent` goes through the SDK's sorted model.
+        if let Some(text) = text {
+            result.content = vec![rmcp::model::ContentBlock::text(text)];
+        }
         result.with_meta(self.meta)
     }
 
