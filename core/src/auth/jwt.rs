@@ -332,6 +332,7 @@ const VERIFIED_TOKEN_ENTRIES: usize = 4096;
 #[derive(Default)]
 struct VerifiedTokens(std::sync::Mutex<HashMap<[u8; 32], Verified>>);
 
+#[derive(Clone)]
 struct Verified {
     token: VerifiedToken,
     /// The last epoch second at which the entry may answer.
@@ -344,11 +345,7 @@ struct Verified {
 impl VerifiedTokens {
     fn get(&self, digest: &[u8; 32], now: i64) -> Option<Verified> {
         let map = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        map.get(digest).filter(|v| now <= v.until).map(|v| Verified {
-            token: v.token.clone(),
-            until: v.until,
-            key: v.key.clone(),
-        })
+        map.get(digest).filter(|v| now <= v.until).cloned()
     }
 
     fn put(&self, digest: [u8; 32], token: &VerifiedToken, key: Option<(String, Arc<KeyEntry>)>, now: i64) {

@@ -541,12 +541,8 @@ impl Run {
         super::wire::to_value(&super::wire::RunView::of(self))
     }
 
-    /// The projection as observed at `now_epoch` (see `wire::RunView::observed`).
-    pub fn observed(&self, now_epoch: i64) -> serde_json::Value {
-        super::wire::to_value(&super::wire::RunView::observed(self, now_epoch))
-    }
-
-    /// [`Self::observed`], serialized once.
+    /// The projection as observed at `now_epoch` (see `wire::RunView::observed`),
+    /// serialized once.
     pub fn observed_json(&self, now_epoch: i64) -> super::wire::RunJson {
         super::wire::RunJson::of(&super::wire::RunView::observed(self, now_epoch))
     }

@@ -412,13 +412,14 @@ mod tests {
     fn a_live_claim_is_observed_as_running_pending_wait() {
         let mut r = run();
         r.claim = Some(Claim { token: "c".into(), lease_until: 100, key_ref: "k".into() });
-        let live = r.observed(99);
+        let observed = |now| serde_json::from_str::<serde_json::Value>(&r.observed_json(now).json).unwrap();
+        let live = observed(99);
         assert_eq!(
             (live["lifecycle_status"].as_str(), live["completion_status"].as_str()),
             (Some("running"), Some("pending"))
         );
         assert_eq!(live["recommended_next_action"], "wait");
-        assert_eq!(r.observed(100)["recommended_next_action"], "continue", "an expired claim is not a live turn");
+        assert_eq!(observed(100)["recommended_next_action"], "continue", "an expired claim is not a live turn");
     }
 
     #[test]

@@ -451,20 +451,25 @@ fn strict_error(e: serde_json::Error) -> ApiError {
 
 /// A run-shaped JSON response with its weak ETag (from `version`).
 pub fn run_response(status: StatusCode, body: serde_json::Value) -> Response {
-    let etag = body.get("version").and_then(|v| v.as_u64()).map(|v| format!("W/\"v{v}\""));
+    let etag = body.get("version").and_then(|v| v.as_u64()).map(weak_etag);
     let mut res = (status, axum::Json(body)).into_response();
     if let Some(tag) = etag {
-        res.headers_mut().insert(http::header::ETAG, HeaderValue::from_str(&tag).expect("ascii etag"));
+        res.headers_mut().insert(http::header::ETAG, tag);
     }
     res
+}
+
+/// The weak ETag of a run at `version`.
+fn weak_etag(version: u64) -> HeaderValue {
+    HeaderValue::from_str(&format!("W/\"v{version}\"")).expect("ascii etag")
 }
 
 /// A run view serialized once ([`crate::domain::wire::RunJson`]): 200, the same body and
 /// ETag as [`run_response`] of its `Value`.
 pub fn run_json_response(run: crate::domain::wire::RunJson) -> Response {
-    let etag = HeaderValue::from_str(&format!("W/\"v{}\"", run.version)).expect("ascii etag");
     let content_type = HeaderValue::from_static("application/json");
-    ([(http::header::CONTENT_TYPE, content_type), (http::header::ETAG, etag)], run.json).into_response()
+    ([(http::header::CONTENT_TYPE, content_type), (http::header::ETAG, weak_etag(run.version))], run.json)
+        .into_response()
 }
 
 /// Fallback for unknown paths inside a group.

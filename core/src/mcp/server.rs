@@ -58,7 +58,7 @@ impl HelixMcp {
 /// What a successful tool call produced.
 enum Outcome {
     Value(Value),
-    Json(String),
+    Object(String),
     Mutation(Mutation),
 }
 
@@ -116,7 +116,7 @@ impl HelixMcp {
                 let a: CancelArgs = args(arguments)?;
                 Outcome::Mutation(services.cancel_run(p, &a.run_id, &key(&a.idempotency_key)?, a.request).await?)
             }
-            Op::RunInspect => Outcome::Json(services.inspect_run(p, &args::<RunArgs>(arguments)?.run_id).await?.json),
+            Op::RunInspect => Outcome::Object(services.inspect_run(p, &args::<RunArgs>(arguments)?.run_id).await?.json),
             Op::RunEvidence => Outcome::Value(services.run_evidence(p, &args::<RunArgs>(arguments)?.run_id).await?),
             Op::RunEvents => {
                 let a: ListEventsArgs = args(arguments)?;
@@ -168,7 +168,7 @@ fn tool_error_output(err: &ApiError, request_id: &str, metadata_url: &str) -> To
 fn framed(outcome: Outcome) -> ToolOutput {
     match outcome {
         Outcome::Value(v) => ToolOutput { content: Content::Value(v), is_error: false, meta: None },
-        Outcome::Json(json) => ToolOutput { content: Content::Object(json), is_error: false, meta: None },
+        Outcome::Object(json) => ToolOutput { content: Content::Object(json), is_error: false, meta: None },
         Outcome::Mutation(m) => {
             // A replayed receipt may hold a stored error response; it stays an error, and
             // carries the four false flags like every MCP result.
@@ -265,6 +265,15 @@ enum Content {
     Object(String),
 }
 
+impl Content {
+    fn is_object(&self) -> bool {
+        match self {
+            Content::Value(v) => v.is_object(),
+            Content::Object(_) => true,
+        }
+    }
+}
+
 impl ToolOutput {
     /// The SDK's result (`structured` / `structured_error`, then the `_meta`).
     pub(crate) fn into_result(self) -> CallToolResult {
@@ -297,7 +306,7 @@ impl ToolOutput {
         out.extend_from_slice(br#","result":{"content":[{"type":"text","text":"#);
         push_json_quoted(&mut out, &text);
         out.extend_from_slice(b"}]");
-        if matches!(&self.content, Content::Object(_)) || matches!(&self.content, Content::Value(v) if v.is_object()) {
+        if self.content.is_object() {
             out.extend_from_slice(br#","structuredContent":"#);
             out.extend_from_slice(text.as_bytes());
         }
