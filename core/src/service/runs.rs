@@ -20,7 +20,7 @@ use crate::domain::ids::{IdempotencyKey, RunId};
 use crate::domain::run::{Run, StartRequest};
 use crate::domain::scopes::{RUNS_READ, RUNS_WRITE};
 use crate::error::ApiError;
-use crate::store::{CancelReason, Cond, Item, Key, StoreError, WriteOp};
+use crate::store::{Cond, Item, Key, WriteOp};
 
 use super::records::*;
 use super::{Caller, Mutation, Services};
@@ -89,20 +89,7 @@ impl Services {
 
     /// What an existing receipt answers for a retry carrying `request_hash`.
     pub(super) fn answer_from_receipt(&self, item: &Item, request_hash: &str) -> Result<Mutation, ApiError> {
-        let receipt = Receipt::from_item(item)?;
-        if receipt.request_hash != request_hash {
-            return Err(ApiError::IdempotencyConflict);
-        }
-        match receipt.state {
-            ReceiptState::Completed { status, body } => {
-                let body = serde_json::from_str(&body).map_err(ApiError::internal)?;
-                Ok(completed(status, &body, true))
-            }
-            ReceiptState::InProgress { .. } if receipt.lease_until > self.clock.epoch() => {
-                Err(ApiError::IdempotencyInProgress)
-            }
-            ReceiptState::InProgress { .. } => Err(ApiError::OutcomeUnknown { run_id: receipt.run_id }),
-        }
+        answer_from_receipt(item, request_hash, self.clock.epoch())
     }
 
     /// The caller's run, from the authentication read when the transport prefetched it.
@@ -207,29 +194,20 @@ impl Services {
         events: &[Event],
     ) -> Result<Commit, ApiError> {
         let response = run.to_public();
-        let receipt = Receipt {
-            request_hash: hash.to_owned(),
-            state: ReceiptState::Completed { status, body: response.to_string() },
-            run_id: Some(run.run_id.clone()),
-            lease_until: 0,
+        let done = Completion {
+            receipt_key: rkey,
+            request_hash: hash,
+            status,
+            response: &response,
+            run_id: Some(&run.run_id),
             expires_at: self.receipt_expiry(),
         };
-        let mut ops = vec![
-            WriteOp::Put { item: receipt.to_item(rkey), cond: Some(Cond::NotExists) },
-            WriteOp::Put { item: run_item(run)?, cond: Some(run_cond) },
-        ];
-        ops.extend(event_ops(events)?);
-        match self.store.transact(ops).await {
-            Ok(()) => Ok(Commit::Done(completed(status, &response, false))),
-            Err(StoreError::TransactionCanceled { reasons }) => match reasons.first() {
-                Some(CancelReason::ConditionFailed { current: Some(existing) }) => {
-                    self.answer_from_receipt(existing, hash).map(Commit::Done)
-                }
-                // Another request with this key is being written at this instant.
-                Some(CancelReason::Other(_)) => Err(ApiError::IdempotencyInProgress),
-                _ => Ok(Commit::RunChanged),
-            },
-            Err(e) => Err(e.into()),
+        let mut tx = Tx::new();
+        tx.put(Role::Run, run_item(run)?, run_cond);
+        push_events(&mut tx, events)?;
+        match commit_once(&*self.store, self.clock.epoch(), done, tx).await? {
+            Committed::Answered(m) => Ok(Commit::Done(m)),
+            Committed::Refused(_) => Ok(Commit::RunChanged),
         }
     }
 }
@@ -260,6 +238,14 @@ fn check_mutable(run: &Run, expected_version: u64) -> Result<(), ApiError> {
 
 fn event_ops(events: &[Event]) -> Result<Vec<WriteOp>, ApiError> {
     events.iter().map(|e| Ok(WriteOp::Put { item: event_item(e)?, cond: Some(Cond::NotExists) })).collect()
+}
+
+/// The mutation's events, each put when absent.
+fn push_events(tx: &mut Tx, events: &[Event]) -> Result<(), ApiError> {
+    for e in events {
+        tx.put(Role::Event, event_item(e)?, Cond::NotExists);
+    }
+    Ok(())
 }
 
 /// Runs a mutation's writes in a task of their own, so that a caller who goes away (a

@@ -1,4 +1,14 @@
-//! How service records map onto store items: key design and (de)serialisation, once.
+//! The storage kernel: the only code that knows the table. Key design, item shapes
+//! and (de)serialisation, named queries, the transaction builder (actions carry a
+//! [`Role`]; a refusal names it) and the idempotent commit every create uses.
+//! Use cases above it speak records and roles, never attribute names or positions.
+
+pub mod idempotent;
+pub mod layout;
+pub mod tx;
+
+pub use idempotent::{Committed, Completion, answer_from_receipt, commit_once};
+pub use tx::{Role, Tx, TxFailure};
 
 use crate::domain::event::Event;
 use crate::domain::hash_parts;

@@ -1,0 +1,78 @@
+//! The table's layout as data: one row per item kind, kept beside the key functions
+//! that build them. docs/round-trips.md carries the same table ("Items"); a test keeps
+//! the two equal, so the documented layout cannot drift from the code.
+
+/// One kind of item: its name and the shape of its keys (`<...>` are variable parts).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct ItemLayout {
+    pub item: &'static str,
+    pub pk: &'static str,
+    pub sk: &'static str,
+}
+
+const fn row(item: &'static str, pk: &'static str, sk: &'static str) -> ItemLayout {
+    ItemLayout { item, pk, sk }
+}
+
+/// Runs, their events and idempotency receipts.
+pub const RUN_ITEMS: &[ItemLayout] = &[
+    row("run", "RUN#<run_id>", "RUN"),
+    row("run event", "RUN#<run_id>", "EVT#<seq, 20 digits>"),
+    row("idempotency receipt", "IDEM#<sha256(identity, operation, key)>", "IDEM"),
+];
+
+/// Accounts, links, agent bindings, browser sessions and sign-in intents.
+pub const ACCOUNT_ITEMS: &[ItemLayout] = &[
+    row("account link", "LINK#<sha256(provider, subject)>", "LINK"),
+    row("agent account binding", "AGENTBIND#<binding_hash>", "AGENTBIND"),
+    row("account", "ACCOUNT#<account_id>", "ACCOUNT"),
+    row("account's binding entry", "ACCOUNT#<account_id>", "AGENTBIND#<binding_hash>"),
+    row("browser session", "SESSION#<sha256(token)>", "SESSION"),
+    row("sign-in intent", "INTENT#<sha256(state)>", "INTENT"),
+];
+
+/// Every item kind the service writes.
+pub fn all() -> Vec<ItemLayout> {
+    [RUN_ITEMS, ACCOUNT_ITEMS].concat()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The rows of the table under the "Items" heading of docs/round-trips.md.
+    fn documented() -> Vec<ItemLayout> {
+        let doc = include_str!("../../../../docs/round-trips.md");
+        let table = doc.split("\n## Items\n").nth(1).expect("docs/round-trips.md has an \"## Items\" section");
+        let cell = |s: &str| -> &'static str { Box::leak(s.trim().trim_matches('`').to_owned().into_boxed_str()) };
+        table
+            .lines()
+            .skip_while(|l| !l.starts_with('|'))
+            .take_while(|l| l.starts_with('|'))
+            .skip(2)
+            .map(|l| {
+                let cells: Vec<&str> = l.trim().trim_matches('|').split('|').collect();
+                assert!(cells.len() >= 3, "an Items row has item | pk | sk: {l}");
+                row(cell(cells[0]), cell(cells[1]), cell(cells[2]))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_documented_item_table_is_the_kernel_layout() {
+        let mut code = all();
+        let mut doc = documented();
+        code.sort();
+        doc.sort();
+        assert_eq!(doc, code, "docs/round-trips.md \"Items\" and records::layout differ");
+    }
+
+    #[test]
+    fn no_two_item_kinds_share_a_key_shape() {
+        let mut keys: Vec<(&str, &str)> = all().iter().map(|r| (r.pk, r.sk)).collect();
+        keys.sort();
+        let n = keys.len();
+        keys.dedup();
+        assert_eq!(keys.len(), n);
+    }
+}
