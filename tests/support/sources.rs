@@ -1,6 +1,6 @@
 //! Room sources: creating one, claiming its credential in the signed-in browser, and the
-//! producer's side of ingress (manifests, observation batches). Builds on rooms and the
-//! browser lane; knows no run.
+//! producer's side of ingress (manifests, observation batches). Builds on the browser
+//! lane for the claim; knows no run.
 
 use helix_core::domain::source::adapter;
 use serde_json::{Value, json};
