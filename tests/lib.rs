@@ -1,6 +1,11 @@
 //! Test harness: `TestApp::spawn()` serves the composed routers of every function on
 //! 127.0.0.1:0 over real HTTP, with its own store (embedded in a temp dir, or a fresh
 //! DynamoDB table on the emulator the test command starts) and a scripted executor.
+//! This is the core: spawning, tokens, bearer requests and reading answers. What a
+//! feature adds (runs, rooms, sources, the browser lane, MCP) lives in `support`, as
+//! methods on `TestApp`; test modules use those and never each other.
+
+pub mod support;
 
 use std::sync::Arc;
 
@@ -10,7 +15,9 @@ use helix_core::executor::scripted::{ScriptedExecutor, Step};
 use helix_core::http::AppState;
 use helix_core::service::accounts::LinkIdentity;
 use helix_core::store::Store;
-use serde_json::{Value, json};
+use serde_json::Value;
+
+use crate::support::faults::{Faults, FaultyStore};
 
 pub const SECRET: &str = "test-secret-0123456789abcdef-0123456789";
 pub const SIGNER_ISSUER: &str = "helix-ask-test";
@@ -92,6 +99,17 @@ pub async fn raw_exchange(base: &str, request: &[u8], wait: std::time::Duration)
 pub fn raw_json(answer: &str) -> Value {
     let body = answer.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or("");
     serde_json::from_str(body).unwrap_or(Value::Null)
+}
+
+/// An answer's status and JSON body (`Null` when the body is not JSON).
+pub async fn read(res: reqwest::Response) -> (u16, Value) {
+    let status = res.status().as_u16();
+    (status, res.json().await.unwrap_or(Value::Null))
+}
+
+/// The error code of an error body ("" when it is not one).
+pub fn code(v: &Value) -> &str {
+    v["error"]["code"].as_str().unwrap_or("")
 }
 
 pub fn signer() -> TerminalSigner {
@@ -234,249 +252,7 @@ impl TestApp {
         self.http.get(format!("{}{path}", self.base)).bearer_auth(token)
     }
 
-    pub async fn start(&self, token: &str, key: &str, body: Value) -> reqwest::Response {
-        self.post("/api/v1/agent-runs", token).header("Idempotency-Key", key).json(&body).send().await.unwrap()
-    }
-
-    /// Starts a research_library run and returns its body.
-    pub async fn started(&self, token: &str, body: Value) -> Value {
-        let key = format!("start-{}", helix_core::domain::random_hex(6));
-        let res = self.start(token, &key, body).await;
-        assert_eq!(res.status(), 201, "start failed");
-        res.json().await.unwrap()
-    }
-
-    pub async fn continue_run(&self, token: &str, run_id: &str, key: &str, body: Value) -> reqwest::Response {
-        self.post(&format!("/api/v1/agent-runs/{run_id}/continue"), token)
-            .header("Idempotency-Key", key)
-            .json(&body)
-            .send()
-            .await
-            .unwrap()
-    }
-
-    pub async fn cancel(&self, token: &str, run_id: &str, key: &str, body: Value) -> reqwest::Response {
-        self.post(&format!("/api/v1/agent-runs/{run_id}/cancel"), token)
-            .header("Idempotency-Key", key)
-            .json(&body)
-            .send()
-            .await
-            .unwrap()
-    }
-
-    pub async fn events(&self, token: &str, run_id: &str) -> Vec<Value> {
-        let res = self.get(&format!("/api/v1/agent-runs/{run_id}/events?limit=200"), token).send().await.unwrap();
-        assert_eq!(res.status(), 200);
-        let page: Value = res.json().await.unwrap();
-        page["events"].as_array().unwrap().clone()
-    }
-
     pub fn script(&self, step: Step) {
         self.executor.push(step);
     }
-}
-
-/// A solver artifact with `n` research_library evidence items.
-pub fn evidence_artifact(n: usize) -> helix_core::domain::turn::TurnArtifact {
-    let evidence = (0..n)
-        .map(|i| helix_core::domain::turn::ArtifactEvidence {
-            reference: format!("evidence:test:{i}"),
-            family: "research_library_evidence".into(),
-            source: format!("research-library://doc{i}.md#p0"),
-            content_sha256: helix_core::domain::sha256_hex(format!("passage {i}")),
-            excerpt: format!("passage {i}"),
-        })
-        .collect();
-    serde_json::from_value::<helix_core::domain::turn::TurnArtifact>(json!({
-        "solver_status": "succeeded",
-        "summary": "found passages",
-        "satisfied_evidence_families": ["research_library_evidence"],
-    }))
-    .map(|mut a| {
-        a.evidence = evidence;
-        a
-    })
-    .unwrap()
-}
-
-/// A scripted step that completes a research_library run with `n` pieces of evidence.
-pub fn completing_step(n: usize) -> Step {
-    let artifact = evidence_artifact(n);
-    let refs = artifact.evidence.iter().map(|e| e.reference.clone()).collect();
-    Step::Signed { artifact, text: "The measured force agrees with theory within 5%.".into(), refs }
-}
-
-pub fn research_run() -> Value {
-    json!({ "objective": "Summarize the measured Casimir force.", "database_scope": ["research_library"] })
-}
-
-/// Where an injected fault strikes: before the store call reaches the store (nothing
-/// written) or after it returned (written, but the caller sees a failure).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FaultPoint {
-    Before,
-    After,
-    /// A transaction cancelled without a failed condition (DynamoDB's TransactionConflict).
-    Conflict,
-}
-
-/// (counts begun, a batch_get begun) of `Faults::require_overlap`.
-type Rendezvous = tokio::sync::watch::Sender<(usize, bool)>;
-
-/// Fails the `n`-th store call (1-based, counted from `arm`) once.
-#[derive(Default)]
-pub struct Faults {
-    /// Every store call made, by operation name, for round-trip accounting.
-    pub log: std::sync::Mutex<Vec<&'static str>>,
-    calls: std::sync::atomic::AtomicUsize,
-    plan: std::sync::Mutex<Option<(usize, FaultPoint)>>,
-    /// (counts begun, a batch_get begun), while `require_overlap` is armed.
-    overlap: std::sync::Mutex<Option<Arc<Rendezvous>>>,
-}
-
-impl Faults {
-    /// From now on every `count` waits until a `batch_get` has begun, and every `batch_get`
-    /// until two `count`s have: calls made one after the other cannot all pass (after 5 s
-    /// of waiting the call fails as unavailable).
-    pub fn require_overlap(&self) {
-        *self.overlap.lock().unwrap() = Some(Arc::new(tokio::sync::watch::channel((0, false)).0));
-    }
-
-    async fn overlap(&self, mark: fn(&mut (usize, bool)), ready: fn(&(usize, bool)) -> bool) -> bool {
-        let Some(tx) = self.overlap.lock().unwrap().clone() else { return true };
-        tx.send_modify(mark);
-        let mut rx = tx.subscribe();
-        tokio::time::timeout(std::time::Duration::from_secs(5), rx.wait_for(ready)).await.is_ok()
-    }
-
-    pub fn arm(&self, nth_call: usize, point: FaultPoint) {
-        self.calls.store(0, std::sync::atomic::Ordering::SeqCst);
-        *self.plan.lock().unwrap() = Some((nth_call, point));
-    }
-    fn tick(&self, point: FaultPoint) -> bool {
-        let mut plan = self.plan.lock().unwrap();
-        let Some((n, at)) = *plan else { return false };
-        if at == FaultPoint::Conflict {
-            return false; // counted by conflict_now
-        }
-        let count = if point == FaultPoint::Before {
-            self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1
-        } else {
-            self.calls.load(std::sync::atomic::Ordering::SeqCst)
-        };
-        if count == n && at == point {
-            *plan = None;
-            return true;
-        }
-        false
-    }
-}
-
-fn injected() -> helix_core::store::StoreError {
-    helix_core::store::StoreError::Unavailable(Box::new(std::io::Error::other("injected fault")))
-}
-
-/// A store wrapper that injects one fault where armed; otherwise transparent.
-pub struct FaultyStore {
-    pub inner: Arc<dyn Store>,
-    pub faults: Arc<Faults>,
-}
-
-impl Faults {
-    /// Counts a call for an armed `Conflict` and says whether this call is the one.
-    fn conflict_now(&self) -> bool {
-        let mut plan = self.plan.lock().unwrap();
-        let Some((n, FaultPoint::Conflict)) = *plan else { return false };
-        let count = self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
-        if count == n {
-            *plan = None;
-            return true;
-        }
-        false
-    }
-
-    /// The store calls made since the last take.
-    pub fn take_log(&self) -> Vec<&'static str> {
-        std::mem::take(&mut *self.log.lock().unwrap())
-    }
-}
-
-macro_rules! faulty {
-    ($self:ident, $name:literal, $call:expr) => {{
-        $self.faults.log.lock().unwrap().push($name);
-        if $self.faults.conflict_now() {
-            return Err(helix_core::store::StoreError::TransactionCanceled {
-                reasons: vec![helix_core::store::CancelReason::Other("TransactionConflict".into())],
-            });
-        }
-        if $self.faults.tick(FaultPoint::Before) {
-            return Err(injected());
-        }
-        let out = $call.await;
-        if $self.faults.tick(FaultPoint::After) {
-            return Err(injected());
-        }
-        out
-    }};
-}
-
-#[async_trait::async_trait]
-impl Store for FaultyStore {
-    async fn get(
-        &self,
-        key: &helix_core::store::Key,
-    ) -> Result<Option<helix_core::store::Item>, helix_core::store::StoreError> {
-        faulty!(self, "get", self.inner.get(key))
-    }
-    async fn batch_get(
-        &self,
-        keys: &[helix_core::store::Key],
-    ) -> Result<Vec<Option<helix_core::store::Item>>, helix_core::store::StoreError> {
-        if !self.faults.overlap(|s| s.1 = true, |s| s.0 >= 2).await {
-            return Err(injected());
-        }
-        faulty!(self, "batch_get", self.inner.batch_get(keys))
-    }
-    async fn put(
-        &self,
-        item: helix_core::store::Item,
-        cond: Option<helix_core::store::Cond>,
-    ) -> Result<(), helix_core::store::StoreError> {
-        faulty!(self, "put", self.inner.put(item, cond))
-    }
-    async fn transact(&self, ops: Vec<helix_core::store::WriteOp>) -> Result<(), helix_core::store::StoreError> {
-        faulty!(self, "transact", self.inner.transact(ops))
-    }
-    async fn query(
-        &self,
-        pk: &str,
-        prefix: &str,
-        after: Option<&str>,
-        limit: usize,
-    ) -> Result<helix_core::store::Page, helix_core::store::StoreError> {
-        faulty!(self, "query", self.inner.query(pk, prefix, after, limit))
-    }
-    async fn count(&self, key: &helix_core::store::Key, expires_at: i64) -> Result<i64, helix_core::store::StoreError> {
-        // Logged, but outside the numbered calls faults are armed at: a shared store's
-        // rate-limit counts run concurrently with the request's data calls.
-        self.faults.log.lock().unwrap().push("count");
-        if !self.faults.overlap(|s| s.0 += 1, |s| s.1).await {
-            return Err(injected());
-        }
-        self.inner.count(key, expires_at).await
-    }
-    fn is_shared(&self) -> bool {
-        self.inner.is_shared()
-    }
-}
-
-/// Asserts events are numbered 1..=n without gaps.
-pub fn assert_contiguous(events: &[Value]) {
-    for (i, e) in events.iter().enumerate() {
-        assert_eq!(e["seq"].as_u64().unwrap(), i as u64 + 1, "events must be contiguous: {events:?}");
-    }
-}
-
-pub fn kinds(events: &[Value]) -> Vec<String> {
-    events.iter().map(|e| e["kind"].as_str().unwrap().to_owned()).collect()
 }

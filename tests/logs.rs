@@ -2,6 +2,7 @@
 //! share its process with tests that run without one (tracing caches callsite interest
 //! process-wide).
 
+use helix_integration_tests::support::runs::{completing_step, research_run};
 use helix_integration_tests::*;
 
 #[derive(Clone, Default)]

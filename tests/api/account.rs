@@ -7,6 +7,10 @@ use std::sync::{Arc, Mutex};
 
 use helix_core::domain::account::PolicyChange;
 use helix_core::http::dev_oidc::DevSigner;
+use helix_integration_tests::support::browser::form_body;
+use helix_integration_tests::support::events::{event_text, through_adapter};
+use helix_integration_tests::support::faults::FaultPoint;
+use helix_integration_tests::support::runs::research_run;
 use helix_integration_tests::*;
 use reqwest::{StatusCode, Url};
 use serde_json::{Value, json};
@@ -121,18 +125,6 @@ impl Browser {
         let callback = self.through_dev_provider("/account/allow-agents", subject, tenant).await;
         self.get(&callback).await
     }
-}
-
-fn form_body(form: &[(&str, &str)]) -> String {
-    let enc = |s: &str| {
-        s.bytes()
-            .map(|b| match b {
-                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
-                _ => format!("%{b:02X}"),
-            })
-            .collect::<String>()
-    };
-    form.iter().map(|(k, v)| format!("{}={}", enc(k), enc(v))).collect::<Vec<_>>().join("&")
 }
 
 fn location(res: &reqwest::Response) -> String {
@@ -412,9 +404,7 @@ async fn a_guest_account_is_refused_on_the_signed_in_lanes() {
     let app = TestApp::spawn_live(Backend::Embedded, &[]).await;
     let mut browser = Browser::new(&app);
     browser.sign_in("visitor", "tenant-a").await;
-    let provider = app.state.services.config.oauth.provider.clone();
-    let change = PolicyChange { guest: Some(true), ..Default::default() };
-    app.state.services.set_policy(&provider, "visitor", &change).await.unwrap();
+    app.set_policy("visitor", PolicyChange { guest: Some(true), ..Default::default() }).await;
     let (status, body) = browser.bindings().await;
     assert_eq!((status, body["error"]["code"].as_str()), (StatusCode::FORBIDDEN, Some("guest_not_allowed")));
     let res = browser.post("/account/allow-agents", &[]).await;
@@ -683,21 +673,9 @@ async fn link_account_writes_link_account_and_binding_in_one_transaction() {
 /// Feeds one `events/account-*.json` payload through lambda_http's decoding, the Lambda
 /// adapter and the composed routers, with the placeholders replaced.
 async fn invoke_event(app: &TestApp, file: &str, replace: &[(&str, &str)]) -> (u16, http::HeaderMap, String) {
-    use http_body_util::BodyExt;
-    use tower::ServiceExt;
-    let path = format!("{}/../events/{file}", env!("CARGO_MANIFEST_DIR"));
-    let mut raw = std::fs::read_to_string(&path).unwrap();
-    for (from, to) in replace {
-        raw = raw.replace(from, to);
-    }
-    let req = lambda_http::request::from_str(&raw).unwrap_or_else(|e| panic!("{file}: {e}"));
-    let (parts, body) = req.into_parts();
-    let req = http::Request::from_parts(parts, axum::body::Body::from(body.to_vec()));
-    let res = helix_core::lambda::adapt(compose(app.state.clone())).oneshot(req).await.unwrap();
-    let (status, headers) = (res.status().as_u16(), res.headers().clone());
-    assert_eq!(headers["cache-control"], "no-store", "{file}");
+    let raw = event_text(file, replace);
+    let (status, headers, bytes) = through_adapter(compose(app.state.clone()), file, &raw, None).await;
     assert!(headers.get("content-security-policy").is_some(), "{file}");
-    let bytes = res.into_body().collect().await.unwrap().to_bytes();
     (status, headers, String::from_utf8_lossy(&bytes).into_owned())
 }
 

@@ -1,5 +1,6 @@
 //! Bearer verification, principal resolution and scope checks, over HTTP.
 
+use helix_integration_tests::support::runs::research_run;
 use helix_integration_tests::*;
 use jsonwebtoken::{EncodingKey, Header, encode};
 use serde_json::{Value, json};

@@ -1,11 +1,10 @@
 //! Every API Gateway payload in events/ goes through lambda_http's own decoding and
 //! the Lambda adapter into the same routers, as `cargo lambda invoke` would send it.
 
-use axum::body::Body;
+use helix_integration_tests::support::events::{event_text, through_adapter};
+use helix_integration_tests::support::runs::completing_step;
 use helix_integration_tests::*;
-use http_body_util::BodyExt;
 use serde_json::Value;
-use tower::ServiceExt;
 
 const EXAMPLE_RUN: &str = "run_exampleid0001";
 
@@ -21,25 +20,14 @@ async fn invoke_from(
     run_id: Option<&str>,
     source_ip: Option<&str>,
 ) -> (u16, Value) {
-    let path = format!("{}/../events/{file}", env!("CARGO_MANIFEST_DIR"));
-    let mut raw = std::fs::read_to_string(&path).unwrap();
-    if let Some(id) = run_id {
-        raw = raw.replace(EXAMPLE_RUN, id);
-    }
+    let replace: Vec<(&str, &str)> = run_id.map(|id| (EXAMPLE_RUN, id)).into_iter().collect();
+    let mut raw = event_text(file, &replace);
     if let Some(ip) = source_ip {
         let mut event: Value = serde_json::from_str(&raw).unwrap();
         event["requestContext"]["http"]["sourceIp"] = Value::from(ip);
         raw = event.to_string();
     }
-    let req = lambda_http::request::from_str(&raw).unwrap_or_else(|e| panic!("{file}: {e}"));
-    let (mut parts, body) = req.into_parts();
-    parts.headers.insert("authorization", format!("Bearer {token}").parse().unwrap());
-    let req = http::Request::from_parts(parts, Body::from(body.to_vec()));
-    let router = helix_core::lambda::adapt(compose(app.state.clone()));
-    let res = router.oneshot(req).await.unwrap();
-    let status = res.status().as_u16();
-    assert_eq!(res.headers()["cache-control"], "no-store", "{file}");
-    let bytes = res.into_body().collect().await.unwrap().to_bytes();
+    let (status, _, bytes) = through_adapter(compose(app.state.clone()), file, &raw, Some(token)).await;
     (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
 }
 
@@ -120,22 +108,9 @@ async fn invoke_fn(
     bearer: Option<&str>,
     replace: &[(&str, &str)],
 ) -> (u16, http::HeaderMap, Value) {
-    let path = format!("{}/../events/{file}", env!("CARGO_MANIFEST_DIR"));
-    let mut raw = std::fs::read_to_string(&path).unwrap();
-    for (from, to) in replace {
-        raw = raw.replace(from, to);
-    }
+    let mut raw = event_text(file, replace);
     raw = raw.replace("OBSERVED_AT_EXAMPLE", &chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true));
-    let req = lambda_http::request::from_str(&raw).unwrap_or_else(|e| panic!("{file}: {e}"));
-    let (mut parts, body) = req.into_parts();
-    if let Some(t) = bearer {
-        parts.headers.insert("authorization", format!("Bearer {t}").parse().unwrap());
-    }
-    let req = http::Request::from_parts(parts, Body::from(body.to_vec()));
-    let res = helix_core::lambda::adapt(router).oneshot(req).await.unwrap();
-    let (status, headers) = (res.status().as_u16(), res.headers().clone());
-    assert_eq!(headers["cache-control"], "no-store", "{file}");
-    let bytes = res.into_body().collect().await.unwrap().to_bytes();
+    let (status, headers, bytes) = through_adapter(router, file, &raw, bearer).await;
     let body = serde_json::from_slice(&bytes).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into()));
     (status, headers, body)
 }
@@ -144,8 +119,8 @@ async fn invoke_fn(
 /// the function the template routes it to (rooms, account, ingress, mcp).
 #[tokio::test]
 async fn every_source_ingress_and_device_check_event_reaches_its_function() {
-    use super::sources::{ALL, developer, session};
     use helix_core::domain::source::adapter;
+    use helix_integration_tests::support::sources::ALL;
     let app = TestApp::spawn_with(
         Backend::Embedded,
         &[
@@ -160,8 +135,8 @@ async fn every_source_ingress_and_device_check_event_reaches_its_function() {
     let ingress = || helix_ingress::router(app.state.clone());
     let mcp = || helix_mcp::router(app.state.clone());
     let token = app.token_for("alice", "tenant-a", ALL).await;
-    developer(&app, "alice").await;
-    let cookie = session(&app, "alice").await;
+    app.developer("alice").await;
+    let cookie = app.session("alice").await;
     let s = ("SESSION_EXAMPLE", cookie.trim_start_matches("helix_session="));
     let (status, _, room) = invoke_fn(rooms(), "rooms-create.json", Some(&token), &[]).await;
     assert_eq!(status, 201, "{room}");

@@ -7,6 +7,10 @@ use std::time::Duration;
 use helix_core::domain::run::Question;
 use helix_core::domain::turn::TurnFailure;
 use helix_core::executor::scripted::Step;
+use helix_integration_tests::support::faults::FaultPoint;
+use helix_integration_tests::support::runs::{
+    assert_contiguous, completing_step, evidence_artifact, kinds, research_run,
+};
 use helix_integration_tests::*;
 use serde_json::{Value, json};
 

@@ -1,5 +1,6 @@
 //! The shared pipeline: headers, request ids, host/origin admission, body limits, 404/405.
 
+use helix_integration_tests::support::runs::{completing_step, research_run};
 use helix_integration_tests::*;
 use serde_json::Value;
 

@@ -16,8 +16,8 @@ use helix_core::executor::scripted::Step;
 use helix_integration_tests::*;
 use serde_json::{Value, json};
 
-use super::room_evidence::{failure, started_and_bound, turn_with};
-use super::sources::{ALL, browser, code, create_source, developer, ingress, manifest, read, room, rpc, session};
+use helix_integration_tests::support::runs::failure;
+use helix_integration_tests::support::sources::{ALL, batch, manifest};
 
 const SCOPES: &str = "research_library,bound_room_evidence,bound_room_environment_probe";
 const PROBE: &str = "bound_room_environment_probe";
@@ -35,48 +35,34 @@ struct Owner {
 
 async fn owner(app: &TestApp) -> Owner {
     let token = app.token_for("alice", "tenant-a", ALL).await;
-    developer(app, "alice").await;
-    let cookie = session(app, "alice").await;
-    let room_id = room(app, &token).await;
+    app.developer("alice").await;
+    let cookie = app.session("alice").await;
+    let room_id = app.room(&token, "Lab").await;
     Owner { token, cookie, room_id }
 }
 
 /// A claimed source of `profile` in the owner's room whose producer registered epoch 1:
 /// (source_id, bearer).
 async fn admitted_source(app: &TestApp, o: &Owner, room_id: &str, profile: &str, world: &str) -> (String, String) {
-    let key = format!("src-{}", helix_core::domain::random_hex(6));
-    let (status, created) =
-        create_source(app, &o.token, room_id, &key, json!({ "adapter_profile": profile, "world_id": world })).await;
-    assert_eq!(status, 201, "{created}");
-    let handle = created["credential_delivery"]["claim_handle"].as_str().unwrap();
-    let (status, cred) = read(
-        browser(app, "/api/account/room-sources/credential-claims", &o.cookie)
-            .json(&json!({ "claim_handle": handle }))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
-    assert_eq!(status, 201, "{cred}");
-    let bearer = cred["source_bearer"].as_str().unwrap().to_owned();
+    let (source_id, bearer) = app.claimed_source_of(&o.token, &o.cookie, room_id, profile, world).await;
     let p = adapter(profile).unwrap();
     let mut m = manifest(world, 1);
     m["adapter_profile"] = json!(p.id);
     m["adapter_version"] = json!(p.version);
     m["adapter_hash"] = json!(p.adapter_hash());
     m["manifest_hash"] = json!(p.manifest_hash(world));
-    let (status, v) = ingress(app, &bearer, "manifest", &m).await;
+    let (status, v) = app.ingress(&bearer, "manifest", &m).await;
     assert_eq!(status, 200, "{v}");
-    (created["source"]["source_id"].as_str().unwrap().to_owned(), bearer)
+    (source_id, bearer)
 }
 
 /// Starts a run with `scopes` and binds it to `room_id`.
 async fn bound_run(app: &TestApp, token: &str, room_id: &str, scopes: &[&str]) -> String {
-    started_and_bound(app, token, room_id, "What do the players carry right now?", scopes).await
+    app.started_and_bound(token, room_id, "What do the players carry right now?", scopes).await
 }
 
 async fn turn(app: &TestApp, token: &str, run_id: &str) -> Value {
-    turn_with(app, token, run_id, "Check the inventories.").await
+    app.turn_with(token, run_id, "Check the inventories.").await
 }
 
 async fn poll(app: &TestApp, bearer: &str) -> (u16, Value) {
@@ -98,7 +84,7 @@ fn answer(world: &str, request_id: &str) -> Value {
 }
 
 async fn answer_probe(app: &TestApp, bearer: &str, probe_id: &str, body: &Value) -> (u16, Value) {
-    ingress(app, bearer, &format!("probes/{probe_id}/answer"), body).await
+    app.ingress(bearer, &format!("probes/{probe_id}/answer"), body).await
 }
 
 /// The probe ids seen and the answer receipts of a producer.
@@ -195,7 +181,7 @@ async fn a_probe_run_completes_on_the_answer_of_its_paired_source(backend: Backe
 
     // The answer is the source's only report: Device Check sees it as a fresh observation.
     let call = json!({ "name": "helix_environment_device_check", "arguments": {} });
-    let (_, v) = rpc(&app, "/mcp/device-check", &o.token, "tools/call", call).await;
+    let (_, v) = app.rpc("/mcp/device-check", &o.token, "tools/call", call).await;
     let sources = v["result"]["structuredContent"]["rooms"][0]["sources"].as_array().cloned().unwrap_or_default();
     let s = sources.iter().find(|s| s["source_id"] == source_id.as_str()).unwrap_or_else(|| panic!("{v}"));
     assert_eq!(s["freshness"], "fresh", "{v}");
@@ -262,7 +248,7 @@ async fn a_probe_is_seen_and_answered_by_its_own_source_only(backend: Backend) {
     let app = TestApp::spawn_with(backend, &config("8000")).await;
     let o = owner(&app).await;
     let (_, bearer) = admitted_source(&app, &o, &o.room_id, "minecraft", "overworld").await;
-    let other_room = room(&app, &o.token).await;
+    let other_room = app.room(&o.token, "Lab").await;
     let (_, other) = admitted_source(&app, &o, &other_room, "minecraft", "nether").await;
     let run_id = bound_run(&app, &o.token, &o.room_id, &[PROBE]).await;
     app.script(Step::CiteRoom { observations: true });
@@ -404,8 +390,7 @@ async fn with_both_room_scopes_each_fed_family_needs_its_own_refs(backend: Backe
     let app = TestApp::spawn_with(backend, &config("8000")).await;
     let o = owner(&app).await;
     let (_, bearer) = admitted_source(&app, &o, &o.room_id, "minecraft", "overworld").await;
-    let (status, v) =
-        ingress(&app, &bearer, "observations", &super::sources::batch("overworld", 1, &["tick-0001"], 0)).await;
+    let (status, v) = app.ingress(&bearer, "observations", &batch("overworld", 1, &["tick-0001"], 0)).await;
     assert_eq!(status, 202, "{v}");
     let run_id = bound_run(&app, &o.token, &o.room_id, &[PROBE, "bound_room_evidence"]).await;
     let (task, _) = producer(&app, &bearer, "overworld", true);

@@ -15,8 +15,9 @@ use helix_core::store::Attr;
 use helix_integration_tests::*;
 use serde_json::{Value, json};
 
-use super::rooms_members::{between, form};
-use super::sources::{ALL, batch, browser, claimed_source, developer, ingress, manifest, read, room, session};
+use helix_integration_tests::support::browser::between;
+use helix_integration_tests::support::runs::failure;
+use helix_integration_tests::support::sources::{ALL, batch, manifest};
 
 const SCOPES: &str = "research_library,bound_room_evidence";
 const MAX_AGE_MS: &str = "5000";
@@ -36,72 +37,33 @@ struct World {
 
 async fn world(app: &TestApp) -> World {
     let token = app.token_for("alice", "tenant-a", ALL).await;
-    developer(app, "alice").await;
-    let cookie = session(app, "alice").await;
-    let room_id = room(app, &token).await;
-    let (source_id, bearer) = claimed_source(app, &token, &cookie, &room_id, "overworld").await;
-    let (status, v) = ingress(app, &bearer, "manifest", &manifest("overworld", 1)).await;
+    app.developer("alice").await;
+    let cookie = app.session("alice").await;
+    let room_id = app.room(&token, "Lab").await;
+    let (source_id, bearer) = app.claimed_source(&token, &cookie, &room_id, "overworld").await;
+    let (status, v) = app.ingress(&bearer, "manifest", &manifest("overworld", 1)).await;
     assert_eq!(status, 200, "{v}");
     World { token, cookie, room_id, source_id, bearer }
 }
 
 async fn observe(app: &TestApp, w: &World, epoch: u64, ids: &[&str]) {
-    let (status, v) = ingress(app, &w.bearer, "observations", &batch("overworld", epoch, ids, 0)).await;
+    let (status, v) = app.ingress(&w.bearer, "observations", &batch("overworld", epoch, ids, 0)).await;
     assert_eq!(status, 202, "{v}");
 }
 
 /// Starts a `bound_room_evidence` run and binds it to the world's room.
 async fn bound_run(app: &TestApp, w: &World) -> String {
-    started_and_bound(app, &w.token, &w.room_id, "What is happening in the shared world?", &["bound_room_evidence"])
+    app.started_and_bound(&w.token, &w.room_id, "What is happening in the shared world?", &["bound_room_evidence"])
         .await
 }
 
-/// Starts a run with `objective` and `scopes` and binds it to `room_id`.
-pub async fn started_and_bound(app: &TestApp, token: &str, room_id: &str, objective: &str, scopes: &[&str]) -> String {
-    let run = app.started(token, json!({ "objective": objective, "database_scope": scopes })).await;
-    let run_id = run["run_id"].as_str().unwrap().to_owned();
-    let (status, v) = read(
-        app.post("/api/v1/rooms/run-bindings", token)
-            .json(&json!({ "room_id": room_id, "run_id": run_id }))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
-    assert_eq!(status, 201, "{v}");
-    run_id
-}
-
 async fn turn(app: &TestApp, token: &str, run_id: &str) -> Value {
-    turn_with(app, token, run_id, "Report what the room shows now.").await
-}
-
-/// One continuation of `run_id` at its current version; asserts it was answered 200.
-pub async fn turn_with(app: &TestApp, token: &str, run_id: &str, instruction: &str) -> Value {
-    let run: Value =
-        app.get(&format!("/api/v1/agent-runs/{run_id}"), token).send().await.unwrap().json().await.unwrap();
-    let key = format!("turn-{}", helix_core::domain::random_hex(6));
-    let (status, v) = read(
-        app.continue_run(
-            token,
-            run_id,
-            &key,
-            json!({ "expected_version": run["version"], "instruction": instruction }),
-        )
-        .await,
-    )
-    .await;
-    assert_eq!(status, 200, "{v}");
-    v
-}
-
-pub fn failure(v: &Value) -> &str {
-    v["latest_result"]["failure_code"].as_str().unwrap_or("")
+    app.turn_with(token, run_id, "Report what the room shows now.").await
 }
 
 /// The owner raises the room's consent version through the `/rooms` page form.
 async fn raise_consent(app: &TestApp, w: &World) {
-    let (status, body) = form(app, &w.cookie, "/rooms/consent/raise", &[("room_id", &w.room_id)]).await;
+    let (status, body) = app.form(&w.cookie, "/rooms/consent/raise", &[("room_id", &w.room_id)]).await;
     assert_eq!(status, 303, "{body}");
 }
 
@@ -109,14 +71,14 @@ async fn raise_consent(app: &TestApp, w: &World) {
 /// accepting the consent version the preview shows: his token and signed-in browser.
 async fn join_as_bob(app: &TestApp, w: &World) -> (String, String) {
     let bob = app.token_for("bob", "tenant-a", ALL).await;
-    let bob_web = session(app, "bob").await;
-    let (status, html) = form(app, &w.cookie, "/rooms/invite", &[("room_id", &w.room_id)]).await;
+    let bob_web = app.session("bob").await;
+    let (status, html) = app.form(&w.cookie, "/rooms/invite", &[("room_id", &w.room_id)]).await;
     assert_eq!(status, 200, "{html}");
     let code = between(&html, "id=\"invite-code\">", "<").to_owned();
-    let (status, html) = form(app, &bob_web, "/rooms/join/preview", &[("code", &code)]).await;
+    let (status, html) = app.form(&bob_web, "/rooms/join/preview", &[("code", &code)]).await;
     assert_eq!(status, 200, "{html}");
     let version = between(&html, "id=\"join-consent-version\">", "<").to_owned();
-    let (status, body) = form(app, &bob_web, "/rooms/join", &[("code", &code), ("consent_version", &version)]).await;
+    let (status, body) = app.form(&bob_web, "/rooms/join", &[("code", &code), ("consent_version", &version)]).await;
     assert_eq!(status, 303, "{body}");
     (bob, bob_web)
 }
@@ -213,26 +175,26 @@ async fn the_executor_receives_admitted_observations_and_the_family_needs_curren
 async fn each_room_recheck_fails_the_turn_with_its_own_code(backend: Backend) {
     let app = TestApp::spawn_with(backend, &config()).await;
     let token = app.token_for("alice", "tenant-a", ALL).await;
-    developer(&app, "alice").await;
-    let cookie = session(&app, "alice").await;
-    let room_id = room(&app, &token).await;
+    app.developer("alice").await;
+    let cookie = app.session("alice").await;
+    let room_id = app.room(&token, "Lab").await;
     let w = World { token, cookie, room_id, source_id: String::new(), bearer: String::new() };
 
     // No source at all, then a source whose credential is claimed but no manifest registered.
     let run_id = bound_run(&app, &w).await;
     assert_eq!(failure(&turn(&app, &w.token, &run_id).await), "room_source_not_admitted");
-    let (source_id, bearer) = claimed_source(&app, &w.token, &w.cookie, &w.room_id, "overworld").await;
+    let (source_id, bearer) = app.claimed_source(&w.token, &w.cookie, &w.room_id, "overworld").await;
     assert_eq!(failure(&turn(&app, &w.token, &run_id).await), "room_source_not_admitted");
     let w = World { source_id, bearer, ..w };
 
     // Admitted, but nothing observed yet: stale, never a silent empty result.
-    assert_eq!(ingress(&app, &w.bearer, "manifest", &manifest("overworld", 1)).await.0, 200);
+    assert_eq!(app.ingress(&w.bearer, "manifest", &manifest("overworld", 1)).await.0, 200);
     assert_eq!(failure(&turn(&app, &w.token, &run_id).await), "room_evidence_stale");
 
     // Observed under epoch 1, then the producer re-registers with epoch 2: the old
     // observations no longer match the source's admission exactly.
     observe(&app, &w, 1, &["tick-0001"]).await;
-    assert_eq!(ingress(&app, &w.bearer, "manifest", &manifest("overworld", 2)).await.0, 200);
+    assert_eq!(app.ingress(&w.bearer, "manifest", &manifest("overworld", 2)).await.0, 200);
     assert_eq!(failure(&turn(&app, &w.token, &run_id).await), "room_evidence_identity_mismatch");
     observe(&app, &w, 2, &["tick-0002"]).await;
     app.script(room_step(&w.source_id, &["tick-0002"], true));
@@ -257,11 +219,10 @@ async fn each_room_recheck_fails_the_turn_with_its_own_code(backend: Backend) {
     assert_eq!(failure(&turn(&app, &w.token, &run3).await), "room_not_active");
     store.put(room_item, None).await.unwrap();
 
-    let provider = app.state.services.config.oauth.provider.clone();
     let lock = |on| helix_core::domain::account::PolicyChange { rooms_locked: Some(on), ..Default::default() };
-    app.state.services.set_policy(&provider, "alice", &lock(true)).await.unwrap();
+    app.set_policy("alice", lock(true)).await;
     assert_eq!(failure(&turn(&app, &w.token, &run3).await), "room_policy_changed");
-    app.state.services.set_policy(&provider, "alice", &lock(false)).await.unwrap();
+    app.set_policy("alice", lock(false)).await;
 
     let slot = store.get(&helix_core::service::rooms::run_room_slot(&run3)).await.unwrap().unwrap();
     let binding_ref = slot.s("binding_ref").unwrap().to_owned();
@@ -280,7 +241,7 @@ async fn each_room_recheck_fails_the_turn_with_its_own_code(backend: Backend) {
     // Revocation of the source: no admitted source any more.
     let run4 = bound_run(&app, &w).await;
     let (status, _) = read(
-        browser(&app, "/api/account/room-sources/revocations", &w.cookie)
+        app.browser(reqwest::Method::POST, "/api/account/room-sources/revocations", &w.cookie)
             .json(&json!({ "room_id": w.room_id, "source_id": w.source_id }))
             .send()
             .await
@@ -392,9 +353,9 @@ async fn a_member_removed_by_the_owner_is_blocked_on_the_next_turn(backend: Back
         &app.state.services.config.oauth.provider,
         "bob",
     ));
-    let (status, body) =
-        form(&app, &alice_web, "/rooms/members/remove", &[("room_id", &bob_world.room_id), ("account_ref", &bob_ref)])
-            .await;
+    let (status, body) = app
+        .form(&alice_web, "/rooms/members/remove", &[("room_id", &bob_world.room_id), ("account_ref", &bob_ref)])
+        .await;
     assert_eq!(status, 303, "{body}");
     let v = turn(&app, &bob, &run_id).await;
     assert_eq!(v["completion_status"], "blocked", "{v}");
@@ -409,7 +370,7 @@ async fn the_newest_fresh_observations_reach_the_executor(backend: Backend) {
     for (prefix, age) in [("old", 3_000), ("mid", 2_000), ("new", 1_000)] {
         let ids: Vec<String> = (0..25).map(|i| format!("{prefix}-{i:04}")).collect();
         let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
-        let (status, v) = ingress(&app, &w.bearer, "observations", &batch("overworld", 1, &ids, age)).await;
+        let (status, v) = app.ingress(&w.bearer, "observations", &batch("overworld", 1, &ids, age)).await;
         assert_eq!(status, 202, "{v}");
     }
     let run_id = bound_run(&app, &w).await;

@@ -2,27 +2,13 @@
 //! the browser observer lane and chat claims, withdrawals, the policy lock and hostile input.
 
 use helix_core::domain::account::PolicyChange;
-use helix_core::service::accounts::LinkIdentity;
+use helix_integration_tests::support::events::{event_text, through_adapter};
+use helix_integration_tests::support::rooms::ALL;
+use helix_integration_tests::support::runs::{completing_step, evidence_artifact, research_run};
 use helix_integration_tests::*;
 use serde_json::{Value, json};
 
-const ALL: &[&str] = &[
-    "helix.agent_runs.read",
-    "helix.agent_runs.write",
-    "helix.rooms.read",
-    "helix.rooms.manage",
-    "helix.data.research_library.read",
-];
 const FLAGS: [&str; 4] = ["answer_authority", "assistant_answer", "terminal_eligible", "raw_content_included"];
-
-async fn read(res: reqwest::Response) -> (u16, Value) {
-    let status = res.status().as_u16();
-    (status, res.json().await.unwrap_or(Value::Null))
-}
-
-fn code(v: &Value) -> &str {
-    v["error"]["code"].as_str().unwrap_or("")
-}
 
 fn assert_false_flags(v: &Value) {
     for f in FLAGS {
@@ -30,53 +16,13 @@ fn assert_false_flags(v: &Value) {
     }
 }
 
-async fn create_room(app: &TestApp, token: &str, key: &str, body: Value) -> (u16, Value) {
-    read(app.post("/api/v1/rooms", token).header("Idempotency-Key", key).json(&body).send().await.unwrap()).await
-}
-
-async fn room(app: &TestApp, token: &str, name: &str) -> String {
-    let (status, v) =
-        create_room(app, token, &format!("room-{}", helix_core::domain::random_hex(6)), json!({ "name": name })).await;
-    assert_eq!(status, 201, "{v}");
-    v["room_id"].as_str().unwrap().to_owned()
-}
-
-async fn bind(app: &TestApp, token: &str, room_id: &str, run_id: &str) -> (u16, Value) {
-    read(
-        app.post("/api/v1/rooms/run-bindings", token)
-            .json(&json!({ "room_id": room_id, "run_id": run_id }))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await
-}
-
 async fn delete(app: &TestApp, token: &str, path: &str) -> (u16, Value) {
     read(app.http.delete(format!("{}{path}", app.base)).bearer_auth(token).send().await.unwrap()).await
 }
 
-/// A signed-in browser of `subject`: its session cookie, made through the sign-in service.
-async fn session(app: &TestApp, subject: &str, tenant: &str) -> String {
-    let o = &app.state.services.config.oauth;
-    let id = LinkIdentity { issuer: &o.issuer, tenant, provider: &o.provider, subject };
-    let token = app.state.services.sign_in(&id, None).await.unwrap();
-    format!("helix_session={}", token.expose())
-}
-
-/// A same-origin browser request of the observer lane.
-fn browser(app: &TestApp, method: reqwest::Method, path: &str, cookie: &str) -> reqwest::RequestBuilder {
-    let origin = app.state.services.config.browser.public_origin.clone();
-    app.http
-        .request(method, format!("{}{path}", app.base))
-        .header("cookie", cookie)
-        .header("origin", origin)
-        .header("sec-fetch-site", "same-origin")
-}
-
 async fn observe(app: &TestApp, cookie: &str, body: Value) -> (u16, Value) {
     read(
-        browser(app, reqwest::Method::POST, "/api/agi/agent-run-observer/bindings", cookie)
+        app.browser(reqwest::Method::POST, "/api/agi/agent-run-observer/bindings", cookie)
             .json(&body)
             .send()
             .await
@@ -94,11 +40,6 @@ async fn claim(app: &TestApp, token: &str, handle: &str, run_id: &str) -> (u16, 
             .unwrap(),
     )
     .await
-}
-
-async fn set_policy(app: &TestApp, subject: &str, change: PolicyChange) {
-    let provider = app.state.services.config.oauth.provider.clone();
-    app.state.services.set_policy(&provider, subject, &change).await.unwrap();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -138,9 +79,9 @@ async fn rooms_are_created_idempotently_listed_and_inspected_by_members_only(bac
         .unwrap();
     assert_eq!(res.headers()["idempotency-replayed"], "true");
     assert_eq!(res.json::<Value>().await.unwrap(), created);
-    let (status, err) = create_room(&app, &alice, "room-create-0001", json!({ "name": "Other" })).await;
+    let (status, err) = app.create_room(&alice, "room-create-0001", json!({ "name": "Other" })).await;
     assert_eq!((status, code(&err)), (422, "idempotency_conflict"));
-    let (status, err) = create_room(&app, &alice, "short", json!({ "name": "Other" })).await;
+    let (status, err) = app.create_room(&alice, "short", json!({ "name": "Other" })).await;
     assert_eq!((status, code(&err)), (400, "invalid_idempotency_key"));
 
     let (status, list) = read(app.get("/api/v1/rooms", &alice).send().await.unwrap()).await;
@@ -165,7 +106,7 @@ async fn rooms_are_created_idempotently_listed_and_inspected_by_members_only(bac
 async fn room_routes_need_their_scopes(backend: Backend) {
     let app = TestApp::spawn_with(backend, &[]).await;
     let reader = app.token_for("alice", "tenant-a", &["helix.rooms.read"]).await;
-    let (status, err) = create_room(&app, &reader, "room-create-0002", json!({ "name": "Lab" })).await;
+    let (status, err) = app.create_room(&reader, "room-create-0002", json!({ "name": "Lab" })).await;
     assert_eq!((status, code(&err)), (403, "insufficient_scope"));
     assert_eq!(err["error"]["details"]["required_scopes"], json!(["helix.rooms.manage"]));
     let manager = app.token_for("alice", "tenant-a", &["helix.rooms.manage", "helix.agent_runs.write"]).await;
@@ -174,7 +115,7 @@ async fn room_routes_need_their_scopes(backend: Backend) {
     assert!(res.headers()["www-authenticate"].to_str().unwrap().contains("scope=\"helix.rooms.read\""));
     // Binding needs both scopes, named together.
     let only_manage = app.token_for("alice", "tenant-a", &["helix.rooms.manage"]).await;
-    let (status, err) = bind(&app, &only_manage, "room_00000000000000000000", "run_0000000000000000").await;
+    let (status, err) = app.bind(&only_manage, "room_00000000000000000000", "run_0000000000000000").await;
     assert_eq!((status, code(&err)), (403, "insufficient_scope"));
     assert_eq!(err["error"]["details"]["required_scopes"], json!(["helix.rooms.manage", "helix.agent_runs.write"]));
     let res = app.http.get(format!("{}/api/v1/rooms", app.base)).send().await.unwrap();
@@ -191,19 +132,19 @@ async fn hostile_room_input_is_refused_before_any_mutation(backend: Backend) {
     let app = TestApp::spawn_with(backend, &[]).await;
     let alice = app.token_for("alice", "tenant-a", ALL).await;
     for field in ["owner", "tenant_id", "account_id", "participant", "chat_id", "source_id", "owner_hash"] {
-        let (status, err) = create_room(&app, &alice, "room-hostile-001", json!({ "name": "Lab", field: "x" })).await;
+        let (status, err) = app.create_room(&alice, "room-hostile-001", json!({ "name": "Lab", field: "x" })).await;
         assert_eq!((status, code(&err)), (400, "invalid_request"), "{field}");
     }
     let jwt = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJlc2ln";
     for name in
         [jwt, "sk-live-0123456789abcdef", "room hcc_0000000000000000000000000000000000000000000000000000000000000000"]
     {
-        let (status, err) = create_room(&app, &alice, "room-hostile-002", json!({ "name": name })).await;
+        let (status, err) = app.create_room(&alice, "room-hostile-002", json!({ "name": name })).await;
         assert_eq!((status, code(&err)), (400, "credential_rejected"), "{name}");
         assert!(!err.to_string().contains(name), "never echoed");
     }
-    let room_id = room(&app, &alice, "Lab").await;
-    let (status, err) = bind(&app, &alice, &room_id, &format!("run_{jwt}")).await;
+    let room_id = app.room(&alice, "Lab").await;
+    let (status, err) = app.bind(&alice, &room_id, &format!("run_{jwt}")).await;
     assert_eq!((status, code(&err)), (400, "credential_rejected"));
     let (status, err) = read(
         app.post("/api/v1/rooms/run-bindings", &alice)
@@ -220,13 +161,9 @@ async fn hostile_room_input_is_refused_before_any_mutation(backend: Backend) {
     // The room body limit is its own variable.
     let small = TestApp::spawn_with(backend, &[("HELIX_ROOM_AGENT_BODY_LIMIT", "1024")]).await;
     let t = small.token_for("alice", "tenant-a", ALL).await;
-    let (status, err) = create_room(
-        &small,
-        &t,
-        "room-big-00001",
-        json!({ "name": "L", "description": "d".repeat(900) + &" x".repeat(100) }),
-    )
-    .await;
+    let (status, err) = small
+        .create_room(&t, "room-big-00001", json!({ "name": "L", "description": "d".repeat(900) + &" x".repeat(100) }))
+        .await;
     assert_eq!((status, code(&err)), (413, "payload_too_large"));
 }
 
@@ -234,25 +171,25 @@ async fn a_run_binds_once_retries_return_it_and_rebinding_elsewhere_conflicts(ba
     let app = TestApp::spawn_with(backend, &[]).await;
     let alice = app.token_for("alice", "tenant-a", ALL).await;
     let bob = app.token_for("bob", "tenant-a", ALL).await;
-    let (r1, r2) = (room(&app, &alice, "One").await, room(&app, &alice, "Two").await);
+    let (r1, r2) = (app.room(&alice, "One").await, app.room(&alice, "Two").await);
     let run = app.started(&alice, research_run()).await;
     let run_id = run["run_id"].as_str().unwrap();
-    let (status, b) = bind(&app, &alice, &r1, run_id).await;
+    let (status, b) = app.bind(&alice, &r1, run_id).await;
     assert_eq!(status, 201, "{b}");
     assert_eq!(b["schema"], "helix.room_run_binding.v1");
     assert_eq!(b["binding_status"], "active");
     assert_false_flags(&b);
     let binding_ref = b["binding_ref"].as_str().unwrap().to_owned();
     assert!(binding_ref.starts_with("rrb_"));
-    let (status, again) = bind(&app, &alice, &r1, run_id).await;
+    let (status, again) = app.bind(&alice, &r1, run_id).await;
     assert_eq!((status, &again), (200, &b), "an exact retry returns the same binding");
-    let (status, err) = bind(&app, &alice, &r2, run_id).await;
+    let (status, err) = app.bind(&alice, &r2, run_id).await;
     assert_eq!((status, code(&err)), (409, "run_already_bound"));
     // Another account cannot bind alice's run, nor bind to alice's room.
-    let bob_room = room(&app, &bob, "Bob's").await;
-    assert_eq!(bind(&app, &bob, &bob_room, run_id).await.0, 404);
+    let bob_room = app.room(&bob, "Bob's").await;
+    assert_eq!(app.bind(&bob, &bob_room, run_id).await.0, 404);
     let bob_run = app.started(&bob, research_run()).await;
-    assert_eq!(bind(&app, &bob, &r1, bob_run["run_id"].as_str().unwrap()).await.0, 404);
+    assert_eq!(app.bind(&bob, &r1, bob_run["run_id"].as_str().unwrap()).await.0, 404);
 
     // Withdrawal: another owner's is not found; body or query refused; idempotent; permanent.
     let path = format!("/api/v1/rooms/run-bindings/{binding_ref}");
@@ -284,7 +221,7 @@ async fn a_run_binds_once_retries_return_it_and_rebinding_elsewhere_conflicts(ba
     let (_, again) = delete(&app, &alice, &path).await;
     assert_eq!(again["revocation_status"], "already_revoked");
     // The slot is free: a fresh bind (even to another room) gets a new reference.
-    let (status, fresh) = bind(&app, &alice, &r2, run_id).await;
+    let (status, fresh) = app.bind(&alice, &r2, run_id).await;
     assert_eq!(status, 201);
     assert_ne!(fresh["binding_ref"], b["binding_ref"]);
     let (_, still) = delete(&app, &alice, &path).await;
@@ -298,10 +235,10 @@ async fn a_run_binds_once_retries_return_it_and_rebinding_elsewhere_conflicts(ba
 async fn a_withdrawal_never_frees_a_slot_it_does_not_hold(backend: Backend) {
     let app = TestApp::spawn_with(backend, &[]).await;
     let alice = app.token_for("alice", "tenant-a", ALL).await;
-    let room_id = room(&app, &alice, "One").await;
+    let room_id = app.room(&alice, "One").await;
     let run = app.started(&alice, research_run()).await;
     let run_id = run["run_id"].as_str().unwrap();
-    let (_, first) = bind(&app, &alice, &room_id, run_id).await;
+    let (_, first) = app.bind(&alice, &room_id, run_id).await;
     let first_ref = first["binding_ref"].as_str().unwrap().to_owned();
     // A slot lost (or never written) does not block the owner's cleanup ...
     let slot = helix_core::service::rooms::run_room_slot(run_id);
@@ -314,20 +251,20 @@ async fn a_withdrawal_never_frees_a_slot_it_does_not_hold(backend: Backend) {
     let (status, rev) = delete(&app, &alice, &format!("/api/v1/rooms/run-bindings/{first_ref}")).await;
     assert_eq!((status, rev["revocation_status"].as_str()), (200, Some("revoked")));
     // ... and a stale withdrawal never deletes the slot of the binding that replaced it.
-    let (_, second) = bind(&app, &alice, &room_id, run_id).await;
+    let (_, second) = app.bind(&alice, &room_id, run_id).await;
     assert_eq!(
         delete(&app, &alice, &format!("/api/v1/rooms/run-bindings/{first_ref}")).await.1["revocation_status"],
         "already_revoked"
     );
     let held = app.state.services.store.get(&slot).await.unwrap().expect("the slot stays");
     assert_eq!(held.s("binding_ref"), second["binding_ref"].as_str());
-    assert_eq!(bind(&app, &alice, &room_id, run_id).await.1["binding_ref"], second["binding_ref"]);
+    assert_eq!(app.bind(&alice, &room_id, run_id).await.1["binding_ref"], second["binding_ref"]);
 }
 
 async fn sixteen_concurrent_binds_of_one_run_make_exactly_one_binding(backend: Backend) {
     let app = TestApp::spawn_with(backend, &[]).await;
     let alice = app.token_for("alice", "tenant-a", ALL).await;
-    let (r1, r2) = (room(&app, &alice, "One").await, room(&app, &alice, "Two").await);
+    let (r1, r2) = (app.room(&alice, "One").await, app.room(&alice, "Two").await);
     let run = app.started(&alice, research_run()).await;
     let run_id = run["run_id"].as_str().unwrap().to_owned();
     let tasks: Vec<_> = (0..16)
@@ -370,7 +307,7 @@ async fn sixteen_concurrent_binds_of_one_run_make_exactly_one_binding(backend: B
 async fn the_observer_lane_issues_a_claim_the_agent_consumes_once(backend: Backend) {
     let app = TestApp::spawn_with(backend, &[]).await;
     let alice = app.token_for("alice", "tenant-a", ALL).await;
-    let cookie = session(&app, "alice", "tenant-a").await;
+    let cookie = app.session("alice").await;
     let secret = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJlc2ln";
     let (status, obs) = observe(
         &app,
@@ -390,7 +327,7 @@ async fn the_observer_lane_issues_a_claim_the_agent_consumes_once(backend: Backe
     assert!(handle.starts_with("hcc_") && obs["expires_at"].is_string());
 
     let obs_path = format!("/api/agi/agent-run-observer/bindings/{obs_ref}");
-    let (status, view) = read(browser(&app, reqwest::Method::GET, &obs_path, &cookie).send().await.unwrap()).await;
+    let (status, view) = read(app.browser(reqwest::Method::GET, &obs_path, &cookie).send().await.unwrap()).await;
     assert_eq!(status, 200);
     assert_eq!(view["binding_status"], "awaiting_claim");
     assert_eq!(view["terminal_message"], Value::Null);
@@ -425,12 +362,12 @@ async fn the_observer_lane_issues_a_claim_the_agent_consumes_once(backend: Backe
     let stored = snap.s("body").unwrap();
     assert!(!stored.contains("eyJ") && stored.contains("[redacted]"), "{stored}");
 
-    let (_, view) = read(browser(&app, reqwest::Method::GET, &obs_path, &cookie).send().await.unwrap()).await;
+    let (_, view) = read(app.browser(reqwest::Method::GET, &obs_path, &cookie).send().await.unwrap()).await;
     assert_eq!(view["binding_status"], "bound");
     assert_eq!(view["lifecycle_status"], "waiting");
     assert_eq!(view["terminal_message"], Value::Null, "no terminal product yet");
     let (status, page) = read(
-        browser(&app, reqwest::Method::GET, &format!("{obs_path}/events?after_seq=0&limit=10"), &cookie)
+        app.browser(reqwest::Method::GET, &format!("{obs_path}/events?after_seq=0&limit=10"), &cookie)
             .send()
             .await
             .unwrap(),
@@ -449,10 +386,10 @@ async fn the_observer_lane_issues_a_claim_the_agent_consumes_once(backend: Backe
     let (status, rev) = delete(&app, &alice, &format!("/api/v1/rooms/chat-bindings/{bref}")).await;
     assert_eq!((status, rev["revocation_status"].as_str()), (200, Some("revoked")));
     assert!(!rev.to_string().contains(run_id));
-    let (_, view) = read(browser(&app, reqwest::Method::GET, &obs_path, &cookie).send().await.unwrap()).await;
+    let (_, view) = read(app.browser(reqwest::Method::GET, &obs_path, &cookie).send().await.unwrap()).await;
     assert_eq!(view["binding_status"], "revoked");
     let (_, page) =
-        read(browser(&app, reqwest::Method::GET, &format!("{obs_path}/events"), &cookie).send().await.unwrap()).await;
+        read(app.browser(reqwest::Method::GET, &format!("{obs_path}/events"), &cookie).send().await.unwrap()).await;
     assert_eq!(page["receipts"], json!([]), "no progress after withdrawal");
     let (status, fresh) = claim(&app, &alice, obs2["claim_handle"].as_str().unwrap(), run_id).await;
     assert_eq!(status, 201, "the freed slot takes a fresh claim: {fresh}");
@@ -462,7 +399,7 @@ async fn the_observer_lane_issues_a_claim_the_agent_consumes_once(backend: Backe
 async fn the_terminal_message_appears_once_only_from_authorized_authority(backend: Backend) {
     let app = TestApp::spawn_with(backend, &[]).await;
     let alice = app.token_for("alice", "tenant-a", ALL).await;
-    let cookie = session(&app, "alice", "tenant-a").await;
+    let cookie = app.session("alice").await;
     let (_, obs) = observe(&app, &cookie, json!({ "chat_id": "c1" })).await;
     let run = app.started(&alice, research_run()).await;
     let run_id = run["run_id"].as_str().unwrap();
@@ -478,7 +415,7 @@ async fn the_terminal_message_appears_once_only_from_authorized_authority(backen
     let res =
         app.continue_run(&alice, run_id, "obs-turn-0001", json!({ "expected_version": 1, "instruction": "go" })).await;
     assert_eq!(res.status(), 200);
-    let (_, view) = read(browser(&app, reqwest::Method::GET, &obs_path, &cookie).send().await.unwrap()).await;
+    let (_, view) = read(app.browser(reqwest::Method::GET, &obs_path, &cookie).send().await.unwrap()).await;
     assert_eq!(view["terminal_message"], Value::Null, "{view}");
 
     app.script(completing_step(1));
@@ -486,17 +423,16 @@ async fn the_terminal_message_appears_once_only_from_authorized_authority(backen
         app.continue_run(&alice, run_id, "obs-turn-0002", json!({ "expected_version": 2, "instruction": "go" })).await;
     let done: Value = res.json().await.unwrap();
     assert_eq!(done["terminal_authority_status"], "authorized", "{done}");
-    let (_, view) = read(browser(&app, reqwest::Method::GET, &obs_path, &cookie).send().await.unwrap()).await;
+    let (_, view) = read(app.browser(reqwest::Method::GET, &obs_path, &cookie).send().await.unwrap()).await;
     let msg = &view["terminal_message"];
     assert_eq!(msg["role"], "assistant");
     assert_eq!(msg["content"], "The measured force agrees with theory within 5%.");
     assert!(msg["id"].as_str().unwrap().starts_with("msg_"));
-    let (_, again) = read(browser(&app, reqwest::Method::GET, &obs_path, &cookie).send().await.unwrap()).await;
+    let (_, again) = read(app.browser(reqwest::Method::GET, &obs_path, &cookie).send().await.unwrap()).await;
     assert_eq!(again["terminal_message"], view["terminal_message"], "stable id: a reload cannot duplicate it");
-    let (_, page) = read(
-        browser(&app, reqwest::Method::GET, &format!("{obs_path}/events?limit=200"), &cookie).send().await.unwrap(),
-    )
-    .await;
+    let (_, page) =
+        read(app.browser(reqwest::Method::GET, &format!("{obs_path}/events?limit=200"), &cookie).send().await.unwrap())
+            .await;
     assert!(
         page["receipts"]
             .as_array()
@@ -509,7 +445,7 @@ async fn the_terminal_message_appears_once_only_from_authorized_authority(backen
 async fn an_expired_claim_handle_is_the_same_invalid_handle(backend: Backend) {
     let app = TestApp::spawn_with(backend, &[]).await;
     let alice = app.token_for("alice", "tenant-a", ALL).await;
-    let cookie = session(&app, "alice", "tenant-a").await;
+    let cookie = app.session("alice").await;
     let (_, obs) = observe(&app, &cookie, json!({ "chat_id": "c1" })).await;
     let run = app.started(&alice, research_run()).await;
     app.state.services.clock.advance(helix_core::service::rooms::CLAIM_TTL_SECS + 1);
@@ -517,15 +453,15 @@ async fn an_expired_claim_handle_is_the_same_invalid_handle(backend: Backend) {
         claim(&app, &alice, obs["claim_handle"].as_str().unwrap(), run["run_id"].as_str().unwrap()).await;
     assert_eq!((status, code(&err)), (404, "claim_handle_invalid"));
     let path = format!("/api/agi/agent-run-observer/bindings/{}", obs["observer_binding_ref"].as_str().unwrap());
-    let cookie = session(&app, "alice", "tenant-a").await;
-    let (_, view) = read(browser(&app, reqwest::Method::GET, &path, &cookie).send().await.unwrap()).await;
+    let cookie = app.session("alice").await;
+    let (_, view) = read(app.browser(reqwest::Method::GET, &path, &cookie).send().await.unwrap()).await;
     assert_eq!(view["binding_status"], "expired");
 }
 
 async fn concurrent_claims_of_one_handle_have_exactly_one_consumer(backend: Backend) {
     let app = TestApp::spawn_with(backend, &[]).await;
     let alice = app.token_for("alice", "tenant-a", ALL).await;
-    let cookie = session(&app, "alice", "tenant-a").await;
+    let cookie = app.session("alice").await;
     let (_, obs) = observe(&app, &cookie, json!({ "chat_id": "c1" })).await;
     let handle = obs["claim_handle"].as_str().unwrap().to_owned();
     let mut runs = vec![];
@@ -563,15 +499,15 @@ async fn concurrent_claims_of_one_handle_have_exactly_one_consumer(backend: Back
 async fn the_policy_lock_blocks_rooms_but_not_withdrawals(backend: Backend) {
     let app = TestApp::spawn_with(backend, &[]).await;
     let alice = app.token_for("alice", "tenant-a", ALL).await;
-    let cookie = session(&app, "alice", "tenant-a").await;
-    let room_id = room(&app, &alice, "Lab").await;
+    let cookie = app.session("alice").await;
+    let room_id = app.room(&alice, "Lab").await;
     let run = app.started(&alice, research_run()).await;
     let run_id = run["run_id"].as_str().unwrap();
-    let (_, b) = bind(&app, &alice, &room_id, run_id).await;
+    let (_, b) = app.bind(&alice, &room_id, run_id).await;
     let (_, obs) = observe(&app, &cookie, json!({ "chat_id": "c1" })).await;
     let (_, chat) = claim(&app, &alice, obs["claim_handle"].as_str().unwrap(), run_id).await;
     let (_, obs2) = observe(&app, &cookie, json!({ "chat_id": "c2" })).await;
-    set_policy(&app, "alice", PolicyChange { rooms_locked: Some(true), ..Default::default() }).await;
+    app.set_policy("alice", PolicyChange { rooms_locked: Some(true), ..Default::default() }).await;
 
     let locked = |(status, v): (u16, Value)| {
         assert_eq!((status, code(&v)), (403, "room_feature_locked"), "{v}");
@@ -579,16 +515,14 @@ async fn the_policy_lock_blocks_rooms_but_not_withdrawals(backend: Backend) {
     };
     locked(read(app.get("/api/v1/rooms", &alice).send().await.unwrap()).await);
     locked(read(app.get(&format!("/api/v1/rooms/{room_id}"), &alice).send().await.unwrap()).await);
-    locked(create_room(&app, &alice, "room-locked-001", json!({ "name": "x" })).await);
+    locked(app.create_room(&alice, "room-locked-001", json!({ "name": "x" })).await);
     let run2 = app.started(&alice, research_run()).await;
-    locked(bind(&app, &alice, &room_id, run2["run_id"].as_str().unwrap()).await);
+    locked(app.bind(&alice, &room_id, run2["run_id"].as_str().unwrap()).await);
     locked(claim(&app, &alice, obs2["claim_handle"].as_str().unwrap(), run2["run_id"].as_str().unwrap()).await);
     locked(observe(&app, &cookie, json!({ "chat_id": "c3" })).await);
     let obs_path = format!("/api/agi/agent-run-observer/bindings/{}", obs["observer_binding_ref"].as_str().unwrap());
-    locked(read(browser(&app, reqwest::Method::GET, &obs_path, &cookie).send().await.unwrap()).await);
-    locked(
-        read(browser(&app, reqwest::Method::GET, &format!("{obs_path}/events"), &cookie).send().await.unwrap()).await,
-    );
+    locked(read(app.browser(reqwest::Method::GET, &obs_path, &cookie).send().await.unwrap()).await);
+    locked(read(app.browser(reqwest::Method::GET, &format!("{obs_path}/events"), &cookie).send().await.unwrap()).await);
 
     // The two owner withdrawals and the browser's disconnect still work.
     let (status, rev) =
@@ -598,13 +532,13 @@ async fn the_policy_lock_blocks_rooms_but_not_withdrawals(backend: Backend) {
         delete(&app, &alice, &format!("/api/v1/rooms/chat-bindings/{}", chat["binding_ref"].as_str().unwrap())).await;
     assert_eq!((status, rev["revocation_status"].as_str()), (200, Some("revoked")));
     let path2 = format!("/api/agi/agent-run-observer/bindings/{}", obs2["observer_binding_ref"].as_str().unwrap());
-    let (status, d) = read(browser(&app, reqwest::Method::DELETE, &path2, &cookie).send().await.unwrap()).await;
+    let (status, d) = read(app.browser(reqwest::Method::DELETE, &path2, &cookie).send().await.unwrap()).await;
     assert_eq!((status, d["disconnect_status"].as_str()), (200, Some("disconnected")));
-    let (_, d) = read(browser(&app, reqwest::Method::DELETE, &path2, &cookie).send().await.unwrap()).await;
+    let (_, d) = read(app.browser(reqwest::Method::DELETE, &path2, &cookie).send().await.unwrap()).await;
     assert_eq!(d["disconnect_status"], "already_disconnected");
 
     // Unlocked again: the disconnected observer's handle is dead.
-    set_policy(&app, "alice", PolicyChange { rooms_locked: Some(false), ..Default::default() }).await;
+    app.set_policy("alice", PolicyChange { rooms_locked: Some(false), ..Default::default() }).await;
     let (status, err) =
         claim(&app, &alice, obs2["claim_handle"].as_str().unwrap(), run2["run_id"].as_str().unwrap()).await;
     assert_eq!((status, code(&err)), (404, "claim_handle_invalid"));
@@ -613,7 +547,7 @@ async fn the_policy_lock_blocks_rooms_but_not_withdrawals(backend: Backend) {
 async fn the_observer_lane_is_cookie_same_origin_and_member_only(backend: Backend) {
     let app = TestApp::spawn_with(backend, &[]).await;
     let alice = app.token_for("alice", "tenant-a", ALL).await;
-    let cookie = session(&app, "alice", "tenant-a").await;
+    let cookie = app.session("alice").await;
     let base = "/api/agi/agent-run-observer/bindings";
     // A bearer is not a session.
     let res = app.post(base, &alice).json(&json!({ "chat_id": "c1" })).send().await.unwrap();
@@ -643,22 +577,22 @@ async fn the_observer_lane_is_cookie_same_origin_and_member_only(backend: Backen
     assert_eq!(observe(&app, &cookie, json!({ "chat_id": "c1", "account_id": "acct_x" })).await.0, 400);
     // Another account's observer is not found; a guest cannot observe.
     let (_, obs) = observe(&app, &cookie, json!({ "chat_id": "c1" })).await;
-    let bob = session(&app, "bob", "tenant-a").await;
+    let bob = app.session("bob").await;
     let path = format!("{base}/{}", obs["observer_binding_ref"].as_str().unwrap());
-    assert_eq!(read(browser(&app, reqwest::Method::GET, &path, &bob).send().await.unwrap()).await.0, 404);
-    assert_eq!(read(browser(&app, reqwest::Method::DELETE, &path, &bob).send().await.unwrap()).await.0, 404);
-    set_policy(&app, "bob", PolicyChange { guest: Some(true), ..Default::default() }).await;
+    assert_eq!(read(app.browser(reqwest::Method::GET, &path, &bob).send().await.unwrap()).await.0, 404);
+    assert_eq!(read(app.browser(reqwest::Method::DELETE, &path, &bob).send().await.unwrap()).await.0, 404);
+    app.set_policy("bob", PolicyChange { guest: Some(true), ..Default::default() }).await;
     let (status, err) = observe(&app, &bob, json!({ "chat_id": "c1" })).await;
     assert_eq!((status, code(&err)), (403, "guest_not_allowed"));
     // Disconnect takes no body or query.
-    let res = browser(&app, reqwest::Method::DELETE, &format!("{path}?x=1"), &cookie).send().await.unwrap();
+    let res = app.browser(reqwest::Method::DELETE, &format!("{path}?x=1"), &cookie).send().await.unwrap();
     assert_eq!(res.status(), 400);
 }
 
 async fn commands_are_never_executed(backend: Backend) {
     let app = TestApp::spawn_with(backend, &[]).await;
     let alice = app.token_for("alice", "tenant-a", ALL).await;
-    let room_id = room(&app, &alice, "Lab").await;
+    let room_id = app.room(&alice, "Lab").await;
     let (status, err) = read(
         app.post(&format!("/api/v1/rooms/{room_id}/commands"), &alice)
             .json(&json!({ "command": "/op me" }))
@@ -692,23 +626,8 @@ on_both_backends!(
 
 /// One payload of events/ through lambda_http's decoding and the Lambda adapter.
 async fn invoke_event(app: &TestApp, file: &str, bearer: Option<&str>, replace: &[(&str, &str)]) -> (u16, Value) {
-    use http_body_util::BodyExt;
-    use tower::ServiceExt;
-    let path = format!("{}/../events/{file}", env!("CARGO_MANIFEST_DIR"));
-    let mut raw = std::fs::read_to_string(&path).unwrap();
-    for (from, to) in replace {
-        raw = raw.replace(from, to);
-    }
-    let req = lambda_http::request::from_str(&raw).unwrap_or_else(|e| panic!("{file}: {e}"));
-    let (mut parts, body) = req.into_parts();
-    if let Some(t) = bearer {
-        parts.headers.insert("authorization", format!("Bearer {t}").parse().unwrap());
-    }
-    let req = http::Request::from_parts(parts, axum::body::Body::from(body.to_vec()));
-    let res = helix_core::lambda::adapt(compose(app.state.clone())).oneshot(req).await.unwrap();
-    let status = res.status().as_u16();
-    assert_eq!(res.headers()["cache-control"], "no-store", "{file}");
-    let bytes = res.into_body().collect().await.unwrap().to_bytes();
+    let raw = event_text(file, replace);
+    let (status, _, bytes) = through_adapter(compose(app.state.clone()), file, &raw, bearer).await;
     (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
 }
 
@@ -724,7 +643,7 @@ async fn every_room_and_observer_event_file_is_served_through_the_lambda_adapter
     )
     .await;
     let token = app.token_for("alice", "tenant-a", ALL).await;
-    let cookie = session(&app, "alice", "tenant-a").await;
+    let cookie = app.session("alice").await;
     let session_token = cookie.trim_start_matches("helix_session=").to_owned();
     let s = [("SESSION_EXAMPLE", session_token.as_str())];
     let (status, room) = invoke_event(&app, "rooms-create.json", Some(&token), &[]).await;
@@ -782,7 +701,7 @@ async fn every_room_and_observer_event_file_is_served_through_the_lambda_adapter
 async fn room_operations_take_the_documented_round_trips() {
     let app = TestApp::spawn().await;
     let alice = app.token_for("alice", "tenant-a", ALL).await;
-    let cookie = session(&app, "alice", "tenant-a").await;
+    let cookie = app.session("alice").await;
     let run = app.started(&alice, research_run()).await;
     let run_id = run["run_id"].as_str().unwrap().to_owned();
     // Warm the session (its idle expiry is written at most every few minutes).
@@ -791,16 +710,16 @@ async fn room_operations_take_the_documented_round_trips() {
     let mut measure = |name: &'static str, log: Vec<&'static str>| table.push((name, log));
 
     app.faults.take_log();
-    let (_, created) = create_room(&app, &alice, "rt-room-create-1", json!({ "name": "Bench" })).await;
+    let (_, created) = app.create_room(&alice, "rt-room-create-1", json!({ "name": "Bench" })).await;
     measure("create room", app.faults.take_log());
     let room_id = created["room_id"].as_str().unwrap().to_owned();
     read(app.get("/api/v1/rooms", &alice).send().await.unwrap()).await;
     measure("list rooms", app.faults.take_log());
     read(app.get(&format!("/api/v1/rooms/{room_id}"), &alice).send().await.unwrap()).await;
     measure("inspect room", app.faults.take_log());
-    let (_, b) = bind(&app, &alice, &room_id, &run_id).await;
+    let (_, b) = app.bind(&alice, &room_id, &run_id).await;
     measure("bind run (new)", app.faults.take_log());
-    bind(&app, &alice, &room_id, &run_id).await;
+    app.bind(&alice, &room_id, &run_id).await;
     measure("bind run (exact retry)", app.faults.take_log());
     delete(&app, &alice, &format!("/api/v1/rooms/run-bindings/{}", b["binding_ref"].as_str().unwrap())).await;
     measure("withdraw run binding", app.faults.take_log());
@@ -810,13 +729,13 @@ async fn room_operations_take_the_documented_round_trips() {
     let (_, c) = claim(&app, &alice, obs["claim_handle"].as_str().unwrap(), &run_id).await;
     measure("claim chat", app.faults.take_log());
     let path = format!("/api/agi/agent-run-observer/bindings/{}", obs["observer_binding_ref"].as_str().unwrap());
-    read(browser(&app, reqwest::Method::GET, &path, &cookie).send().await.unwrap()).await;
+    read(app.browser(reqwest::Method::GET, &path, &cookie).send().await.unwrap()).await;
     measure("observer read", app.faults.take_log());
-    read(browser(&app, reqwest::Method::GET, &format!("{path}/events"), &cookie).send().await.unwrap()).await;
+    read(app.browser(reqwest::Method::GET, &format!("{path}/events"), &cookie).send().await.unwrap()).await;
     measure("observer events", app.faults.take_log());
     delete(&app, &alice, &format!("/api/v1/rooms/chat-bindings/{}", c["binding_ref"].as_str().unwrap())).await;
     measure("withdraw chat binding", app.faults.take_log());
-    read(browser(&app, reqwest::Method::DELETE, &path, &cookie).send().await.unwrap()).await;
+    read(app.browser(reqwest::Method::DELETE, &path, &cookie).send().await.unwrap()).await;
     measure("observer disconnect", app.faults.take_log());
     for (name, log) in &table {
         println!("{name:<24} {} {log:?}", log.len());
@@ -857,7 +776,7 @@ async fn the_room_and_observer_limits_have_their_own_variables() {
     assert_eq!(statuses, [200, 200, 429]);
     // The run routes keep their own (default) limit.
     assert_eq!(app.start(&alice, "limits-run-0001", research_run()).await.status(), 201);
-    let cookie = session(&app, "alice", "tenant-a").await;
+    let cookie = app.session("alice").await;
     assert_eq!(observe(&app, &cookie, json!({ "chat_id": "c1" })).await.0, 201);
     let (status, err) = observe(&app, &cookie, json!({ "chat_id": "c2" })).await;
     assert_eq!((status, code(&err)), (429, "rate_limited"));

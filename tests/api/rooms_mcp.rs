@@ -3,7 +3,7 @@
 //! schemas, the claim-handle preflight exception, and withdrawals under the policy lock.
 
 use helix_core::domain::account::PolicyChange;
-use helix_core::service::accounts::LinkIdentity;
+use helix_integration_tests::support::runs::research_run;
 use helix_integration_tests::*;
 use serde_json::{Value, json};
 
@@ -75,12 +75,6 @@ fn err_code(result: &Value) -> &str {
     result["structuredContent"]["error"]["code"].as_str().unwrap()
 }
 
-async fn session(app: &TestApp, subject: &str) -> String {
-    let o = &app.state.services.config.oauth;
-    let id = LinkIdentity { issuer: &o.issuer, tenant: "tenant-a", provider: &o.provider, subject };
-    format!("helix_session={}", app.state.services.sign_in(&id, None).await.unwrap().expose())
-}
-
 async fn issue_claim(app: &TestApp, cookie: &str) -> Value {
     let res = app
         .http
@@ -143,7 +137,7 @@ async fn an_agent_creates_binds_claims_and_withdraws_over_mcp(backend: Backend) 
         call(&app, &token, "helix_room_bind_run", json!({ "request": { "room_id": room_id, "run_id": run_id } })).await;
     assert_eq!(ok(&again)["binding_ref"], binding_ref.as_str());
 
-    let cookie = session(&app, "alice").await;
+    let cookie = app.session("alice").await;
     let issued = issue_claim(&app, &cookie).await;
     let handle = issued["claim_handle"].as_str().unwrap();
     let claimed = call(
@@ -174,9 +168,7 @@ async fn an_agent_creates_binds_claims_and_withdraws_over_mcp(backend: Backend) 
     assert_eq!(err_code(&command), "command_execution_not_enabled");
 
     // Under the policy lock, reads and binds are refused (not as a scope error); withdrawals work.
-    let provider = app.state.services.config.oauth.provider.clone();
-    let lock = PolicyChange { rooms_locked: Some(true), ..Default::default() };
-    app.state.services.set_policy(&provider, "alice", &lock).await.unwrap();
+    app.set_policy("alice", PolicyChange { rooms_locked: Some(true), ..Default::default() }).await;
     let refused = call(&app, &token, "helix_room_list", json!({})).await;
     assert_eq!(err_code(&refused), "room_feature_locked");
     assert!(refused.get("_meta").is_none_or(|m| m.get("mcp/www_authenticate").is_none()));
@@ -191,7 +183,7 @@ async fn an_agent_creates_binds_claims_and_withdraws_over_mcp(backend: Backend) 
 async fn the_preflight_admits_a_claim_handle_only_to_its_claim_tool(backend: Backend) {
     let app = TestApp::spawn_with(backend, &[]).await;
     let token = app.token_for("alice", "tenant-a", ALL).await;
-    let cookie = session(&app, "alice").await;
+    let cookie = app.session("alice").await;
     let handle = issue_claim(&app, &cookie).await["claim_handle"].as_str().unwrap().to_owned();
     let refused = |name: &str, arguments: Value| json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": name, "arguments": arguments}});
     for msg in [

@@ -2,71 +2,17 @@
 //! what the bearer lane sees after each change, on both store backends.
 
 use helix_core::domain::account::PolicyChange;
-use helix_core::service::accounts::LinkIdentity;
+use helix_integration_tests::support::browser::{between, form_body};
+use helix_integration_tests::support::rooms::ALL;
+use helix_integration_tests::support::runs::research_run;
 use helix_integration_tests::*;
 use serde_json::{Value, json};
-
-const ALL: &[&str] = &[
-    "helix.agent_runs.read",
-    "helix.agent_runs.write",
-    "helix.rooms.read",
-    "helix.rooms.manage",
-    "helix.data.research_library.read",
-];
-
-async fn session(app: &TestApp, subject: &str) -> String {
-    let o = &app.state.services.config.oauth;
-    let id = LinkIdentity { issuer: &o.issuer, tenant: "tenant-a", provider: &o.provider, subject };
-    format!("helix_session={}", app.state.services.sign_in(&id, None).await.unwrap().expose())
-}
-
-/// A same-origin form POST (as the `/rooms` page forms send it); returns (status, body text).
-pub async fn form(app: &TestApp, cookie: &str, path: &str, fields: &[(&str, &str)]) -> (u16, String) {
-    let res = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap()
-        .post(format!("{}{path}", app.base))
-        .header("cookie", cookie)
-        .header("origin", app.state.services.config.browser.public_origin.clone())
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body(encode(fields))
-        .send()
-        .await
-        .unwrap();
-    (res.status().as_u16(), res.text().await.unwrap())
-}
-
-fn encode(fields: &[(&str, &str)]) -> String {
-    let enc = |v: &str| {
-        v.bytes()
-            .map(|b| {
-                if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
-                    (b as char).to_string()
-                } else {
-                    format!("%{b:02X}")
-                }
-            })
-            .collect::<String>()
-    };
-    fields.iter().map(|(k, v)| format!("{}={}", enc(k), enc(v))).collect::<Vec<_>>().join("&")
-}
-
-pub fn between<'a>(text: &'a str, start: &str, end: &str) -> &'a str {
-    let from = text.find(start).unwrap_or_else(|| panic!("{start} in {text}")) + start.len();
-    &text[from..from + text[from..].find(end).unwrap()]
-}
-
-async fn json_of(res: reqwest::Response) -> (u16, Value) {
-    let status = res.status().as_u16();
-    (status, res.json().await.unwrap_or(Value::Null))
-}
 
 async fn members_consent_and_invites_take_effect_on_the_next_request(backend: Backend) {
     let app = TestApp::spawn_with(backend, &[]).await;
     let alice = app.token_for("alice", "tenant-a", ALL).await;
     let bob = app.token_for("bob", "tenant-a", ALL).await;
-    let (alice_web, bob_web) = (session(&app, "alice").await, session(&app, "bob").await);
+    let (alice_web, bob_web) = (app.session("alice").await, app.session("bob").await);
     let res = app
         .post("/api/v1/rooms", &alice)
         .header("Idempotency-Key", "members-room-01")
@@ -83,8 +29,8 @@ async fn members_consent_and_invites_take_effect_on_the_next_request(backend: Ba
     assert!(html.contains(&room_id) && html.matches("class=\"member\"").count() == 1, "{html}");
 
     // A non-owner cannot invite; the owner's invite is shown once and stored hashed.
-    assert_eq!(form(&app, &bob_web, "/rooms/invite", &[("room_id", &room_id)]).await.0, 404);
-    let (status, html) = form(&app, &alice_web, "/rooms/invite", &[("room_id", &room_id)]).await;
+    assert_eq!(app.form(&bob_web, "/rooms/invite", &[("room_id", &room_id)]).await.0, 404);
+    let (status, html) = app.form(&alice_web, "/rooms/invite", &[("room_id", &room_id)]).await;
     assert_eq!(status, 200);
     let code = between(&html, "id=\"invite-code\">", "<").to_owned();
     assert!(code.starts_with("hri_"));
@@ -92,17 +38,17 @@ async fn members_consent_and_invites_take_effect_on_the_next_request(backend: Ba
     assert!(!again.text().await.unwrap().contains(&code), "shown once");
 
     // Bob previews (room name, consent version) and accepts exactly that version.
-    let (status, html) = form(&app, &bob_web, "/rooms/join/preview", &[("code", &code)]).await;
+    let (status, html) = app.form(&bob_web, "/rooms/join/preview", &[("code", &code)]).await;
     assert_eq!(status, 200);
     assert_eq!(between(&html, "id=\"join-consent-version\">", "<"), "1");
-    assert_eq!(form(&app, &bob_web, "/rooms/join", &[("code", &code), ("consent_version", "2")]).await.0, 403);
-    assert_eq!(form(&app, &bob_web, "/rooms/join", &[("code", &code), ("consent_version", "1")]).await.0, 303);
-    let (status, body) = form(&app, &bob_web, "/rooms/join", &[("code", &code), ("consent_version", "1")]).await;
+    assert_eq!(app.form(&bob_web, "/rooms/join", &[("code", &code), ("consent_version", "2")]).await.0, 403);
+    assert_eq!(app.form(&bob_web, "/rooms/join", &[("code", &code), ("consent_version", "1")]).await.0, 303);
+    let (status, body) = app.form(&bob_web, "/rooms/join", &[("code", &code), ("consent_version", "1")]).await;
     assert_eq!(status, 404, "single use: {body}");
     assert!(body.contains("invite_invalid"));
 
     // Bob's agent now sees the room as a member and may bind its own run to it.
-    let (status, list) = json_of(app.get("/api/v1/rooms", &bob).send().await.unwrap()).await;
+    let (status, list) = read(app.get("/api/v1/rooms", &bob).send().await.unwrap()).await;
     assert_eq!((status, list["rooms"][0]["role"].as_str()), (200, Some("member")));
     assert_eq!(list["rooms"][0]["owned_by_caller"], false);
     let run = app.started(&bob, research_run()).await;
@@ -112,16 +58,16 @@ async fn members_consent_and_invites_take_effect_on_the_next_request(backend: Ba
     assert_eq!(bind(run["run_id"].as_str().unwrap().to_owned()).await.unwrap().status(), 201);
 
     // Raising the consent version: bob must accept again before binding.
-    assert_eq!(form(&app, &bob_web, "/rooms/consent/raise", &[("room_id", &room_id)]).await.0, 404, "owner only");
-    assert_eq!(form(&app, &alice_web, "/rooms/consent/raise", &[("room_id", &room_id)]).await.0, 303);
-    let (_, got) = json_of(app.get(&format!("/api/v1/rooms/{room_id}"), &bob).send().await.unwrap()).await;
+    assert_eq!(app.form(&bob_web, "/rooms/consent/raise", &[("room_id", &room_id)]).await.0, 404, "owner only");
+    assert_eq!(app.form(&alice_web, "/rooms/consent/raise", &[("room_id", &room_id)]).await.0, 303);
+    let (_, got) = read(app.get(&format!("/api/v1/rooms/{room_id}"), &bob).send().await.unwrap()).await;
     assert_eq!((got["consent_version"].as_u64(), got["consent_current"].as_bool()), (Some(2), Some(false)));
     let run2 = app.started(&bob, research_run()).await;
-    let (status, err) = json_of(bind(run2["run_id"].as_str().unwrap().to_owned()).await.unwrap()).await;
+    let (status, err) = read(bind(run2["run_id"].as_str().unwrap().to_owned()).await.unwrap()).await;
     assert_eq!((status, err["error"]["code"].as_str()), (403, Some("consent_required")));
-    let (_, owner_view) = json_of(app.get(&format!("/api/v1/rooms/{room_id}"), &alice).send().await.unwrap()).await;
+    let (_, owner_view) = read(app.get(&format!("/api/v1/rooms/{room_id}"), &alice).send().await.unwrap()).await;
     assert_eq!(owner_view["consent_current"], true, "the owner's raise is its own acceptance");
-    assert_eq!(form(&app, &bob_web, "/rooms/consent", &[("room_id", &room_id), ("consent_version", "2")]).await.0, 303);
+    assert_eq!(app.form(&bob_web, "/rooms/consent", &[("room_id", &room_id), ("consent_version", "2")]).await.0, 303);
     assert_eq!(bind(run2["run_id"].as_str().unwrap().to_owned()).await.unwrap().status(), 201);
     // The consent receipts are durable, one per accepted version.
     let receipts = app.state.services.store.query(&format!("ROOM#{room_id}"), "CONSENT#", None, 10).await.unwrap();
@@ -144,21 +90,21 @@ async fn members_consent_and_invites_take_effect_on_the_next_request(backend: Ba
         "bob",
     ));
     assert_eq!(
-        form(&app, &bob_web, "/rooms/members/remove", &[("room_id", &room_id), ("account_ref", &bob_ref)]).await.0,
+        app.form(&bob_web, "/rooms/members/remove", &[("room_id", &room_id), ("account_ref", &bob_ref)]).await.0,
         404
     );
     let (status, _) =
-        form(&app, &alice_web, "/rooms/members/remove", &[("room_id", &room_id), ("account_ref", &bob_ref)]).await;
+        app.form(&alice_web, "/rooms/members/remove", &[("room_id", &room_id), ("account_ref", &bob_ref)]).await;
     assert_eq!(status, 303);
     assert_eq!(app.get(&format!("/api/v1/rooms/{room_id}"), &bob).send().await.unwrap().status(), 404);
-    let (_, list) = json_of(app.get("/api/v1/rooms", &bob).send().await.unwrap()).await;
+    let (_, list) = read(app.get("/api/v1/rooms", &bob).send().await.unwrap()).await;
     assert_eq!(list["rooms"], json!([]));
 }
 
 async fn invites_expire_refuse_guests_and_cross_site_posts(backend: Backend) {
     let app = TestApp::spawn_with(backend, &[]).await;
     let alice = app.token_for("alice", "tenant-a", ALL).await;
-    let alice_web = session(&app, "alice").await;
+    let alice_web = app.session("alice").await;
     let res = app
         .post("/api/v1/rooms", &alice)
         .header("Idempotency-Key", "members-room-02")
@@ -167,7 +113,7 @@ async fn invites_expire_refuse_guests_and_cross_site_posts(backend: Backend) {
         .await
         .unwrap();
     let room_id = res.json::<Value>().await.unwrap()["room_id"].as_str().unwrap().to_owned();
-    let (_, html) = form(&app, &alice_web, "/rooms/invite", &[("room_id", &room_id)]).await;
+    let (_, html) = app.form(&alice_web, "/rooms/invite", &[("room_id", &room_id)]).await;
     let code = between(&html, "id=\"invite-code\">", "<").to_owned();
     // Cross-site form posts are refused.
     let res = app
@@ -176,25 +122,20 @@ async fn invites_expire_refuse_guests_and_cross_site_posts(backend: Backend) {
         .header("cookie", &alice_web)
         .header("origin", "https://evil.example")
         .header("content-type", "application/x-www-form-urlencoded")
-        .body(encode(&[("room_id", &room_id)]))
+        .body(form_body(&[("room_id", &room_id)]))
         .send()
         .await
         .unwrap();
     assert_eq!(res.status(), 403);
     // A guest cannot join.
-    let guest_web = session(&app, "gary").await;
-    let provider = app.state.services.config.oauth.provider.clone();
-    app.state
-        .services
-        .set_policy(&provider, "gary", &PolicyChange { guest: Some(true), ..Default::default() })
-        .await
-        .unwrap();
-    let (status, body) = form(&app, &guest_web, "/rooms/join/preview", &[("code", &code)]).await;
+    let guest_web = app.session("gary").await;
+    app.set_policy("gary", PolicyChange { guest: Some(true), ..Default::default() }).await;
+    let (status, body) = app.form(&guest_web, "/rooms/join/preview", &[("code", &code)]).await;
     assert_eq!(status, 403, "{body}");
     // Expired after seven days.
     app.state.services.clock.advance(7 * 24 * 3600 + 1);
-    let bob_web = session(&app, "bob").await;
-    let (status, body) = form(&app, &bob_web, "/rooms/join", &[("code", &code), ("consent_version", "1")]).await;
+    let bob_web = app.session("bob").await;
+    let (status, body) = app.form(&bob_web, "/rooms/join", &[("code", &code), ("consent_version", "1")]).await;
     assert_eq!(status, 404, "{body}");
 }
 
@@ -214,7 +155,7 @@ async fn the_chat_page_runs_only_its_own_script_and_needs_a_member_session() {
     );
     let html = res.text().await.unwrap();
     assert!(html.contains("id=\"chat-signed-out\"") && !html.contains("chat.js"), "signed out: no script");
-    let cookie = session(&app, "alice").await;
+    let cookie = app.session("alice").await;
     let html = app
         .http
         .get(format!("{}/chat", app.base))
@@ -230,12 +171,7 @@ async fn the_chat_page_runs_only_its_own_script_and_needs_a_member_session() {
     let js = app.http.get(format!("{}/chat/static/chat.js", app.base)).send().await.unwrap();
     assert!(js.headers()["content-type"].to_str().unwrap().starts_with("text/javascript"));
     assert!(js.text().await.unwrap().contains("agent-run-observer/bindings"));
-    let provider = app.state.services.config.oauth.provider.clone();
-    app.state
-        .services
-        .set_policy(&provider, "alice", &PolicyChange { guest: Some(true), ..Default::default() })
-        .await
-        .unwrap();
+    app.set_policy("alice", PolicyChange { guest: Some(true), ..Default::default() }).await;
     let html = app
         .http
         .get(format!("{}/chat", app.base))

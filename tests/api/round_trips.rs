@@ -2,6 +2,7 @@
 //! DynamoDB backend). docs/round-trips.md is this table; this test keeps it honest.
 
 use helix_core::executor::scripted::Step;
+use helix_integration_tests::support::runs::{evidence_artifact, research_run};
 use helix_integration_tests::*;
 use serde_json::json;
 
@@ -91,16 +92,16 @@ async fn with_a_shared_store_both_rate_limit_counts_overlap_the_authentication_r
 /// evidence"), on warm requests: the principal's and the session's reads included.
 #[tokio::test]
 async fn source_operations_make_the_documented_store_calls() {
-    use super::sources::{ALL, batch, browser, create_source, developer, ingress, manifest, read, room, session};
+    use helix_integration_tests::support::sources::{ALL, batch, manifest};
     let app = TestApp::spawn_with(
         Backend::Embedded,
         &[("HELIX_AGENT_DATABASE_SCOPES", "research_library,bound_room_evidence")],
     )
     .await;
     let token = app.token_for("alice", "tenant-a", ALL).await;
-    developer(&app, "alice").await;
-    let cookie = session(&app, "alice").await;
-    let room_id = room(&app, &token).await;
+    app.developer("alice").await;
+    let cookie = app.session("alice").await;
+    let room_id = app.room(&token, "Lab").await;
     let run = app
         .started(&token, json!({ "objective": "What is happening?", "database_scope": ["bound_room_evidence"] }))
         .await;
@@ -109,10 +110,10 @@ async fn source_operations_make_the_documented_store_calls() {
     app.faults.take_log();
 
     let body = json!({ "adapter_profile": "minecraft", "world_id": "w" });
-    let (status, created) = create_source(&app, &token, &room_id, "rt-source-0001", body.clone()).await;
+    let (status, created) = app.create_source(&token, &room_id, "rt-source-0001", body.clone()).await;
     assert_eq!(status, 201, "{created}");
     table.push(("create source", app.faults.take_log()));
-    let (status, _) = create_source(&app, &token, &room_id, "rt-source-0001", body).await;
+    let (status, _) = app.create_source(&token, &room_id, "rt-source-0001", body).await;
     assert_eq!(status, 201);
     table.push(("create source, replayed", app.faults.take_log()));
     let (status, _) = read(app.get(&format!("/api/v1/rooms/{room_id}/sources"), &token).send().await.unwrap()).await;
@@ -120,7 +121,7 @@ async fn source_operations_make_the_documented_store_calls() {
     table.push(("list sources", app.faults.take_log()));
     let handle = created["credential_delivery"]["claim_handle"].as_str().unwrap();
     let (status, cred) = read(
-        browser(&app, "/api/account/room-sources/credential-claims", &cookie)
+        app.browser(reqwest::Method::POST, "/api/account/room-sources/credential-claims", &cookie)
             .json(&json!({ "claim_handle": handle }))
             .send()
             .await
@@ -130,9 +131,9 @@ async fn source_operations_make_the_documented_store_calls() {
     assert_eq!(status, 201, "{cred}");
     table.push(("credential claim", app.faults.take_log()));
     let bearer = cred["source_bearer"].as_str().unwrap().to_owned();
-    assert_eq!(ingress(&app, &bearer, "manifest", &manifest("w", 1)).await.0, 200);
+    assert_eq!(app.ingress(&bearer, "manifest", &manifest("w", 1)).await.0, 200);
     table.push(("ingress manifest", app.faults.take_log()));
-    assert_eq!(ingress(&app, &bearer, "observations", &batch("w", 1, &["req-0001", "req-0002"], 0)).await.0, 202);
+    assert_eq!(app.ingress(&bearer, "observations", &batch("w", 1, &["req-0001", "req-0002"], 0)).await.0, 202);
     table.push(("ingress observations", app.faults.take_log()));
 
     let (status, b) = read(
@@ -155,8 +156,8 @@ async fn source_operations_make_the_documented_store_calls() {
     table.push(("continue, bound_room_evidence", app.faults.take_log()));
 
     // A second room with a source of its own: Device Check reads each room's sources.
-    let second = room(&app, &token).await;
-    create_source(&app, &token, &second, "rt-source-0002", json!({ "adapter_profile": "fixture", "world_id": "w" }))
+    let second = app.room(&token, "Lab").await;
+    app.create_source(&token, &second, "rt-source-0002", json!({ "adapter_profile": "fixture", "world_id": "w" }))
         .await;
     let reader = app.token_for("alice", "tenant-a", &["helix.rooms.read"]).await;
     app.faults.take_log();

@@ -1,5 +1,6 @@
 //! Start, inspect and events as the contract says.
 
+use helix_integration_tests::support::runs::research_run;
 use helix_integration_tests::*;
 use serde_json::{Value, json};
 

@@ -5,146 +5,17 @@
 
 use helix_core::domain::account::PolicyChange;
 use helix_core::domain::source::adapter;
-use helix_core::service::accounts::LinkIdentity;
+use helix_integration_tests::support::sources::{ALL, batch, manifest};
 use helix_integration_tests::*;
+use reqwest::Method;
 use serde_json::{Value, json};
-
-pub const ALL: &[&str] = &[
-    "helix.agent_runs.read",
-    "helix.agent_runs.write",
-    "helix.rooms.read",
-    "helix.rooms.manage",
-    "helix.room_sources.manage",
-];
-
-pub async fn read(res: reqwest::Response) -> (u16, Value) {
-    let status = res.status().as_u16();
-    (status, res.json().await.unwrap_or(Value::Null))
-}
-
-pub fn code(v: &Value) -> &str {
-    v["error"]["code"].as_str().unwrap_or("")
-}
-
-pub async fn set_policy(app: &TestApp, subject: &str, change: PolicyChange) {
-    let provider = app.state.services.config.oauth.provider.clone();
-    app.state.services.set_policy(&provider, subject, &change).await.unwrap();
-}
-
-pub async fn developer(app: &TestApp, subject: &str) {
-    set_policy(app, subject, PolicyChange { developer: Some(true), ..Default::default() }).await;
-}
-
-/// A signed-in browser of `subject` (its session cookie).
-pub async fn session(app: &TestApp, subject: &str) -> String {
-    let o = &app.state.services.config.oauth;
-    let id = LinkIdentity { issuer: &o.issuer, tenant: "tenant-a", provider: &o.provider, subject };
-    let token = app.state.services.sign_in(&id, None).await.unwrap();
-    format!("helix_session={}", token.expose())
-}
-
-/// A same-origin browser request.
-pub fn browser(app: &TestApp, path: &str, cookie: &str) -> reqwest::RequestBuilder {
-    let origin = app.state.services.config.browser.public_origin.clone();
-    app.http
-        .post(format!("{}{path}", app.base))
-        .header("cookie", cookie)
-        .header("origin", origin)
-        .header("sec-fetch-site", "same-origin")
-}
-
-pub async fn room(app: &TestApp, token: &str) -> String {
-    let key = format!("room-{}", helix_core::domain::random_hex(6));
-    let res = app.post("/api/v1/rooms", token).header("Idempotency-Key", key).json(&json!({ "name": "Lab" }));
-    let (status, v) = read(res.send().await.unwrap()).await;
-    assert_eq!(status, 201, "{v}");
-    v["room_id"].as_str().unwrap().to_owned()
-}
-
-pub async fn create_source(app: &TestApp, token: &str, room_id: &str, key: &str, body: Value) -> (u16, Value) {
-    read(
-        app.post(&format!("/api/v1/rooms/{room_id}/sources"), token)
-            .header("Idempotency-Key", key)
-            .json(&body)
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await
-}
-
-/// Claims the delivery of a new `minecraft` source of `world`: (source_id, bearer, credential).
-pub async fn claimed_source(app: &TestApp, token: &str, cookie: &str, room_id: &str, world: &str) -> (String, String) {
-    let key = format!("src-{}", helix_core::domain::random_hex(6));
-    let (status, created) =
-        create_source(app, token, room_id, &key, json!({ "adapter_profile": "minecraft", "world_id": world })).await;
-    assert_eq!(status, 201, "{created}");
-    let handle = created["credential_delivery"]["claim_handle"].as_str().unwrap();
-    let (status, cred) = read(
-        browser(app, "/api/account/room-sources/credential-claims", cookie)
-            .json(&json!({ "claim_handle": handle }))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
-    assert_eq!(status, 201, "{cred}");
-    (created["source"]["source_id"].as_str().unwrap().to_owned(), cred["source_bearer"].as_str().unwrap().to_owned())
-}
-
-pub fn manifest(world: &str, epoch: u64) -> Value {
-    let p = adapter("minecraft").unwrap();
-    json!({
-        "adapter_profile": p.id,
-        "adapter_version": p.version,
-        "adapter_hash": p.adapter_hash(),
-        "world_id": world,
-        "manifest_hash": p.manifest_hash(world),
-        "producer_epoch": epoch,
-    })
-}
-
-pub async fn ingress(app: &TestApp, bearer: &str, path: &str, body: &Value) -> (u16, Value) {
-    read(
-        app.http
-            .post(format!("{}/api/ingress/room-sources/{path}", app.base))
-            .bearer_auth(bearer)
-            .json(body)
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await
-}
-
-pub fn batch(world: &str, epoch: u64, ids: &[&str], age_ms: i64) -> Value {
-    let at = (chrono::Utc::now() - chrono::Duration::milliseconds(age_ms)).to_rfc3339();
-    let observations: Vec<Value> = ids
-        .iter()
-        .map(|id| {
-            json!({
-                "request_id": id,
-                "kind": "event",
-                "event": "player_joined",
-                "observed_at": at,
-                "summary": format!("Steve joined {world}"),
-                "data": { "player_count": 3 },
-            })
-        })
-        .collect();
-    json!({
-        "manifest_hash": adapter("minecraft").unwrap().manifest_hash(world),
-        "producer_epoch": epoch,
-        "observations": observations,
-    })
-}
 
 /// alice: a developer who owns a room, with a token and a signed-in browser.
 async fn owner(app: &TestApp) -> (String, String, String) {
     let token = app.token_for("alice", "tenant-a", ALL).await;
-    developer(app, "alice").await;
-    let cookie = session(app, "alice").await;
-    let room_id = room(app, &token).await;
+    app.developer("alice").await;
+    let cookie = app.session("alice").await;
+    let room_id = app.room(&token, "Lab").await;
     (token, cookie, room_id)
 }
 
@@ -154,7 +25,7 @@ async fn sources_are_created_with_a_deferred_delivery_and_listed_without_credent
     let app = TestApp::spawn_with(backend, &[]).await;
     let (token, _cookie, room_id) = owner(&app).await;
     let body = json!({ "adapter_profile": "minecraft", "world_id": "overworld-1", "label": "Survival" });
-    let (status, created) = create_source(&app, &token, &room_id, "source-create-1", body.clone()).await;
+    let (status, created) = app.create_source(&token, &room_id, "source-create-1", body.clone()).await;
     assert_eq!(status, 201, "{created}");
     assert_eq!(created["schema"], "helix.room_source_created.v1");
     let d = &created["credential_delivery"];
@@ -169,18 +40,18 @@ async fn sources_are_created_with_a_deferred_delivery_and_listed_without_credent
     assert_eq!(created["answer_authority"], false);
 
     // A replay answers the same source without the handle (the store keeps only its hash).
-    let (status, replay) = create_source(&app, &token, &room_id, "source-create-1", body).await;
+    let (status, replay) = app.create_source(&token, &room_id, "source-create-1", body).await;
     assert_eq!(status, 201);
     assert_eq!(replay["source"]["source_id"], s["source_id"]);
     assert_eq!(replay["credential_delivery"]["claim_handle"], Value::Null);
-    let (status, err) = create_source(
-        &app,
-        &token,
-        &room_id,
-        "source-create-1",
-        json!({ "adapter_profile": "fixture", "world_id": "overworld-1" }),
-    )
-    .await;
+    let (status, err) = app
+        .create_source(
+            &token,
+            &room_id,
+            "source-create-1",
+            json!({ "adapter_profile": "fixture", "world_id": "overworld-1" }),
+        )
+        .await;
     assert_eq!((status, code(&err)), (422, "idempotency_conflict"));
 
     let (status, list) = read(app.get(&format!("/api/v1/rooms/{room_id}/sources"), &token).send().await.unwrap()).await;
@@ -195,68 +66,58 @@ async fn source_creation_checks_scope_profile_ownership_and_the_developer_flag(b
     let app = TestApp::spawn_with(backend, &[]).await;
     let (token, _cookie, room_id) = owner(&app).await;
     let ok = json!({ "adapter_profile": "minecraft", "world_id": "w1" });
-    let (status, err) = create_source(
-        &app,
-        &token,
-        &room_id,
-        "k-profile-1",
-        json!({ "adapter_profile": "factorio", "world_id": "w1" }),
-    )
-    .await;
+    let (status, err) = app
+        .create_source(&token, &room_id, "k-profile-1", json!({ "adapter_profile": "factorio", "world_id": "w1" }))
+        .await;
     assert_eq!((status, code(&err)), (400, "invalid_request"));
-    let (status, err) = create_source(
-        &app,
-        &token,
-        &room_id,
-        "k-cred-0001",
-        json!({ "adapter_profile": "minecraft", "world_id": "ghp_abcdef0123456789" }),
-    )
-    .await;
+    let (status, err) = app
+        .create_source(
+            &token,
+            &room_id,
+            "k-cred-0001",
+            json!({ "adapter_profile": "minecraft", "world_id": "ghp_abcdef0123456789" }),
+        )
+        .await;
     assert_eq!((status, code(&err)), (400, "credential_rejected"));
     assert!(!err.to_string().contains("ghp_"));
-    let (status, err) = create_source(
-        &app,
-        &token,
-        &room_id,
-        "k-field-0001",
-        json!({ "adapter_profile": "minecraft", "world_id": "w1", "owner_account": "x" }),
-    )
-    .await;
+    let (status, err) = app
+        .create_source(
+            &token,
+            &room_id,
+            "k-field-0001",
+            json!({ "adapter_profile": "minecraft", "world_id": "w1", "owner_account": "x" }),
+        )
+        .await;
     assert_eq!((status, code(&err)), (400, "invalid_request"));
-    let (status, err) = create_source(&app, &token, "room_00000000000000000000", "k-none-0001", ok.clone()).await;
+    let (status, err) = app.create_source(&token, "room_00000000000000000000", "k-none-0001", ok.clone()).await;
     assert_eq!((status, code(&err)), (404, "not_found"));
 
     // Another account (even a developer) cannot see or use alice's room.
     let bob = app.token_for("bob", "tenant-a", ALL).await;
-    developer(&app, "bob").await;
-    let (status, err) = create_source(&app, &bob, &room_id, "k-bob-00001", ok.clone()).await;
+    app.developer("bob").await;
+    let (status, err) = app.create_source(&bob, &room_id, "k-bob-00001", ok.clone()).await;
     assert_eq!((status, code(&err)), (404, "not_found"));
     let (status, _) = read(app.get(&format!("/api/v1/rooms/{room_id}/sources"), &bob).send().await.unwrap()).await;
     assert_eq!(status, 404);
 
     let narrow = app.token_for("alice", "tenant-a", &["helix.rooms.manage"]).await;
-    let (status, err) = create_source(&app, &narrow, &room_id, "k-scope-0001", ok.clone()).await;
+    let (status, err) = app.create_source(&narrow, &room_id, "k-scope-0001", ok.clone()).await;
     assert_eq!((status, code(&err)), (403, "insufficient_scope"));
 
-    set_policy(&app, "alice", PolicyChange { developer: Some(false), ..Default::default() }).await;
-    let (status, err) = create_source(&app, &token, &room_id, "k-dev-00001", ok).await;
+    app.set_policy("alice", PolicyChange { developer: Some(false), ..Default::default() }).await;
+    let (status, err) = app.create_source(&token, &room_id, "k-dev-00001", ok).await;
     assert_eq!((status, code(&err)), (403, "developer_required"));
 }
 
 async fn sixteen_concurrent_claims_of_one_delivery_show_exactly_one_bearer(backend: Backend) {
     let app = TestApp::spawn_with(backend, &[]).await;
     let (token, cookie, room_id) = owner(&app).await;
-    let (_, created) = create_source(
-        &app,
-        &token,
-        &room_id,
-        "k-claim-001",
-        json!({ "adapter_profile": "minecraft", "world_id": "w" }),
-    )
-    .await;
+    let (_, created) = app
+        .create_source(&token, &room_id, "k-claim-001", json!({ "adapter_profile": "minecraft", "world_id": "w" }))
+        .await;
     let handle = created["credential_delivery"]["claim_handle"].as_str().unwrap().to_owned();
     let claims = (0..16).map(|_| {
-        browser(&app, "/api/account/room-sources/credential-claims", &cookie)
+        app.browser(Method::POST, "/api/account/room-sources/credential-claims", &cookie)
             .json(&json!({ "claim_handle": handle }))
             .send()
     });
@@ -287,9 +148,9 @@ async fn sixteen_concurrent_claims_of_one_delivery_show_exactly_one_bearer(backe
 async fn only_the_same_origin_developer_owner_may_claim(backend: Backend) {
     let app = TestApp::spawn_with(backend, &[]).await;
     let (token, cookie, room_id) = owner(&app).await;
-    let (_, created) =
-        create_source(&app, &token, &room_id, "k-claim-002", json!({ "adapter_profile": "fixture", "world_id": "w" }))
-            .await;
+    let (_, created) = app
+        .create_source(&token, &room_id, "k-claim-002", json!({ "adapter_profile": "fixture", "world_id": "w" }))
+        .await;
     let handle = created["credential_delivery"]["claim_handle"].as_str().unwrap().to_owned();
     let body = json!({ "claim_handle": handle });
     let path = format!("{}/api/account/room-sources/credential-claims", app.base);
@@ -309,11 +170,13 @@ async fn only_the_same_origin_developer_owner_may_claim(backend: Backend) {
     assert_eq!(status, 403, "{err}");
     let (status, err) = read(app.http.post(&path).header("cookie", &cookie).json(&body).send().await.unwrap()).await;
     assert_eq!((status, code(&err)), (403, "cross_site_request"));
-    let (status, err) =
-        read(browser(&app, "/api/account/room-sources/credential-claims", "").json(&body).send().await.unwrap()).await;
+    let (status, err) = read(
+        app.browser(Method::POST, "/api/account/room-sources/credential-claims", "").json(&body).send().await.unwrap(),
+    )
+    .await;
     assert_eq!((status, code(&err)), (401, "session_required"));
     let (status, _) = read(
-        browser(&app, "/api/account/room-sources/credential-claims", "")
+        app.browser(Method::POST, "/api/account/room-sources/credential-claims", "")
             .bearer_auth(&token)
             .json(&body)
             .send()
@@ -325,40 +188,60 @@ async fn only_the_same_origin_developer_owner_may_claim(backend: Backend) {
 
     // Another developer's session: the handle is not theirs.
     app.token_for("bob", "tenant-a", ALL).await;
-    developer(&app, "bob").await;
-    let bob = session(&app, "bob").await;
-    let (status, err) =
-        read(browser(&app, "/api/account/room-sources/credential-claims", &bob).json(&body).send().await.unwrap())
-            .await;
+    app.developer("bob").await;
+    let bob = app.session("bob").await;
+    let (status, err) = read(
+        app.browser(Method::POST, "/api/account/room-sources/credential-claims", &bob)
+            .json(&body)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
     assert_eq!((status, code(&err)), (404, "claim_handle_invalid"));
 
     // The owner without the developer flag: refused; with it: claimed; then never again.
-    set_policy(&app, "alice", PolicyChange { developer: Some(false), ..Default::default() }).await;
-    let (status, err) =
-        read(browser(&app, "/api/account/room-sources/credential-claims", &cookie).json(&body).send().await.unwrap())
-            .await;
+    app.set_policy("alice", PolicyChange { developer: Some(false), ..Default::default() }).await;
+    let (status, err) = read(
+        app.browser(Method::POST, "/api/account/room-sources/credential-claims", &cookie)
+            .json(&body)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
     assert_eq!((status, code(&err)), (403, "developer_required"));
-    developer(&app, "alice").await;
-    let (status, _) =
-        read(browser(&app, "/api/account/room-sources/credential-claims", &cookie).json(&body).send().await.unwrap())
-            .await;
+    app.developer("alice").await;
+    let (status, _) = read(
+        app.browser(Method::POST, "/api/account/room-sources/credential-claims", &cookie)
+            .json(&body)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
     assert_eq!(status, 201);
-    let (status, err) =
-        read(browser(&app, "/api/account/room-sources/credential-claims", &cookie).json(&body).send().await.unwrap())
-            .await;
+    let (status, err) = read(
+        app.browser(Method::POST, "/api/account/room-sources/credential-claims", &cookie)
+            .json(&body)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
     assert_eq!((status, code(&err)), (404, "claim_handle_invalid"));
 }
 
 async fn an_expired_delivery_cannot_be_claimed(backend: Backend) {
     let app = TestApp::spawn_with(backend, &[]).await;
     let (token, cookie, room_id) = owner(&app).await;
-    let (_, created) =
-        create_source(&app, &token, &room_id, "k-claim-003", json!({ "adapter_profile": "fixture", "world_id": "w" }))
-            .await;
+    let (_, created) = app
+        .create_source(&token, &room_id, "k-claim-003", json!({ "adapter_profile": "fixture", "world_id": "w" }))
+        .await;
     let handle = created["credential_delivery"]["claim_handle"].as_str().unwrap().to_owned();
     app.state.services.clock.advance(helix_core::service::sources::DELIVERY_TTL_SECS + 1);
     let (status, err) = read(
-        browser(&app, "/api/account/room-sources/credential-claims", &cookie)
+        app.browser(Method::POST, "/api/account/room-sources/credential-claims", &cookie)
             .json(&json!({ "claim_handle": handle }))
             .send()
             .await
@@ -371,44 +254,44 @@ async fn an_expired_delivery_cannot_be_claimed(backend: Backend) {
 async fn ingress_admits_an_exact_manifest_and_stores_observations_with_provenance(backend: Backend) {
     let app = TestApp::spawn_with(backend, &[]).await;
     let (token, cookie, room_id) = owner(&app).await;
-    let (source_id, bearer) = claimed_source(&app, &token, &cookie, &room_id, "w").await;
+    let (source_id, bearer) = app.claimed_source(&token, &cookie, &room_id, "w").await;
 
     // Observations before any manifest: refused.
-    let (status, err) = ingress(&app, &bearer, "observations", &batch("w", 1, &["req-0001"], 0)).await;
+    let (status, err) = app.ingress(&bearer, "observations", &batch("w", 1, &["req-0001"], 0)).await;
     assert_eq!((status, code(&err)), (409, "manifest_not_registered"));
 
     // Mismatches, each with its reason.
     let mut wrong = manifest("w", 2);
     wrong["world_id"] = json!("nether");
-    let (status, err) = ingress(&app, &bearer, "manifest", &wrong).await;
+    let (status, err) = app.ingress(&bearer, "manifest", &wrong).await;
     assert_eq!(
         (status, code(&err), err["error"]["details"]["reason"].as_str()),
         (409, "manifest_not_admitted", Some("world_mismatch"))
     );
     let mut wrong = manifest("w", 2);
     wrong["adapter_profile"] = json!("fixture");
-    let (_, err) = ingress(&app, &bearer, "manifest", &wrong).await;
+    let (_, err) = app.ingress(&bearer, "manifest", &wrong).await;
     assert_eq!(err["error"]["details"]["reason"], "adapter_profile_mismatch");
     let mut wrong = manifest("w", 2);
     wrong["manifest_hash"] = json!("sha256:0000");
-    let (_, err) = ingress(&app, &bearer, "manifest", &wrong).await;
+    let (_, err) = app.ingress(&bearer, "manifest", &wrong).await;
     assert_eq!(err["error"]["details"]["reason"], "manifest_hash_mismatch");
 
-    let (status, receipt) = ingress(&app, &bearer, "manifest", &manifest("w", 2)).await;
+    let (status, receipt) = app.ingress(&bearer, "manifest", &manifest("w", 2)).await;
     assert_eq!(status, 200, "{receipt}");
     assert_eq!((receipt["admitted"].as_bool(), receipt["producer_epoch"].as_u64()), (Some(true), Some(2)));
-    let (status, err) = ingress(&app, &bearer, "manifest", &manifest("w", 1)).await;
+    let (status, err) = app.ingress(&bearer, "manifest", &manifest("w", 1)).await;
     assert_eq!((status, code(&err)), (409, "producer_epoch_stale"));
     assert_eq!(err["error"]["details"]["admitted_epoch"], 2);
 
-    let (status, err) = ingress(&app, &bearer, "observations", &batch("w", 1, &["req-0001"], 0)).await;
+    let (status, err) = app.ingress(&bearer, "observations", &batch("w", 1, &["req-0001"], 0)).await;
     assert_eq!((status, code(&err)), (409, "producer_epoch_stale"));
-    let (status, receipt) = ingress(&app, &bearer, "observations", &batch("w", 2, &["req-0001", "req-0002"], 0)).await;
+    let (status, receipt) = app.ingress(&bearer, "observations", &batch("w", 2, &["req-0001", "req-0002"], 0)).await;
     assert_eq!(status, 202, "{receipt}");
     assert_eq!(receipt["accepted"], 2);
-    let (status, err) = ingress(&app, &bearer, "observations", &batch("w", 2, &["req-0001"], 0)).await;
+    let (status, err) = app.ingress(&bearer, "observations", &batch("w", 2, &["req-0001"], 0)).await;
     assert_eq!((status, code(&err)), (409, "duplicate_observation"), "{err}");
-    let (status, err) = ingress(&app, &bearer, "observations", &batch("w", 2, &["rm -rf"], 0)).await;
+    let (status, err) = app.ingress(&bearer, "observations", &batch("w", 2, &["rm -rf"], 0)).await;
     assert_eq!((status, code(&err)), (400, "invalid_request"));
 
     let stored = app.state.services.fresh_observations(&source_id, 60_000, 50).await.unwrap();
@@ -430,11 +313,11 @@ async fn ingress_admits_an_exact_manifest_and_stores_observations_with_provenanc
 async fn a_bearer_after_rotation_is_refused_and_revocation_is_permanent(backend: Backend) {
     let app = TestApp::spawn_with(backend, &[]).await;
     let (token, cookie, room_id) = owner(&app).await;
-    let (source_id, old) = claimed_source(&app, &token, &cookie, &room_id, "w").await;
-    assert_eq!(ingress(&app, &old, "manifest", &manifest("w", 1)).await.0, 200);
+    let (source_id, old) = app.claimed_source(&token, &cookie, &room_id, "w").await;
+    assert_eq!(app.ingress(&old, "manifest", &manifest("w", 1)).await.0, 200);
 
     let (status, rotated) = read(
-        browser(&app, "/api/account/room-sources/rotations", &cookie)
+        app.browser(Method::POST, "/api/account/room-sources/rotations", &cookie)
             .json(&json!({ "room_id": room_id, "source_id": source_id }))
             .send()
             .await
@@ -445,18 +328,18 @@ async fn a_bearer_after_rotation_is_refused_and_revocation_is_permanent(backend:
     assert_eq!(rotated["credential_generation"], 2);
     let new = rotated["source_bearer"].as_str().unwrap().to_owned();
     assert_ne!(new, old);
-    let (status, err) = ingress(&app, &old, "manifest", &manifest("w", 1)).await;
+    let (status, err) = app.ingress(&old, "manifest", &manifest("w", 1)).await;
     assert_eq!((status, code(&err)), (401, "source_credential_invalid"));
     // The new credential starts unadmitted, and the epoch stays monotonic.
     assert_eq!(
-        code(&ingress(&app, &new, "observations", &batch("w", 1, &["req-0001"], 0)).await.1),
+        code(&app.ingress(&new, "observations", &batch("w", 1, &["req-0001"], 0)).await.1),
         "manifest_not_registered"
     );
-    assert_eq!(ingress(&app, &new, "manifest", &manifest("w", 1)).await.0, 200);
-    assert_eq!(ingress(&app, &new, "observations", &batch("w", 1, &["req-0001"], 0)).await.0, 202);
+    assert_eq!(app.ingress(&new, "manifest", &manifest("w", 1)).await.0, 200);
+    assert_eq!(app.ingress(&new, "observations", &batch("w", 1, &["req-0001"], 0)).await.0, 202);
 
     let revoke = || {
-        browser(&app, "/api/account/room-sources/revocations", &cookie)
+        app.browser(Method::POST, "/api/account/room-sources/revocations", &cookie)
             .json(&json!({ "room_id": room_id, "source_id": source_id }))
             .send()
     };
@@ -464,10 +347,10 @@ async fn a_bearer_after_rotation_is_refused_and_revocation_is_permanent(backend:
     assert_eq!((status, v["revocation_status"].as_str()), (200, Some("revoked")));
     let (status, v) = read(revoke().await.unwrap()).await;
     assert_eq!((status, v["revocation_status"].as_str()), (200, Some("already_revoked")));
-    let (status, err) = ingress(&app, &new, "observations", &batch("w", 1, &["req-0002"], 0)).await;
+    let (status, err) = app.ingress(&new, "observations", &batch("w", 1, &["req-0002"], 0)).await;
     assert_eq!((status, code(&err)), (401, "source_credential_invalid"));
     let (status, _) = read(
-        browser(&app, "/api/account/room-sources/rotations", &cookie)
+        app.browser(Method::POST, "/api/account/room-sources/rotations", &cookie)
             .json(&json!({ "room_id": room_id, "source_id": source_id }))
             .send()
             .await
@@ -480,21 +363,21 @@ async fn a_bearer_after_rotation_is_refused_and_revocation_is_permanent(backend:
 async fn policy_changes_and_credential_expiry_are_enforced_on_every_ingress_use(backend: Backend) {
     let app = TestApp::spawn_with(backend, &[]).await;
     let (token, cookie, room_id) = owner(&app).await;
-    let (_, bearer) = claimed_source(&app, &token, &cookie, &room_id, "w").await;
-    assert_eq!(ingress(&app, &bearer, "manifest", &manifest("w", 1)).await.0, 200);
+    let (_, bearer) = app.claimed_source(&token, &cookie, &room_id, "w").await;
+    assert_eq!(app.ingress(&bearer, "manifest", &manifest("w", 1)).await.0, 200);
 
-    set_policy(&app, "alice", PolicyChange { developer: Some(false), ..Default::default() }).await;
-    assert_eq!(code(&ingress(&app, &bearer, "manifest", &manifest("w", 1)).await.1), "source_credential_invalid");
-    developer(&app, "alice").await;
-    assert_eq!(ingress(&app, &bearer, "manifest", &manifest("w", 1)).await.0, 200);
-    set_policy(&app, "alice", PolicyChange { rooms_locked: Some(true), ..Default::default() }).await;
-    assert_eq!(code(&ingress(&app, &bearer, "manifest", &manifest("w", 1)).await.1), "source_credential_invalid");
-    set_policy(&app, "alice", PolicyChange { rooms_locked: Some(false), ..Default::default() }).await;
-    assert_eq!(ingress(&app, &bearer, "manifest", &manifest("w", 1)).await.0, 200);
+    app.set_policy("alice", PolicyChange { developer: Some(false), ..Default::default() }).await;
+    assert_eq!(code(&app.ingress(&bearer, "manifest", &manifest("w", 1)).await.1), "source_credential_invalid");
+    app.developer("alice").await;
+    assert_eq!(app.ingress(&bearer, "manifest", &manifest("w", 1)).await.0, 200);
+    app.set_policy("alice", PolicyChange { rooms_locked: Some(true), ..Default::default() }).await;
+    assert_eq!(code(&app.ingress(&bearer, "manifest", &manifest("w", 1)).await.1), "source_credential_invalid");
+    app.set_policy("alice", PolicyChange { rooms_locked: Some(false), ..Default::default() }).await;
+    assert_eq!(app.ingress(&bearer, "manifest", &manifest("w", 1)).await.0, 200);
 
     // Not a source bearer at all: an OAuth token, garbage, nothing.
-    assert_eq!(code(&ingress(&app, &token, "manifest", &manifest("w", 1)).await.1), "source_credential_invalid");
-    assert_eq!(code(&ingress(&app, "hsb_nope", "manifest", &manifest("w", 1)).await.1), "source_credential_invalid");
+    assert_eq!(code(&app.ingress(&token, "manifest", &manifest("w", 1)).await.1), "source_credential_invalid");
+    assert_eq!(code(&app.ingress("hsb_nope", "manifest", &manifest("w", 1)).await.1), "source_credential_invalid");
     let (status, _) = read(
         app.http
             .post(format!("{}/api/ingress/room-sources/manifest", app.base))
@@ -507,7 +390,7 @@ async fn policy_changes_and_credential_expiry_are_enforced_on_every_ingress_use(
     assert_eq!(status, 401);
 
     app.state.services.clock.advance(helix_core::service::sources::CREDENTIAL_TTL_SECS + 1);
-    assert_eq!(code(&ingress(&app, &bearer, "manifest", &manifest("w", 1)).await.1), "source_credential_invalid");
+    assert_eq!(code(&app.ingress(&bearer, "manifest", &manifest("w", 1)).await.1), "source_credential_invalid");
 }
 
 async fn ingress_has_its_own_body_and_rate_limits(backend: Backend) {
@@ -517,35 +400,23 @@ async fn ingress_has_its_own_body_and_rate_limits(backend: Backend) {
     )
     .await;
     let (token, cookie, room_id) = owner(&app).await;
-    let (_, bearer) = claimed_source(&app, &token, &cookie, &room_id, "w").await;
-    assert_eq!(ingress(&app, &bearer, "manifest", &manifest("w", 1)).await.0, 200);
+    let (_, bearer) = app.claimed_source(&token, &cookie, &room_id, "w").await;
+    assert_eq!(app.ingress(&bearer, "manifest", &manifest("w", 1)).await.0, 200);
     let ids: Vec<String> = (0..20).map(|i| format!("req-{i:04}")).collect();
     let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
-    let (status, err) = ingress(&app, &bearer, "observations", &batch("w", 1, &ids, 0)).await;
+    let (status, err) = app.ingress(&bearer, "observations", &batch("w", 1, &ids, 0)).await;
     assert_eq!((status, code(&err)), (413, "payload_too_large"));
     let mut last = 0;
     for _ in 0..4 {
-        last = ingress(&app, &bearer, "manifest", &manifest("w", 1)).await.0;
+        last = app.ingress(&bearer, "manifest", &manifest("w", 1)).await.0;
     }
     assert_eq!(last, 429, "the fifth use within a minute is over the per-source limit");
-}
-
-pub async fn rpc(app: &TestApp, path: &str, token: &str, method: &str, params: Value) -> (u16, Value) {
-    let res = app
-        .post(path, token)
-        .header("Accept", "application/json, text/event-stream")
-        .header("MCP-Protocol-Version", "2025-11-25")
-        .json(&json!({ "jsonrpc": "2.0", "id": 1, "method": method, "params": params }))
-        .send()
-        .await
-        .unwrap();
-    read(res).await
 }
 
 async fn the_source_tools_frame_the_same_services_over_mcp(backend: Backend) {
     let app = TestApp::spawn_with(backend, &[]).await;
     let (token, _cookie, room_id) = owner(&app).await;
-    let (status, list) = rpc(&app, "/mcp", &token, "tools/list", json!({})).await;
+    let (status, list) = app.rpc("/mcp", &token, "tools/list", json!({})).await;
     assert_eq!(status, 200);
     let tools = list["result"]["tools"].as_array().unwrap();
     for name in ["helix_room_source_list", "helix_room_source_create"] {
@@ -556,34 +427,34 @@ async fn the_source_tools_frame_the_same_services_over_mcp(backend: Backend) {
     let args = json!({ "room_id": room_id, "idempotency_key": "mcp-source-0001",
         "request": { "adapter_profile": "fixture", "world_id": "demo" } });
     let (_, v) =
-        rpc(&app, "/mcp", &token, "tools/call", json!({ "name": "helix_room_source_create", "arguments": args })).await;
+        app.rpc("/mcp", &token, "tools/call", json!({ "name": "helix_room_source_create", "arguments": args })).await;
     let created = &v["result"]["structuredContent"];
     assert_eq!(v["result"]["isError"], false, "{v}");
     assert_eq!(created["credential_delivery"]["bearer_included"], false);
     assert!(created["credential_delivery"]["claim_handle"].as_str().unwrap().starts_with("hsc_"));
     let (_, v) =
-        rpc(&app, "/mcp", &token, "tools/call", json!({ "name": "helix_room_source_create", "arguments": args })).await;
+        app.rpc("/mcp", &token, "tools/call", json!({ "name": "helix_room_source_create", "arguments": args })).await;
     assert_eq!(v["result"]["_meta"]["helix/idempotency_replayed"], true, "{v}");
     assert_eq!(v["result"]["structuredContent"]["credential_delivery"]["claim_handle"], Value::Null);
-    let (_, v) = rpc(
-        &app,
-        "/mcp",
-        &token,
-        "tools/call",
-        json!({ "name": "helix_room_source_list", "arguments": { "room_id": room_id } }),
-    )
-    .await;
+    let (_, v) = app
+        .rpc(
+            "/mcp",
+            &token,
+            "tools/call",
+            json!({ "name": "helix_room_source_list", "arguments": { "room_id": room_id } }),
+        )
+        .await;
     assert_eq!(v["result"]["structuredContent"]["sources"].as_array().unwrap().len(), 1, "{v}");
     // A token with only helix.rooms.read is refused the source tools.
     let reader = app.token_for("alice", "tenant-a", &["helix.rooms.read"]).await;
-    let (_, v) = rpc(
-        &app,
-        "/mcp",
-        &reader,
-        "tools/call",
-        json!({ "name": "helix_room_source_list", "arguments": { "room_id": room_id } }),
-    )
-    .await;
+    let (_, v) = app
+        .rpc(
+            "/mcp",
+            &reader,
+            "tools/call",
+            json!({ "name": "helix_room_source_list", "arguments": { "room_id": room_id } }),
+        )
+        .await;
     assert_eq!(v["result"]["isError"], true);
     assert_eq!(v["result"]["structuredContent"]["error"]["code"], "insufficient_scope", "{v}");
 }
@@ -591,11 +462,11 @@ async fn the_source_tools_frame_the_same_services_over_mcp(backend: Backend) {
 async fn device_check_publishes_one_tool_and_reports_source_health_only(backend: Backend) {
     let app = TestApp::spawn_with(backend, &[("HELIX_BOUND_ROOM_EVIDENCE_MAX_AGE_MS", "5000")]).await;
     let (token, cookie, room_id) = owner(&app).await;
-    let (source_id, bearer) = claimed_source(&app, &token, &cookie, &room_id, "w").await;
+    let (source_id, bearer) = app.claimed_source(&token, &cookie, &room_id, "w").await;
     let reader = app.token_for("alice", "tenant-a", &["helix.rooms.read"]).await;
     let dc = "/mcp/device-check";
 
-    let (status, list) = rpc(&app, dc, &reader, "tools/list", json!({})).await;
+    let (status, list) = app.rpc(dc, &reader, "tools/list", json!({})).await;
     assert_eq!(status, 200, "{list}");
     let tools = list["result"]["tools"].as_array().unwrap();
     assert_eq!(tools.len(), 1, "exactly one tool: {list}");
@@ -603,11 +474,11 @@ async fn device_check_publishes_one_tool_and_reports_source_health_only(backend:
     assert_eq!(tools[0]["securitySchemes"][0]["scopes"], json!(["helix.rooms.read"]));
     assert_eq!(tools[0]["annotations"]["readOnlyHint"], true);
     // Another server's tool is not callable here.
-    let (status, _) = rpc(&app, dc, &reader, "tools/call", json!({ "name": "helix_run_start", "arguments": {} })).await;
+    let (status, _) = app.rpc(dc, &reader, "tools/call", json!({ "name": "helix_run_start", "arguments": {} })).await;
     assert_eq!(status, 400);
 
     let call = json!({ "name": "helix_environment_device_check", "arguments": {} });
-    let (_, v) = rpc(&app, dc, &reader, "tools/call", call.clone()).await;
+    let (_, v) = app.rpc(dc, &reader, "tools/call", call.clone()).await;
     let report = &v["result"]["structuredContent"];
     assert_eq!(report["schema"], "helix.environment_device_check.v1", "{v}");
     let s = &report["rooms"][0]["sources"][0];
@@ -617,9 +488,9 @@ async fn device_check_publishes_one_tool_and_reports_source_health_only(backend:
     );
     assert_eq!(s["freshness"], "no_observations");
 
-    assert_eq!(ingress(&app, &bearer, "manifest", &manifest("w", 3)).await.0, 200);
-    assert_eq!(ingress(&app, &bearer, "observations", &batch("w", 3, &["req-0001"], 1000)).await.0, 202);
-    let (_, v) = rpc(&app, dc, &reader, "tools/call", call.clone()).await;
+    assert_eq!(app.ingress(&bearer, "manifest", &manifest("w", 3)).await.0, 200);
+    assert_eq!(app.ingress(&bearer, "observations", &batch("w", 3, &["req-0001"], 1000)).await.0, 202);
+    let (_, v) = app.rpc(dc, &reader, "tools/call", call.clone()).await;
     let s = &v["result"]["structuredContent"]["rooms"][0]["sources"][0];
     assert_eq!(
         (s["registered"].as_bool(), s["admitted"].as_bool(), s["producer_epoch"].as_u64()),
@@ -635,12 +506,12 @@ async fn device_check_publishes_one_tool_and_reports_source_health_only(backend:
     );
 
     app.state.services.clock.advance(10);
-    let (_, v) = rpc(&app, dc, &reader, "tools/call", call.clone()).await;
+    let (_, v) = app.rpc(dc, &reader, "tools/call", call.clone()).await;
     assert_eq!(v["result"]["structuredContent"]["rooms"][0]["sources"][0]["freshness"], "stale", "{v}");
 
     // Without helix.rooms.read: an error result whose challenge names this server's metadata.
     let other = app.token_for("alice", "tenant-a", &["helix.agent_runs.read"]).await;
-    let (_, v) = rpc(&app, dc, &other, "tools/call", call).await;
+    let (_, v) = app.rpc(dc, &other, "tools/call", call).await;
     assert_eq!(v["result"]["structuredContent"]["error"]["code"], "insufficient_scope", "{v}");
     assert!(v["result"]["_meta"]["mcp/www_authenticate"][0].as_str().unwrap().contains("/mcp/device-check"), "{v}");
 }
