@@ -1,7 +1,7 @@
 //! Accounts, sessions and agent bindings as values: derived identifiers, opaque
 //! references, the account policy, the session token. No I/O.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::{hash_parts, random_hex, sha256_hex};
 
@@ -111,8 +111,9 @@ impl std::fmt::Debug for BrowserSecret {
     }
 }
 
-/// What a sign-in intent is for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What a sign-in intent is for (stored by its snake_case name).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum IntentPurpose {
     /// Sign in (creates the account and link on first use, and a session).
     SignIn,

@@ -85,7 +85,7 @@ async fn evidence(
     Authed(p): Authed,
     Path(run_id): Path<String>,
 ) -> Result<Response, ApiError> {
-    Ok(axum::Json(app.services.run_evidence(&p, &run_id).await?).into_response())
+    Ok(axum::Json(crate::domain::wire::to_value(&app.services.run_evidence(&p, &run_id).await?)).into_response())
 }
 
 async fn continue_run(
@@ -132,7 +132,8 @@ async fn events(
     RawQuery(query): RawQuery,
 ) -> Result<Response, ApiError> {
     let (after, limit) = event_query(query.as_deref())?;
-    Ok(axum::Json(app.services.list_events(&p, &run_id, after, limit).await?).into_response())
+    Ok(axum::Json(crate::domain::wire::to_value(&app.services.list_events(&p, &run_id, after, limit).await?))
+        .into_response())
 }
 
 #[cfg(test)]

@@ -117,11 +117,13 @@ impl HelixMcp {
                 Outcome::Mutation(services.cancel_run(p, &a.run_id, &key(&a.idempotency_key)?, a.request).await?)
             }
             Op::RunInspect => Outcome::Object(services.inspect_run(p, &args::<RunArgs>(arguments)?.run_id).await?.json),
-            Op::RunEvidence => Outcome::Value(services.run_evidence(p, &args::<RunArgs>(arguments)?.run_id).await?),
+            Op::RunEvidence => {
+                Outcome::Value(wire::to_value(&services.run_evidence(p, &args::<RunArgs>(arguments)?.run_id).await?))
+            }
             Op::RunEvents => {
                 let a: ListEventsArgs = args(arguments)?;
                 let (after, limit) = (a.after_seq.unwrap_or(0), a.limit.unwrap_or(DEFAULT_EVENT_LIMIT));
-                Outcome::Value(services.list_events(p, &a.run_id, after, limit).await?)
+                Outcome::Value(wire::to_value(&services.list_events(p, &a.run_id, after, limit).await?))
             }
             Op::Room(op) => match super::rooms::dispatch(services, op, p, arguments).await? {
                 super::rooms::RoomOutcome::Value(v) => Outcome::Value(v),

@@ -41,7 +41,7 @@ pub fn watch(
     cancel: CancellationToken,
     every: Duration,
 ) -> Watch {
-    let (key, claim_token) = (run_key(run_id), claim_token.to_owned());
+    let (key, run_id, claim_token) = (run_key(run_id), run_id.to_owned(), claim_token.to_owned());
     Watch(tokio::spawn(async move {
         let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -63,7 +63,7 @@ pub fn watch(
                 }
             };
             if !still_ours {
-                tracing::info!(run_id = %key.pk.trim_start_matches("RUN#"), "run ended elsewhere; stopping its turn");
+                tracing::info!(run_id = %run_id, "run ended elsewhere; stopping its turn");
                 cancel.cancel();
                 return;
             }

@@ -19,10 +19,15 @@ use crate::domain::hash_parts;
 use crate::domain::ids::{IdempotencyKey, RunId};
 use crate::domain::run::{Run, StartRequest};
 use crate::domain::scopes::{RUNS_READ, RUNS_WRITE};
+use crate::domain::wire::{EventPageView, EvidenceBundleView, RunJson};
 use crate::error::ApiError;
-use crate::store::{Cond, Item, Key, WriteOp};
+use crate::store::{Cond, Item, Key};
 
-use super::records::*;
+use super::records::runs::{events_after, is_owned_by};
+use super::records::{
+    Committed, Completion, RECEIPT_TTL_SECS, Role, Tx, answer_from_receipt, commit_once, event_item, receipt_key,
+    run_from_item, run_item, run_key,
+};
 use super::{Caller, Mutation, Services};
 
 const OP_START: &str = "run.start";
@@ -132,27 +137,32 @@ impl Services {
 
     // ---------- reads ----------
 
-    pub async fn inspect_run(&self, p: &Caller, run_id: &str) -> Result<crate::domain::wire::RunJson, ApiError> {
+    pub async fn inspect_run(&self, p: &Caller, run_id: &str) -> Result<RunJson, ApiError> {
         p.require(&[RUNS_READ])?;
         Ok(self.owned_run(p, run_id).await?.observed_json(self.clock.epoch()))
     }
 
-    pub async fn run_evidence(&self, p: &Caller, run_id: &str) -> Result<Value, ApiError> {
+    /// `helix.agent_run.evidence_bundle.v1` of the caller's run.
+    pub async fn run_evidence(&self, p: &Caller, run_id: &str) -> Result<EvidenceBundleView, ApiError> {
         p.require(&[RUNS_READ])?;
-        Ok(self.owned_run(p, run_id).await?.evidence_bundle())
+        Ok(EvidenceBundleView::of(&self.owned_run(p, run_id).await?))
     }
 
-    pub async fn list_events(&self, p: &Caller, run_id: &str, after_seq: u64, limit: u32) -> Result<Value, ApiError> {
+    /// One page of the caller's run's events (`helix.agent_run.event_page.v1`).
+    pub async fn list_events(
+        &self,
+        p: &Caller,
+        run_id: &str,
+        after_seq: u64,
+        limit: u32,
+    ) -> Result<EventPageView, ApiError> {
         p.require(&[RUNS_READ])?;
         if !(1..=200).contains(&limit) {
             return Err(ApiError::InvalidRequest("limit: must be 1-200".into()));
         }
         let run = self.owned_run(p, run_id).await?;
-        let after = (after_seq > 0).then(|| event_sk(after_seq));
-        let page = self.store.query(&run_key(&run.run_id).pk, "EVT#", after.as_deref(), limit as usize).await?;
-        let events = page.items.iter().map(event_from_item).collect::<Result<Vec<Event>, _>>()?;
-        let view = crate::domain::wire::EventPageView::new(&run.run_id, events, after_seq, page.has_more);
-        Ok(crate::domain::wire::to_value(&view))
+        let page = events_after(&*self.store, &run.run_id, after_seq, limit as usize).await?;
+        Ok(EventPageView::new(&run.run_id, page.events, after_seq, page.has_more))
     }
 
     /// The run and the receipt: on a first read, from the authentication read when the
@@ -219,7 +229,7 @@ fn owned(p: &Caller, item: &Item) -> Result<Run, ApiError> {
 /// The run in `item` if it belongs to `owner_hash`: another owner's run is
 /// indistinguishable from a missing one.
 fn owned_by(owner_hash: &str, item: &Item) -> Result<Run, ApiError> {
-    if item.s("owner_hash") != Some(owner_hash) {
+    if !is_owned_by(item, owner_hash) {
         return Err(ApiError::NotFound);
     }
     run_from_item(item)
@@ -234,10 +244,6 @@ fn check_mutable(run: &Run, expected_version: u64) -> Result<(), ApiError> {
         return Err(ApiError::VersionConflict { current: run.version });
     }
     Ok(())
-}
-
-fn event_ops(events: &[Event]) -> Result<Vec<WriteOp>, ApiError> {
-    events.iter().map(|e| Ok(WriteOp::Put { item: event_item(e)?, cond: Some(Cond::NotExists) })).collect()
 }
 
 /// The mutation's events, each put when absent.

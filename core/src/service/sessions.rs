@@ -4,13 +4,15 @@
 //! `INTENT#<sha256(state)>`, bound to a browser secret by its hash, expiring, and
 //! consumed by a conditional delete. Must not depend on `http`.
 
-use crate::domain::account::{AccountPolicy, BrowserSecret, IntentPurpose, account_ref};
+use crate::domain::account::{AccountPolicy, BrowserSecret, IntentPurpose, account_id_for, account_ref};
 use crate::error::ApiError;
-use crate::store::{Cond, EXPIRES_AT, Item, StoreError, WriteOp};
+use crate::store::{Cond, StoreError};
 
 use super::Services;
-use super::accounts::{LinkIdentity, policy_of};
-use super::records::{account_key, intent_key, link_key, session_key};
+use super::accounts::LinkIdentity;
+use super::records::accounts::{AccountRecord, LinkRecord, link_is_active};
+use super::records::sessions::{IntentRecord, SessionRecord, intent_of_browser, session_of};
+use super::records::{Role, Tx, account_key, intent_key, link_key, session_key};
 
 /// How long a sign-in intent stays usable.
 pub const INTENT_TTL_SECS: i64 = 600;
@@ -40,6 +42,12 @@ impl Session {
     pub fn require_member(&self) -> Result<(), ApiError> {
         if self.policy.guest { Err(ApiError::GuestNotAllowed) } else { Ok(()) }
     }
+
+    /// Adds the action that re-checks this session (still live, same account) to a
+    /// transaction that acts for it; its refusal is read as [`Role::Session`].
+    pub(crate) fn recheck(&self, tx: &mut Tx) {
+        tx.check(Role::Session, session_key(&self.token_hash), session_of(&self.account_id));
+    }
 }
 
 /// A stored intent, consumed.
@@ -61,16 +69,14 @@ impl Services {
         session: Option<&Session>,
     ) -> Result<(), ApiError> {
         let now = self.clock.epoch();
-        let key = intent_key(&crate::domain::sha256_hex(state));
-        let mut item = Item::new(key.pk, key.sk)
-            .with_s("browser_hash", browser.hash())
-            .with_s("purpose", purpose.as_str())
-            .with_n("created_at", now)
-            .with_n(EXPIRES_AT, now + INTENT_TTL_SECS);
-        if let Some(s) = session {
-            item = item.with_s("session_hash", &s.token_hash);
-        }
-        self.store.put(item, Some(Cond::NotExists)).await?;
+        let intent = IntentRecord {
+            browser_hash: browser.hash(),
+            purpose,
+            session_hash: session.map(|s| s.token_hash.clone()),
+            created_at: now,
+            expires_at: now + INTENT_TTL_SECS,
+        };
+        self.store.put(intent.to_item(&crate::domain::sha256_hex(state)), Some(Cond::NotExists)).await?;
         Ok(())
     }
 
@@ -80,20 +86,18 @@ impl Services {
         let key = intent_key(&crate::domain::sha256_hex(state));
         let failed = || ApiError::SignInFailed { reason: "state" };
         let item = self.store.get(&key).await?.ok_or_else(failed)?;
-        let cond = Cond::And(vec![Cond::Exists, Cond::eq_s("browser_hash", browser.hash())]);
-        match self.store.transact(vec![WriteOp::Delete { key, cond: Some(cond) }]).await {
+        let mut tx = Tx::new();
+        tx.delete(Role::Intent, key, intent_of_browser(&browser.hash()));
+        match tx.commit(&*self.store).await {
             Ok(()) => {}
-            Err(StoreError::TransactionCanceled { .. }) => return Err(failed()),
-            Err(e) => return Err(e.into()),
+            Err(f) if f.is_cancelled() => return Err(failed()),
+            Err(f) => return Err(f.into()),
         }
         if item.is_expired(self.clock.epoch()) {
             return Err(failed());
         }
-        Ok(Intent {
-            purpose: item.s("purpose").and_then(IntentPurpose::parse).ok_or_else(failed)?,
-            session_hash: item.s("session_hash").map(str::to_owned),
-            created_at: item.n("created_at").unwrap_or(0),
-        })
+        let intent = IntentRecord::from_item(&item).ok_or_else(failed)?;
+        Ok(Intent { purpose: intent.purpose, session_hash: intent.session_hash, created_at: intent.created_at })
     }
 
     /// The trusted adapter's sign-in: makes sure the identity's account and link exist and
@@ -109,90 +113,89 @@ impl Services {
             let link = self.store.get(&lkey).await?;
             let account_id = link
                 .as_ref()
-                .and_then(|l| l.s("account_id"))
-                .map(str::to_owned)
-                .unwrap_or_else(|| crate::domain::account::account_id_for(id.provider, id.subject));
+                .and_then(|l| LinkRecord::from_item(l).account_id)
+                .unwrap_or_else(|| account_id_for(id.provider, id.subject));
             let account = self.store.get(&account_key(&account_id)).await?;
-            let (account_id, mut ops) =
+            let (account_id, mut tx) =
                 self.ensure_account_ops(id.provider, id.subject, link.as_ref(), account.as_ref())?;
             if link.is_some() {
-                ops.push(WriteOp::Check { key: lkey, cond: Cond::eq_s("status", "active") });
+                tx.check(Role::Link, lkey, link_is_active());
             }
             let token = BrowserSecret::generate();
-            ops.push(WriteOp::Put { item: self.session_item(&token.hash(), &account_id), cond: Some(Cond::NotExists) });
+            tx.put(Role::Session, self.new_session(&account_id).to_item(&token.hash()), Cond::NotExists);
             if let Some(old) = previous.filter(|p| p.hash() != token.hash()) {
-                ops.push(WriteOp::Delete { key: session_key(&old.hash()), cond: None });
+                tx.delete(Role::Session, session_key(&old.hash()), None);
             }
-            match self.store.transact(ops).await {
+            match tx.commit(&*self.store).await {
                 Ok(()) => return Ok(token),
-                Err(StoreError::TransactionCanceled { .. }) => continue,
-                Err(e) => return Err(e.into()),
+                Err(f) if f.is_cancelled() => continue,
+                Err(f) => return Err(f.into()),
             }
         }
         Err(ApiError::Unavailable(Box::new(std::io::Error::other("sign-in lost every race"))))
     }
 
-    fn session_item(&self, token_hash: &str, account_id: &str) -> Item {
+    fn new_session(&self, account_id: &str) -> SessionRecord {
         let now = self.clock.epoch();
         let b = &self.config.browser;
         let absolute = now + b.session_absolute.as_secs() as i64;
-        let key = session_key(token_hash);
-        Item::new(key.pk, key.sk)
-            .with_s("account_id", account_id)
-            .with_n("created_at", now)
-            .with_n("refreshed_at", now)
-            .with_n("absolute_until", absolute)
-            .with_n(EXPIRES_AT, (now + b.session_idle.as_secs() as i64).min(absolute))
+        SessionRecord {
+            account_id: account_id.to_owned(),
+            created_at: now,
+            refreshed_at: now,
+            absolute_until: absolute,
+            expires_at: (now + b.session_idle.as_secs() as i64).min(absolute),
+        }
+    }
+
+    /// The live session record under `token_hash` with its active account, if any.
+    async fn live_session(
+        &self,
+        token_hash: &str,
+        now: i64,
+    ) -> Result<Option<(SessionRecord, AccountRecord)>, ApiError> {
+        let Some(item) = self.store.get(&session_key(token_hash)).await?.filter(|i| !i.is_expired(now)) else {
+            return Ok(None);
+        };
+        let Some(session) = SessionRecord::from_item(&item).filter(|s| s.absolute_until > now) else {
+            return Ok(None);
+        };
+        let account = self.store.get(&account_key(&session.account_id)).await?;
+        Ok(account.map(|a| AccountRecord::from_item(&a)).filter(AccountRecord::is_active).map(|a| (session, a)))
     }
 
     /// The live session of a cookie value, with its account's current policy; None when
     /// unknown, expired (idle or absolute) or its account is gone. Slides the idle expiry.
     pub async fn resolve_session(&self, token: &BrowserSecret) -> Result<Option<Session>, ApiError> {
         let now = self.clock.epoch();
-        let key = session_key(&token.hash());
-        let Some(item) = self.store.get(&key).await?.filter(|i| !i.is_expired(now)) else { return Ok(None) };
-        let absolute = item.n("absolute_until").unwrap_or(0);
-        if absolute <= now {
-            return Ok(None);
-        }
-        let Some(account_id) = item.s("account_id").map(str::to_owned) else { return Ok(None) };
-        let Some(account) =
-            self.store.get(&account_key(&account_id)).await?.filter(|a| a.s("status") == Some("active"))
-        else {
-            return Ok(None);
-        };
-        if now - item.n("refreshed_at").unwrap_or(0) >= IDLE_REFRESH_SECS {
+        let token_hash = token.hash();
+        let Some((session, account)) = self.live_session(&token_hash, now).await? else { return Ok(None) };
+        if needs_refresh(&session, now) {
             let idle = now + self.config.browser.session_idle.as_secs() as i64;
-            let fresh = item.clone().with_n("refreshed_at", now).with_n(EXPIRES_AT, idle.min(absolute));
-            let cond = Cond::And(vec![Cond::Exists, Cond::eq_s("account_id", &account_id)]);
-            match self.store.put(fresh, Some(cond)).await {
+            let fresh =
+                SessionRecord { refreshed_at: now, expires_at: idle.min(session.absolute_until), ..session.clone() };
+            match self.store.put(fresh.to_item(&token_hash), Some(session_of(&session.account_id))).await {
                 Ok(()) => {}
                 // Signed out in between: no session.
                 Err(StoreError::ConditionFailed { .. }) => return Ok(None),
                 Err(e) => return Err(e.into()),
             }
         }
-        Ok(Some(Session { token_hash: token.hash(), account_id, policy: policy_of(&account) }))
+        Ok(Some(Session { token_hash, account_id: session.account_id, policy: account.policy }))
     }
 
     /// The session of a stored hash (the step-up's originating session), if still live.
     pub async fn session_by_hash(&self, token_hash: &str) -> Result<Option<Session>, ApiError> {
         let now = self.clock.epoch();
-        let Some(item) = self.store.get(&session_key(token_hash)).await?.filter(|i| !i.is_expired(now)) else {
-            return Ok(None);
-        };
-        if item.n("absolute_until").unwrap_or(0) <= now {
-            return Ok(None);
-        }
-        let Some(account_id) = item.s("account_id").map(str::to_owned) else { return Ok(None) };
-        let account = self.store.get(&account_key(&account_id)).await?.filter(|a| a.s("status") == Some("active"));
-        Ok(account.map(|a| Session { token_hash: token_hash.to_owned(), account_id, policy: policy_of(&a) }))
+        let live = self.live_session(token_hash, now).await?;
+        Ok(live.map(|(s, a)| Session { token_hash: token_hash.to_owned(), account_id: s.account_id, policy: a.policy }))
     }
 
     /// Sign-out: the session item is deleted (idempotent).
     pub async fn sign_out(&self, token: &BrowserSecret) -> Result<(), ApiError> {
-        self.store.transact(vec![WriteOp::Delete { key: session_key(&token.hash()), cond: None }]).await?;
-        Ok(())
+        let mut tx = Tx::new();
+        tx.delete(Role::Session, session_key(&token.hash()), None);
+        Ok(tx.commit(&*self.store).await?)
     }
 
     /// Development path (`helix dev-session`): the account of this identity (created with its
@@ -202,5 +205,69 @@ impl Services {
             return Err(ApiError::NotFound);
         }
         self.sign_in(id, None).await
+    }
+}
+
+/// A used session's idle expiry is written again only once it is this old, so most
+/// requests of a busy browser cost no write.
+fn needs_refresh(session: &SessionRecord, now: i64) -> bool {
+    now - session.refreshed_at >= IDLE_REFRESH_SECS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn session(guest: bool) -> Session {
+        Session {
+            token_hash: "th".into(),
+            account_id: "acct_a".into(),
+            policy: AccountPolicy { guest, ..Default::default() },
+        }
+    }
+
+    #[test]
+    fn a_guest_is_refused_where_a_member_is_required() {
+        for (guest, allowed) in [(false, true), (true, false)] {
+            let got = session(guest).require_member();
+            assert_eq!(got.is_ok(), allowed);
+            if !allowed {
+                assert!(matches!(got, Err(ApiError::GuestNotAllowed)));
+            }
+        }
+    }
+
+    #[test]
+    fn the_idle_expiry_is_written_again_only_after_the_refresh_interval() {
+        let record = |refreshed_at| SessionRecord {
+            account_id: "acct_a".into(),
+            created_at: 0,
+            refreshed_at,
+            absolute_until: i64::MAX,
+            expires_at: i64::MAX,
+        };
+        for (refreshed_at, now, refresh) in [
+            (1000, 1000, false),
+            (1000, 1000 + IDLE_REFRESH_SECS - 1, false),
+            (1000, 1000 + IDLE_REFRESH_SECS, true),
+            (0, 1000, true),
+        ] {
+            assert_eq!(needs_refresh(&record(refreshed_at), now), refresh, "{refreshed_at} at {now}");
+        }
+    }
+
+    #[test]
+    fn a_session_recheck_is_one_action_read_as_the_session_role() {
+        let mut tx = Tx::new();
+        session(false).recheck(&mut tx);
+        assert_eq!(tx.len(), 1);
+        assert!(tx.has(Role::Session));
+    }
+
+    #[test]
+    fn a_session_shows_only_its_account_reference() {
+        let s = session(false);
+        assert_eq!(format!("{s:?}"), format!("Session({})", account_ref("acct_a")));
+        assert!(!format!("{s:?}").contains("th"));
     }
 }

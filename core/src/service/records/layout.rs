@@ -76,3 +76,56 @@ mod tests {
         assert_eq!(keys.len(), n);
     }
 }
+
+#[cfg(test)]
+mod keys {
+    use super::*;
+    use crate::service::records::{accounts, receipts, runs, sessions};
+    use crate::store::Key;
+
+    /// True when `s` has the shape `pattern`: literal parts in order, each `<...>` one
+    /// or more characters.
+    fn shaped(pattern: &str, s: &str) -> bool {
+        let mut rest = s;
+        let mut parts = pattern.split('<');
+        let first = parts.next().unwrap_or_default();
+        let Some(after) = rest.strip_prefix(first) else { return false };
+        rest = after;
+        for part in parts {
+            let literal = part.split_once('>').map(|(_, l)| l).unwrap_or_default();
+            if literal.is_empty() {
+                return !rest.is_empty();
+            }
+            match rest[1.min(rest.len())..].find(literal) {
+                Some(at) => rest = &rest[1 + at + literal.len()..],
+                None => return false,
+            }
+        }
+        rest.is_empty()
+    }
+
+    fn row_of(item: &str) -> ItemLayout {
+        *all().iter().find(|r| r.item == item).unwrap_or_else(|| panic!("no layout row {item}"))
+    }
+
+    #[test]
+    fn every_run_and_account_key_has_the_shape_of_its_layout_row() {
+        let cases: Vec<(&str, Key)> = vec![
+            ("run", runs::run_key("run_1")),
+            ("run event", runs::event_key("run_1", 7)),
+            ("idempotency receipt", receipts::receipt_key("id", "run.start", "k")),
+            ("account link", accounts::link_key("p", "s")),
+            ("agent account binding", accounts::binding_key("bh")),
+            ("account", accounts::account_key("acct_1")),
+            ("account's binding entry", accounts::binding_entry_key("acct_1", "bh")),
+            ("browser session", sessions::session_key("th")),
+            ("sign-in intent", sessions::intent_key("sh")),
+        ];
+        for (item, key) in cases {
+            let row = row_of(item);
+            assert!(shaped(row.pk, &key.pk), "{item}: pk {} is not {}", key.pk, row.pk);
+            assert!(shaped(row.sk, &key.sk), "{item}: sk {} is not {}", key.sk, row.sk);
+        }
+        assert!(shaped("EVT#<seq>", "EVT#1") && !shaped("EVT#<seq>", "EVT#") && !shaped("RUN", "RUNX"));
+    }
+}

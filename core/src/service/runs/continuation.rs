@@ -7,7 +7,7 @@ use std::time::{Duration as StdDuration, Instant};
 use chrono::{DateTime, Utc};
 use tokio_util::sync::CancellationToken;
 
-use super::{Invocation, OP_CONTINUE, check_mutable, completed, detached, event_ops, owned, owned_by, run_mutation};
+use super::{Invocation, OP_CONTINUE, check_mutable, completed, detached, owned, owned_by, push_events, run_mutation};
 use crate::domain::event::EventLog;
 use crate::domain::ids::{IdempotencyKey, RunId};
 use crate::domain::random_hex;
@@ -22,9 +22,10 @@ use crate::domain::turn::{TurnArtifact, TurnContext, TurnFailure, apply_turn};
 use crate::error::ApiError;
 use crate::executor::{TURN_REQUEST_SCHEMA, TurnRequest};
 use crate::service::probes::PROBE_EXECUTOR_RESERVE;
-use crate::service::records::{Receipt, ReceiptState, run_from_item, run_item, run_key, run_unchanged};
+use crate::service::records::receipts::held_by;
+use crate::service::records::{Receipt, ReceiptState, Role, Tx, run_from_item, run_item, run_key, run_unchanged};
 use crate::service::{Caller, Mutation, Services};
-use crate::store::{CancelReason, Cond, Key, StoreError, WriteOp};
+use crate::store::{Cond, Key, StoreError};
 
 /// A finalize cancelled without a failed condition is retried this many times in all.
 const FINALIZE_ATTEMPTS: u32 = 3;
@@ -146,11 +147,13 @@ impl Services {
             lease_until,
             expires_at: self.receipt_expiry(),
         };
-        let ops = vec![
-            WriteOp::Put { item: reservation.to_item(&c.rkey), cond: Some(Cond::NotExists) },
-            WriteOp::Put { item: run_item(&claimed)?, cond: Some(run_unchanged(run.rev)) },
-        ];
-        match self.store.transact(ops).await {
+        let mut tx = Tx::new();
+        tx.put(Role::Receipt, reservation.to_item(&c.rkey), Cond::NotExists).put(
+            Role::Run,
+            run_item(&claimed)?,
+            run_unchanged(run.rev),
+        );
+        match tx.commit(&*self.store).await {
             Ok(()) => Ok(Proceed::With(ClaimedTurn {
                 recovered: run.claim.is_some(),
                 claimed,
@@ -159,19 +162,19 @@ impl Services {
                 families: admitted.iter().map(|s| s.evidence_family.to_owned()).collect(),
                 capabilities: admitted.iter().flat_map(|s| s.capabilities.iter().map(|c| c.to_string())).collect(),
             })),
-            Err(StoreError::TransactionCanceled { reasons }) => {
-                if let Some(CancelReason::ConditionFailed { current: Some(existing) }) = reasons.first() {
+            Err(f) if f.is_cancelled() => {
+                if let Some(existing) = f.current(Role::Receipt) {
                     return self.answer_from_receipt(existing, &c.hash).map(Proceed::Answered);
                 }
-                Err(match reasons.get(1) {
-                    Some(CancelReason::ConditionFailed { current: Some(now_item) }) => {
+                Err(match f.current(Role::Run) {
+                    Some(now_item) => {
                         let current = run_from_item(now_item)?;
                         check_mutable(&current, c.req.expected_version).err().unwrap_or(ApiError::RunBusy)
                     }
-                    _ => ApiError::RunBusy,
+                    None => ApiError::RunBusy,
                 })
             }
-            Err(e) => Err(e.into()),
+            Err(f) => Err(f.into()),
         }
     }
 
@@ -306,32 +309,32 @@ impl Services {
             lease_until: turn.lease_until,
             expires_at: self.receipt_expiry(),
         };
-        let mine = Cond::eq_s("claim_token", &turn.token);
-        let mut ops = vec![
-            WriteOp::Put { item: finished.to_item(&c.rkey), cond: Some(mine.clone()) },
-            WriteOp::Put { item: run_item(&done)?, cond: Some(run_unchanged(turn.claimed.rev)) },
-        ];
-        ops.extend(event_ops(&log.events)?);
+        let mine = held_by(&turn.token);
+        let mut tx = Tx::new();
+        tx.put(Role::Receipt, finished.to_item(&c.rkey), mine.clone()).put(
+            Role::Run,
+            run_item(&done)?,
+            run_unchanged(turn.claimed.rev),
+        );
+        push_events(&mut tx, &log.events)?;
         // A cancellation without a failed condition (DynamoDB's TransactionConflict when
         // a competing claim touches the run at the same instant) is retried.
         for attempt in 1..=FINALIZE_ATTEMPTS {
-            match self.store.transact(ops.clone()).await {
+            let failure = match tx.commit(&*self.store).await {
                 Ok(()) => return Ok(completed(200, &response, false)),
-                Err(StoreError::TransactionCanceled { reasons })
-                    if !reasons.iter().any(|r| matches!(r, CancelReason::ConditionFailed { .. }))
-                        && attempt < FINALIZE_ATTEMPTS =>
-                {
-                    tokio::time::sleep(StdDuration::from_millis(25 * attempt as u64)).await;
-                }
-                Err(StoreError::TransactionCanceled { reasons })
-                    if reasons.iter().any(|r| matches!(r, CancelReason::ConditionFailed { .. })) =>
-                {
-                    return self.discard_stale_turn(owner_hash, &done.run_id, &c.rkey, &finished, mine).await;
-                }
-                // Still contended: the reservation stays in progress and expires into
-                // outcome_unknown; the next continuation recovers the run.
-                Err(e) => return Err(ApiError::Unavailable(Box::new(e))),
+                Err(f) => f,
+            };
+            let lost_claim = [Role::Receipt, Role::Run, Role::Event].into_iter().any(|r| failure.failed(r));
+            if failure.is_cancelled() && lost_claim {
+                return self.discard_stale_turn(owner_hash, &done.run_id, &c.rkey, &finished, mine).await;
             }
+            if failure.is_cancelled() && attempt < FINALIZE_ATTEMPTS {
+                tokio::time::sleep(StdDuration::from_millis(25 * attempt as u64)).await;
+                continue;
+            }
+            // Still contended: the reservation stays in progress and expires into
+            // outcome_unknown; the next continuation recovers the run.
+            return Err(ApiError::Unavailable(Box::new(failure.into_store_error())));
         }
         unreachable!("the last attempt always returns")
     }

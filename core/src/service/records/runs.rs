@@ -1,0 +1,132 @@
+//! Runs and their events as stored: keys, the run item (its body, its `rev` and its
+//! owner attribute), the conditions that guard run writes (including another feature's
+//! check of a run's owner) and the event page query. Knows no use case.
+
+use super::BODY;
+use crate::domain::event::Event;
+use crate::domain::run::Run;
+use crate::error::ApiError;
+use crate::store::{Cond, Item, Key, Store};
+
+const REV: &str = "rev";
+const OWNER_HASH: &str = "owner_hash";
+const SEQ: &str = "seq";
+const RUN_SK: &str = "RUN";
+const EVENT_PREFIX: &str = "EVT#";
+
+pub fn run_key(run_id: &str) -> Key {
+    Key::new(run_pk(run_id), RUN_SK)
+}
+
+fn run_pk(run_id: &str) -> String {
+    format!("RUN#{run_id}")
+}
+
+pub fn event_sk(seq: u64) -> String {
+    format!("{EVENT_PREFIX}{seq:020}")
+}
+
+pub fn event_key(run_id: &str, seq: u64) -> Key {
+    Key::new(run_pk(run_id), event_sk(seq))
+}
+
+/// The run item: the run as its body, with `rev` and the owner hash beside it for the
+/// conditions that must not parse the body.
+pub fn run_item(run: &Run) -> Result<Item, ApiError> {
+    let key = run_key(&run.run_id);
+    Ok(Item::new(key.pk, key.sk)
+        .with_n(REV, run.rev as i64)
+        .with_s(OWNER_HASH, &run.owner_hash)
+        .with_s(BODY, serde_json::to_string(run).map_err(ApiError::internal)?))
+}
+
+pub fn run_from_item(item: &Item) -> Result<Run, ApiError> {
+    serde_json::from_str(item.s(BODY).unwrap_or_default()).map_err(ApiError::internal)
+}
+
+/// True when the run item belongs to `owner_hash` (read without parsing the body).
+pub fn is_owned_by(item: &Item, owner_hash: &str) -> bool {
+    item.s(OWNER_HASH) == Some(owner_hash)
+}
+
+/// The condition guarding every run write: nobody wrote since we read `rev`.
+pub fn run_unchanged(rev: u64) -> Cond {
+    Cond::eq_n(REV, rev as i64)
+}
+
+/// The check another feature puts on a run it binds (rooms): the run is this owner's.
+pub fn owned_by_cond(owner_hash: &str) -> Cond {
+    Cond::eq_s(OWNER_HASH, owner_hash)
+}
+
+pub fn event_item(e: &Event) -> Result<Item, ApiError> {
+    let key = event_key(&e.run_id, e.seq);
+    Ok(Item::new(key.pk, key.sk)
+        .with_n(SEQ, e.seq as i64)
+        .with_s(BODY, serde_json::to_string(e).map_err(ApiError::internal)?))
+}
+
+pub fn event_from_item(item: &Item) -> Result<Event, ApiError> {
+    serde_json::from_str(item.s(BODY).unwrap_or_default()).map_err(ApiError::internal)
+}
+
+/// One page of a run's events.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EventPage {
+    pub events: Vec<Event>,
+    pub has_more: bool,
+}
+
+/// The events of `run_id` after `after_seq` (0: from the first), ascending, at most `limit`.
+pub async fn events_after(
+    store: &dyn Store,
+    run_id: &str,
+    after_seq: u64,
+    limit: usize,
+) -> Result<EventPage, ApiError> {
+    let after = (after_seq > 0).then(|| event_sk(after_seq));
+    let page = store.query(&run_pk(run_id), EVENT_PREFIX, after.as_deref(), limit).await?;
+    let events = page.items.iter().map(event_from_item).collect::<Result<Vec<Event>, _>>()?;
+    Ok(EventPage { events, has_more: page.has_more })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::event::{EventKind, EventLog};
+    use crate::domain::ids::RunId;
+    use crate::domain::run::{Ownership, StartRequest};
+
+    fn run() -> Run {
+        let spec: StartRequest = serde_json::from_value(serde_json::json!({ "objective": "o" })).unwrap();
+        let owner = Ownership { owner_ref: "o".into(), tenant_ref: "t".into(), account_ref: "a".into() };
+        Run::new(&RunId::generate(), "owner-1".into(), owner, spec.validate().unwrap(), &[], chrono::Utc::now())
+    }
+
+    #[test]
+    fn a_run_round_trips_through_its_item_with_rev_and_owner_beside_the_body() {
+        let mut r = run();
+        r.rev = 7;
+        let item = run_item(&r).unwrap();
+        assert_eq!(item.key(), run_key(&r.run_id));
+        assert_eq!(run_from_item(&item).unwrap(), r);
+        assert!(is_owned_by(&item, "owner-1"));
+        assert!(!is_owned_by(&item, "owner-2"));
+        assert!(run_unchanged(7).holds(Some(&item), 0));
+        assert!(!run_unchanged(6).holds(Some(&item), 0));
+        assert!(owned_by_cond("owner-1").holds(Some(&item), 0));
+        assert!(!owned_by_cond("owner-2").holds(Some(&item), 0));
+    }
+
+    #[test]
+    fn an_event_round_trips_under_its_zero_padded_sort_key() {
+        let r = run();
+        let mut log = EventLog::after(&r.run_id, 0, chrono::Utc::now());
+        log.push(EventKind::RunStarted, 1, serde_json::json!({ "max_steps": 3 }));
+        let e = &log.events[0];
+        let item = event_item(e).unwrap();
+        assert_eq!(item.key(), event_key(&r.run_id, 1));
+        assert_eq!(item.sk, "EVT#00000000000000000001");
+        assert_eq!(&event_from_item(&item).unwrap(), e);
+    }
+}
