@@ -6,13 +6,15 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::authority::{TerminalCandidate, TrustedKeys};
-use super::event::{EventKind, EventLog};
+use super::event::{
+    AuthorityEvaluated, BudgetExhausted, ContinuationReceived, EventData, EventLog, EvidenceReentered,
+    ExhaustionReason, InputRequested, IssueResolved, RecoveryReason, RunRecovered, RunSettled,
+};
 use super::run::{
     Answer, Authority, Completion, Contradiction, EvidenceItem, LatestResult, Lifecycle, Question, Requirement,
     RequirementKind, Run, TerminalProduct, required_evidence,
 };
 use super::sha256_hex;
-use serde_json::json;
 
 pub const MAX_SUMMARY_CHARS: usize = 2000;
 pub const MAX_EXCERPT_CHARS: usize = 600;
@@ -160,16 +162,19 @@ pub fn apply_turn(
     run.updated_at = ctx.now;
     let v = run.version;
     if ctx.recovered {
-        log.push(EventKind::RunRecovered, v, json!({ "reason": "expired_claim", "step": ctx.step }));
+        log.push(v, EventData::RunRecovered(RunRecovered { reason: RecoveryReason::ExpiredClaim, step: ctx.step }));
     }
     log.push(
-        EventKind::ContinuationReceived,
         v,
-        json!({ "step": ctx.step, "instruction_included": ctx.instruction.is_some(), "answers": ctx.answers.len() }),
+        EventData::ContinuationReceived(ContinuationReceived {
+            answers: ctx.answers.len(),
+            instruction_included: ctx.instruction.is_some(),
+            step: ctx.step,
+        }),
     );
     for a in ctx.answers {
         run.pending_questions.retain(|q| q.question_id != a.question_id);
-        log.push(EventKind::IssueResolved, v, json!({ "question_id": a.question_id }));
+        log.push(v, EventData::IssueResolved(IssueResolved { question_id: a.question_id.clone() }));
     }
     match outcome {
         Ok(artifact) => apply_artifact(run, ctx, artifact, keys, log),
@@ -179,7 +184,10 @@ pub fn apply_turn(
         run.lifecycle_status = Lifecycle::Failed;
         run.completion_status = Completion::BudgetExhausted;
         run.completed_at = Some(ctx.now);
-        log.push(EventKind::BudgetExhausted, v, json!({ "reason": "max_steps", "steps_used": ctx.step }));
+        log.push(
+            v,
+            EventData::BudgetExhausted(BudgetExhausted { reason: ExhaustionReason::MaxSteps, steps_used: ctx.step }),
+        );
     } else {
         finish_event(run, log);
     }
@@ -220,9 +228,12 @@ fn apply_artifact(run: &mut Run, ctx: &TurnContext<'_>, a: TurnArtifact, keys: &
         a.terminal_candidate.as_ref().map(|c| format!("terminal:sha256:{}", sha256_hex(&c.text)));
     run.terminal_authority_status = verdict.authority;
     log.push(
-        EventKind::TerminalAuthorityEvaluated,
         v,
-        json!({ "step": ctx.step, "status": verdict.authority, "reason": verdict.reason }),
+        EventData::TerminalAuthorityEvaluated(AuthorityEvaluated {
+            reason: verdict.reason.clone(),
+            status: verdict.authority,
+            step: ctx.step,
+        }),
     );
     evaluate_completion(run, ctx, &a, &verdict, gate_blocked);
 }
@@ -379,9 +390,14 @@ fn project_evidence(
     }
     if !audit.current_refs().is_empty() {
         log.push(
-            EventKind::EvidenceReentered,
             run.version,
-            json!({ "step": ctx.step, "observation_refs": observations, "evidence_refs": evidence_refs, "receipt_refs": receipts, "satisfied_evidence_families": a.satisfied_evidence_families }),
+            EventData::EvidenceReentered(EvidenceReentered {
+                evidence_refs,
+                observation_refs: observations,
+                receipt_refs: receipts,
+                satisfied_evidence_families: a.satisfied_evidence_families.clone(),
+                step: ctx.step,
+            }),
         );
     }
     if a.solver_status == SolverStatus::Succeeded {
@@ -397,9 +413,10 @@ fn request_input(run: &mut Run, a: &TurnArtifact, log: &mut EventLog) {
     let new_questions: Vec<Question> = a.pending_questions.iter().take(8).cloned().collect();
     if !new_questions.is_empty() {
         log.push(
-            EventKind::InputRequested,
             run.version,
-            json!({ "question_ids": new_questions.iter().map(|q| &q.question_id).collect::<Vec<_>>() }),
+            EventData::InputRequested(InputRequested {
+                question_ids: new_questions.iter().map(|q| q.question_id.clone()).collect(),
+            }),
         );
     }
     push_unique(&mut run.pending_questions, new_questions);
@@ -471,12 +488,16 @@ fn evaluate_completion(
 fn finish_event(run: &Run, log: &mut EventLog) {
     let v = run.version;
     let failure_code = run.latest_result.as_ref().and_then(|r| r.failure_code.clone());
-    let data = json!({ "completion_status": run.completion_status, "recommended_next_action": run.next_action(), "failure_code": failure_code });
-    let kind = match run.completion_status {
-        Completion::Completed => EventKind::RunCompleted,
-        Completion::Failed => EventKind::RunFailed,
-        Completion::Blocked | Completion::ConflictDetected => EventKind::RunBlocked,
-        _ => EventKind::RunWaiting,
+    let settled = RunSettled {
+        completion_status: run.completion_status,
+        failure_code,
+        recommended_next_action: run.next_action(),
     };
-    log.push(kind, v, data);
+    let kind = match run.completion_status {
+        Completion::Completed => EventData::RunCompleted,
+        Completion::Failed => EventData::RunFailed,
+        Completion::Blocked | Completion::ConflictDetected => EventData::RunBlocked,
+        _ => EventData::RunWaiting,
+    };
+    log.push(v, kind(settled));
 }
