@@ -254,18 +254,20 @@ pub struct EventView {
     #[schemars(with = "String")]
     pub created_at: DateTime<Utc>,
     /// Kind-specific detail (identifiers, counts and statuses; never raw content).
-    pub data: serde_json::Value,
+    #[schemars(with = "serde_json::Value")]
+    pub data: super::event::EventData,
     #[serde(flatten)]
     pub flags: NotAnAnswer,
 }
 
 impl From<Event> for EventView {
     fn from(e: Event) -> Self {
+        let kind = e.kind();
         EventView {
             schema: EventSchemaName,
             run_id: e.run_id,
             seq: e.seq,
-            kind: e.kind,
+            kind,
             version: e.version,
             created_at: e.created_at,
             data: e.data,
@@ -425,7 +427,8 @@ mod tests {
     #[test]
     fn events_pages_and_mcp_errors_carry_the_four_false_flags() {
         let mut log = crate::domain::event::EventLog::after("run_abcdefgh", 0, Utc::now());
-        log.push(crate::domain::event::EventKind::RunStarted, 1, serde_json::json!({}));
+        let started = crate::domain::event::RunStarted { database_scope: vec![], max_steps: 1 };
+        log.push(1, crate::domain::event::EventData::RunStarted(started));
         let page = to_value(&EventPageView::new("run_abcdefgh", log.events, 0, false));
         let error = McpErrorView {
             envelope: ErrorEnvelope {
@@ -445,5 +448,14 @@ mod tests {
         }
         assert_eq!(page["next_after_seq"], 1);
         assert_eq!(page["events"][0]["schema"], EVENT_SCHEMA);
+    }
+
+    #[test]
+    fn an_events_page_serializes_byte_for_byte_as_before_typed_event_data() {
+        let events: Vec<Event> =
+            include_str!("event_fixtures.jsonl").lines().take(2).map(|l| serde_json::from_str(l).unwrap()).collect();
+        let page = EventPageView::new("run_0123456789abcdef0123", events, 0, true);
+        let before = r#"{"schema":"helix.agent_run.event_page.v1","run_id":"run_0123456789abcdef0123","events":[{"schema":"helix.agent_run.event.v1","run_id":"run_0123456789abcdef0123","seq":1,"kind":"run_started","version":1,"created_at":"2026-11-30T10:00:00.123456Z","data":{"database_scope":["research_library"],"max_steps":12},"answer_authority":false,"assistant_answer":false,"terminal_eligible":false,"raw_content_included":false},{"schema":"helix.agent_run.event.v1","run_id":"run_0123456789abcdef0123","seq":2,"kind":"run_recovered","version":2,"created_at":"2026-11-30T10:00:00.123456Z","data":{"reason":"expired_claim","step":2},"answer_authority":false,"assistant_answer":false,"terminal_eligible":false,"raw_content_included":false}],"next_after_seq":2,"has_more":true,"answer_authority":false,"assistant_answer":false,"terminal_eligible":false,"raw_content_included":false}"#;
+        assert_eq!(serde_json::to_string(&page).unwrap(), before);
     }
 }

@@ -716,7 +716,7 @@ impl Services {
                     let e = event_from_item(item)?;
                     page.receipts.push(ProgressReceipt {
                         seq: e.seq,
-                        kind: enum_name(&e.kind).unwrap_or_default(),
+                        kind: enum_name(&e.kind()).unwrap_or_default(),
                         at: rfc3339(e.created_at),
                         flags: FalseFlags::default(),
                     });

@@ -12,9 +12,9 @@ mod ending;
 use std::future::Future;
 use std::time::Duration as StdDuration;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use crate::domain::event::{Event, EventKind, EventLog};
+use crate::domain::event::{Event, EventData, EventLog, RunStarted};
 use crate::domain::hash_parts;
 use crate::domain::ids::{IdempotencyKey, RunId};
 use crate::domain::run::{Run, StartRequest};
@@ -122,9 +122,11 @@ impl Services {
         let mut run = Run::new(&id, p.owner_hash(), p.ownership(), spec, &families, now);
         let mut log = EventLog::after(id.as_str(), 0, now);
         log.push(
-            EventKind::RunStarted,
             1,
-            json!({ "database_scope": run.database_scope, "max_steps": run.budget.max_steps }),
+            EventData::RunStarted(RunStarted {
+                database_scope: run.database_scope.clone(),
+                max_steps: run.budget.max_steps,
+            }),
         );
         run.last_seq = log.last_seq();
         let rkey = receipt_key(&p.identity_hash(), OP_START, key.as_str());

@@ -3,10 +3,9 @@
 //! version), its one event, and the receipt of the request that ended it.
 
 use chrono::{DateTime, Utc};
-use serde_json::{Value, json};
 
 use super::{Commit, OP_CANCEL, check_mutable, detached, owned, run_mutation};
-use crate::domain::event::{EventKind, EventLog};
+use crate::domain::event::{BudgetExhausted, EventData, EventLog, ExhaustionReason, RunCancelled};
 use crate::domain::ids::{IdempotencyKey, RunId};
 use crate::domain::run::{CancelRequest, Run};
 use crate::domain::scopes::RUNS_WRITE;
@@ -51,8 +50,11 @@ impl Services {
             }
             let run = owned(p, &run_item_now.ok_or(ApiError::NotFound)?)?;
             check_mutable(&run, req.expected_version)?;
-            let data = json!({ "reason_included": req.reason.is_some(), "reason": req.reason });
-            match self.end_run(run, &rkey, &hash, Run::cancel, EventKind::RunCancelled, data).await? {
+            let data = EventData::RunCancelled(RunCancelled {
+                reason: req.reason.clone(),
+                reason_included: req.reason.is_some(),
+            });
+            match self.end_run(run, &rkey, &hash, Run::cancel, data).await? {
                 Commit::Done(m) => {
                     if !m.replayed {
                         self.signal_cancelled(id.as_str());
@@ -74,8 +76,11 @@ impl Services {
     }
 
     pub(super) async fn exhaust(&self, run: Run, rkey: &Key, hash: &str) -> Result<Mutation, ApiError> {
-        let data = json!({ "reason": "expired", "steps_used": run.budget.steps_used });
-        match self.end_run(run, rkey, hash, Run::exhaust, EventKind::BudgetExhausted, data).await? {
+        let data = EventData::BudgetExhausted(BudgetExhausted {
+            reason: ExhaustionReason::Expired,
+            steps_used: run.budget.steps_used,
+        });
+        match self.end_run(run, rkey, hash, Run::exhaust, data).await? {
             Commit::Done(m) => Ok(m),
             Commit::RunChanged => Err(ApiError::RunBusy),
         }
@@ -89,15 +94,14 @@ impl Services {
         rkey: &Key,
         hash: &str,
         end: fn(&mut Run, DateTime<Utc>),
-        kind: EventKind,
-        data: Value,
+        data: EventData,
     ) -> Result<Commit, ApiError> {
         let now = self.clock.now();
         let old_rev = run.rev;
         end(&mut run, now);
         run.rev += 1;
         let mut log = EventLog::after(&run.run_id, run.last_seq, now);
-        log.push(kind, run.version, data);
+        log.push(run.version, data);
         run.last_seq = log.last_seq();
         self.commit(rkey, hash, 200, &run, run_unchanged(old_rev), &log.events).await
     }
