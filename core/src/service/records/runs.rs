@@ -93,7 +93,7 @@ pub async fn events_after(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::event::{EventKind, EventLog};
+    use crate::domain::event::{EventData, EventLog, RunStarted};
     use crate::domain::ids::RunId;
     use crate::domain::run::{Ownership, StartRequest};
 
@@ -122,7 +122,7 @@ mod tests {
     fn an_event_round_trips_under_its_zero_padded_sort_key() {
         let r = run();
         let mut log = EventLog::after(&r.run_id, 0, chrono::Utc::now());
-        log.push(EventKind::RunStarted, 1, serde_json::json!({ "max_steps": 3 }));
+        log.push(1, EventData::RunStarted(RunStarted { database_scope: vec!["research_library".into()], max_steps: 3 }));
         let e = &log.events[0];
         let item = event_item(e).unwrap();
         assert_eq!(item.key(), event_key(&r.run_id, 1));
