@@ -3,8 +3,12 @@
 //! [`Role`]; a refusal names it) and the idempotent commit every create uses.
 //! Use cases above it speak records and roles, never attribute names or positions.
 
+pub mod bound_room;
 pub mod idempotent;
 pub mod layout;
+pub mod observations;
+pub mod probes;
+pub mod sources;
 pub mod tx;
 
 pub use idempotent::{Committed, Completion, answer_from_receipt, commit_once};

@@ -8,16 +8,13 @@
 //! BatchGetItem: the binding and room are known by then).
 //! Must not depend on `http` or `mcp`.
 
+use super::{MAX_LISTED_SOURCES, SourceRecord, StoredObservation};
 use crate::domain::source::*;
 use crate::domain::turn::TurnFailure;
-use crate::store::Item;
-
-use super::Caller;
-use super::Services;
-use super::accounts::policy_of;
-use super::records::account_key;
-use super::rooms::{bind_key, member_key, room_key, run_room_slot};
-use super::sources::{Source, StoredObservation};
+use crate::service::accounts::policy_of;
+use crate::service::records::bound_room::{BoundRoomRows, bound_room_rows, run_room_slot};
+use crate::service::records::sources::sources_of_room;
+use crate::service::{Caller, Services};
 
 /// The binding that authorized a turn, as rechecked.
 #[derive(Debug, Clone)]
@@ -31,46 +28,40 @@ fn unavailable<E>(_: E) -> TurnFailure {
     TurnFailure::RoomEvidenceUnavailable
 }
 
-/// The rechecks of the binding and its room on the items read together.
-fn check_binding(
-    p: &Caller,
-    run_id: &str,
-    binding_ref: &str,
-    binding: Option<&Item>,
-    room: Option<&Item>,
-    member: Option<&Item>,
-    account: Option<&Item>,
-) -> Result<BoundRoom, TurnFailure> {
-    let binding = binding
-        .filter(|b| b.s("kind") == Some("run_room") && b.s("status") == Some("active"))
-        .filter(|b| b.s("owner_hash") == Some(p.owner_hash().as_str()) && b.s("run_id") == Some(run_id))
+/// The rechecks of the binding and its room on the rows read together, in the order the
+/// contract gives their codes.
+fn check_binding(p: &Caller, run_id: &str, binding_ref: &str, rows: &BoundRoomRows) -> Result<BoundRoom, TurnFailure> {
+    let binding = rows
+        .binding
+        .as_ref()
+        .filter(|b| b.active_run_room && b.owner_hash == p.owner_hash() && b.run_id == run_id)
         .ok_or(TurnFailure::RoomBindingMissing)?;
-    let policy = account.map(policy_of).ok_or(TurnFailure::RoomPolicyChanged)?;
+    let policy = rows.account.as_ref().map(policy_of).ok_or(TurnFailure::RoomPolicyChanged)?;
     if policy.rooms_locked || policy.guest || policy.denied_capabilities.iter().any(|c| c == ROOM_EVIDENCE_CAPABILITY) {
         return Err(TurnFailure::RoomPolicyChanged);
     }
-    let room = room.filter(|r| r.s("status") == Some("active")).ok_or(TurnFailure::RoomNotActive)?;
-    let member = member.ok_or(TurnFailure::RoomMembershipChanged)?;
-    if member.s("role") != binding.s("role") {
+    let room = rows.room.as_ref().filter(|r| r.active).ok_or(TurnFailure::RoomNotActive)?;
+    let member = rows.member.as_ref().ok_or(TurnFailure::RoomMembershipChanged)?;
+    if member.role != binding.role {
         return Err(TurnFailure::RoomMembershipChanged);
     }
-    let bound_version = binding.n("consent_version");
+    let bound_version = binding.consent_version;
     if bound_version.is_none()
-        || room.n("consent_version") != bound_version
-        || member.n("consent_version") != bound_version
-        || member.s("consent_receipt") != binding.s("consent_receipt")
+        || room.consent_version != bound_version
+        || member.consent_version != bound_version
+        || member.consent_receipt != binding.consent_receipt
     {
         return Err(TurnFailure::RoomConsentChanged);
     }
     Ok(BoundRoom {
         binding_ref: binding_ref.to_owned(),
-        room_id: binding.s("room_id").unwrap_or_default().to_owned(),
-        room_owner: room.s("owner_account").unwrap_or_default().to_owned(),
+        room_id: binding.room_id.clone(),
+        room_owner: room.owner_account.clone(),
     })
 }
 
 /// True when the observation was stored under exactly the source's current admission.
-pub(super) fn provenance_matches(o: &StoredObservation, s: &Source) -> bool {
+pub(super) fn provenance_matches(o: &StoredObservation, s: &SourceRecord) -> bool {
     let p = &o.provenance;
     p.source_id == s.source_id
         && p.room_id == s.room_id
@@ -95,28 +86,27 @@ pub(super) fn projected(o: StoredObservation) -> RoomObservation {
     }
 }
 
+/// A source that may feed the runs of `bound`: active, credentialed (an unexpired
+/// credential), admitted under a manifest, in the room and of the owner the binding names.
+fn feeds(s: &SourceRecord, bound: &BoundRoom, now: i64) -> bool {
+    s.credential_live(now)
+        && s.is_admitted()
+        && s.manifest_hash.is_some()
+        && s.owner_account == bound.room_owner
+        && s.room_id == bound.room_id
+}
+
 impl Services {
     /// The binding, membership, consent, room and policy rechecks of a run's turn: the
     /// run's slot, then one BatchGetItem (binding, room, membership, account).
     pub async fn recheck_room_binding(&self, p: &Caller, run_id: &str) -> Result<BoundRoom, TurnFailure> {
-        let slot = self.store.get(&run_room_slot(run_id)).await.map_err(unavailable)?;
-        let slot = slot
-            .filter(|s| s.s("owner_hash") == Some(p.owner_hash().as_str()))
-            .ok_or(TurnFailure::RoomBindingMissing)?;
-        let (binding_ref, room_id) = (slot.s("binding_ref").unwrap_or(""), slot.s("room_id").unwrap_or(""));
-        let got = self
-            .store
-            .batch_get(&[
-                bind_key(binding_ref),
-                room_key(room_id),
-                member_key(room_id, &p.account_id),
-                account_key(&p.account_id),
-            ])
+        let slot = run_room_slot(self.store.as_ref(), run_id).await.map_err(unavailable)?;
+        let slot = slot.filter(|s| s.owner_hash == p.owner_hash()).ok_or(TurnFailure::RoomBindingMissing)?;
+        let rows = bound_room_rows(self.store.as_ref(), None, &slot.binding_ref, &slot.room_id, &p.account_id)
             .await
             .map_err(unavailable)?;
-        let bound =
-            check_binding(p, run_id, binding_ref, got[0].as_ref(), got[1].as_ref(), got[2].as_ref(), got[3].as_ref())?;
-        if bound.room_id != room_id {
+        let bound = check_binding(p, run_id, &slot.binding_ref, &rows)?;
+        if bound.room_id != slot.room_id {
             return Err(TurnFailure::RoomBindingMissing);
         }
         Ok(bound)
@@ -132,27 +122,17 @@ impl Services {
         binding_ref: &str,
         room_id: &str,
     ) -> Result<(), TurnFailure> {
-        let got = self
-            .store
-            .batch_get(&[
-                run_room_slot(run_id),
-                bind_key(binding_ref),
-                room_key(room_id),
-                member_key(room_id, &p.account_id),
-                account_key(&p.account_id),
-            ])
+        let rows = bound_room_rows(self.store.as_ref(), Some(run_id), binding_ref, room_id, &p.account_id)
             .await
             .map_err(unavailable)?;
-        let slot_holds = got[0].as_ref().is_some_and(|s| {
-            s.s("owner_hash") == Some(p.owner_hash().as_str())
-                && s.s("binding_ref") == Some(binding_ref)
-                && s.s("room_id") == Some(room_id)
-        });
+        let slot_holds = rows
+            .slot
+            .as_ref()
+            .is_some_and(|s| s.owner_hash == p.owner_hash() && s.binding_ref == binding_ref && s.room_id == room_id);
         if !slot_holds {
             return Err(TurnFailure::RoomBindingMissing);
         }
-        let bound =
-            check_binding(p, run_id, binding_ref, got[1].as_ref(), got[2].as_ref(), got[3].as_ref(), got[4].as_ref())?;
+        let bound = check_binding(p, run_id, binding_ref, &rows)?;
         if bound.room_id != room_id {
             return Err(TurnFailure::RoomBindingMissing);
         }
@@ -167,30 +147,13 @@ impl Services {
         self.room_evidence_of(bound).await
     }
 
-    /// The sources of a bound room that may feed its runs: active, credentialed (an
-    /// unexpired credential), admitted under a manifest, and in the room and of the owner
-    /// the binding names. The one rule for live evidence and for probes.
-    pub(super) async fn admitted_sources(&self, bound: &BoundRoom) -> Result<Vec<Source>, TurnFailure> {
+    /// The sources of a bound room that may feed its runs. The one rule for live evidence
+    /// and for probes.
+    pub(super) async fn admitted_sources(&self, bound: &BoundRoom) -> Result<Vec<SourceRecord>, TurnFailure> {
         let now = self.clock.epoch();
-        let page = self
-            .store
-            .query(&room_key(&bound.room_id).pk, "SRC#", None, super::sources::MAX_LISTED_SOURCES)
-            .await
-            .map_err(unavailable)?;
-        Ok(page
-            .items
-            .iter()
-            .map(Source::from_item)
-            .filter(|s| {
-                s.status == SourceStatus::Active
-                    && s.bearer_hash.is_some()
-                    && s.credential_expires_at > now
-                    && s.admitted
-                    && s.manifest_hash.is_some()
-                    && s.owner_account == bound.room_owner
-                    && s.room_id == bound.room_id
-            })
-            .collect())
+        let (sources, _) =
+            sources_of_room(self.store.as_ref(), &bound.room_id, MAX_LISTED_SOURCES).await.map_err(unavailable)?;
+        Ok(sources.into_iter().filter(|s| feeds(s, bound, now)).collect())
     }
 
     /// The admitted observations of a binding that passed its rechecks.
