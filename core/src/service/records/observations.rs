@@ -202,3 +202,157 @@ fn refused_otherwise(f: &TxFailure) -> bool {
         .into_iter()
         .any(|r| f.failed(r))
 }
+
+#[cfg(test)]
+mod tests {
+    use chrono::{DateTime, Utc};
+
+    use super::*;
+    use crate::store::embedded::EmbeddedStore;
+
+    fn provenance(request_id: &str, observed_at: &str) -> ObservationProvenance {
+        ObservationProvenance {
+            source_id: "src_1".into(),
+            room_id: "room_1".into(),
+            world_id: "overworld".into(),
+            adapter_profile: "minecraft".into(),
+            adapter_version: "1.0.0".into(),
+            adapter_hash: "a".into(),
+            manifest_hash: "m".into(),
+            producer_epoch: 2,
+            request_id: request_id.into(),
+            observed_at: observed_at.parse().unwrap(),
+            received_at: observed_at.parse().unwrap(),
+            probe_id: None,
+        }
+    }
+
+    fn observation(request_id: &str, observed_at: &str) -> StoredObservation {
+        StoredObservation {
+            schema_version: OBSERVATION_BODY_VERSION,
+            observation_ref: format!("obsv_{request_id}"),
+            credential_generation: 1,
+            kind: ObservationKind::Snapshot,
+            event: None,
+            summary: "s".into(),
+            data: Default::default(),
+            provenance: provenance(request_id, observed_at),
+        }
+    }
+
+    /// Observations stored before the provenance was embedded are one flat object: the
+    /// flattened type reads them, and writes the same shape back.
+    #[test]
+    fn a_stored_observation_keeps_its_flat_shape() {
+        let flat = serde_json::json!({
+            "observation_ref": "obsv_1", "source_id": "src_1", "room_id": "room_1",
+            "world_id": "overworld", "adapter_profile": "minecraft", "adapter_version": "1.0.0",
+            "adapter_hash": "a", "manifest_hash": "m", "producer_epoch": 2,
+            "credential_generation": 3, "request_id": "req-0001", "kind": "snapshot",
+            "event": null, "summary": "s", "data": {}, "observed_at": "2026-11-30T12:00:00Z",
+            "received_at": "2026-11-30T12:00:01Z"
+        });
+        let stored: StoredObservation = serde_json::from_value(flat.clone()).unwrap();
+        assert_eq!((stored.provenance.producer_epoch, stored.credential_generation), (2, 3));
+        assert_eq!(stored.provenance.probe_id, None);
+        let mut back = serde_json::to_value(&stored).unwrap();
+        for t in ["observed_at", "received_at"] {
+            let at: DateTime<Utc> = serde_json::from_value(back[t].clone()).unwrap();
+            back[t] = serde_json::to_value(at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)).unwrap();
+        }
+        assert_eq!(back, flat);
+    }
+
+    #[test]
+    fn a_body_without_a_version_is_version_one_and_a_later_version_is_written() {
+        let o = observation("req-0001", "2026-11-30T12:00:00Z");
+        let body = o.to_body().unwrap();
+        assert!(!body.contains("schema_version"), "version 1 is the flat shape as it always was");
+        assert_eq!(StoredObservation::from_body(&body).unwrap().schema_version, 1);
+        let later = StoredObservation { schema_version: 2, ..o };
+        let body = later.to_body().unwrap();
+        assert!(body.contains("\"schema_version\":2"));
+        assert_eq!(StoredObservation::from_body(&body).unwrap(), later);
+    }
+
+    #[test]
+    fn the_health_marker_only_moves_forward() {
+        let stored =
+            |ms: i64| HealthMarker { last_observed_at_ms: ms, last_received_at: "t".into(), expires_at: i64::MAX };
+        for (current, observed, moves) in [
+            (None, 100, true),
+            (Some(100), 101, true),
+            (Some(100), 100, true),
+            (Some(100), 99, false),
+            (Some(100), 0, false),
+        ] {
+            let item = current.map(|ms| stored(ms).to_item("src_1"));
+            assert_eq!(moves_forward(observed).holds(item.as_ref(), 0), moves, "{current:?} -> {observed}");
+        }
+    }
+
+    #[test]
+    fn observations_sort_by_observed_at_then_request_within_their_source() {
+        let early = observation_sk(1_000, "b");
+        assert!(early < observation_sk(1_000, "c") && early < observation_sk(2_000, "a"));
+        assert!(observation_sk(999, "z") < early, "padded: 999 sorts before 1000");
+        assert!(!request_marker_key("src_1", "a").sk.starts_with(OBSERVATION_PREFIX));
+        assert!(!health_key("src_1").sk.starts_with(OBSERVATION_PREFIX));
+    }
+
+    async fn store() -> (tempfile::TempDir, EmbeddedStore) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = EmbeddedStore::open(&dir.path().join("helix.redb")).unwrap();
+        (dir, store)
+    }
+
+    fn report(o: &StoredObservation, observed_ms: i64) -> Tx {
+        let mut tx = Tx::new();
+        let expires_at = crate::store::now_epoch() + 3600;
+        o.put(&mut tx, expires_at).unwrap();
+        HealthMarker { last_observed_at_ms: observed_ms, last_received_at: "t".into(), expires_at }
+            .put_forward(&mut tx, "src_1");
+        tx
+    }
+
+    #[tokio::test]
+    async fn an_older_report_is_stored_and_the_newer_health_marker_kept() {
+        let (_dir, store) = store().await;
+        let newer = observation("req-0002", "2026-11-30T12:00:02Z");
+        let older = observation("req-0001", "2026-11-30T12:00:01Z");
+        commit_report(&store, report(&newer, 2_000)).await.unwrap();
+        commit_report(&store, report(&older, 1_000)).await.unwrap();
+        let health = health_of_sources(&store, &["src_1"]).await.unwrap();
+        assert_eq!(health[0].as_ref().map(|h| h.last_observed_at_ms), Some(2_000));
+        let since = older.provenance.observed_at.timestamp_millis();
+        let fresh = fresh_observations_of_source(&store, "src_1", since, 10).await.unwrap();
+        assert_eq!(fresh, vec![older, newer], "oldest first");
+    }
+
+    #[tokio::test]
+    async fn a_used_request_identity_is_a_duplicate_whatever_the_health_marker() {
+        let (_dir, store) = store().await;
+        let first = observation("req-0001", "2026-11-30T12:00:02Z");
+        commit_report(&store, report(&first, 2_000)).await.unwrap();
+        for (observed_at, observed_ms) in [("2026-11-30T12:00:03Z", 3_000), ("2026-11-30T12:00:01Z", 1_000)] {
+            let again = observation("req-0001", observed_at);
+            let refused = commit_report(&store, report(&again, observed_ms)).await.unwrap_err();
+            assert!(is_duplicate(&refused), "{observed_at}");
+        }
+    }
+
+    #[tokio::test]
+    async fn the_freshness_window_keeps_the_newest_within_its_limit() {
+        let (_dir, store) = store().await;
+        for s in 1..=5 {
+            let o = observation(&format!("req-000{s}"), &format!("2026-11-30T12:00:0{s}Z"));
+            commit_report(&store, report(&o, s * 1_000)).await.unwrap();
+        }
+        let since = observation("x", "2026-11-30T12:00:02Z").provenance.observed_at.timestamp_millis();
+        let fresh = fresh_observations_of_source(&store, "src_1", since, 3).await.unwrap();
+        let ids: Vec<&str> = fresh.iter().map(|o| o.provenance.request_id.as_str()).collect();
+        assert_eq!(ids, ["req-0003", "req-0004", "req-0005"]);
+        let fresh = fresh_observations_of_source(&store, "src_1", since, 10).await.unwrap();
+        assert_eq!(fresh.len(), 4, "observed at or after the window's start");
+    }
+}

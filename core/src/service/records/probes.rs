@@ -120,7 +120,7 @@ impl ProbeRecord {
     /// Writes the record in its new state, only if it was still pending, and deletes the
     /// pending marker (with `marker_must_exist`, only if it is still there).
     pub fn leave_pending(&self, tx: &mut Tx, marker_must_exist: bool) -> Result<(), ApiError> {
-        tx.put(Role::Probe, self.to_item()?, Cond::eq_s(STATUS, stored_str(&ProbeStatus::Pending)));
+        tx.put(Role::Probe, self.to_item()?, still_pending());
         tx.delete(
             Role::PendingProbe,
             pending_key(&self.source_id, &self.probe_id),
@@ -128,6 +128,11 @@ impl ProbeRecord {
         );
         Ok(())
     }
+}
+
+/// The record is still pending: its answer and its close race on this condition.
+fn still_pending() -> Cond {
+    Cond::eq_s(STATUS, stored_str(&ProbeStatus::Pending))
 }
 
 /// The status of a stored probe record (None: absent, or a status this code does not know).
@@ -180,4 +185,49 @@ pub async fn pending_probes_of_source(
 ) -> Result<Vec<PendingProbe>, StoreError> {
     let page = store.query(&probes_pk(source_id), PENDING_PREFIX, None, limit).await?;
     Ok(page.items.iter().map(PendingProbe::from_item).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn probe(status: ProbeStatus) -> ProbeRecord {
+        ProbeRecord {
+            probe_id: "prb_1".into(),
+            source_id: "src_1".into(),
+            room_id: "room_1".into(),
+            world_id: "w".into(),
+            run_id: "run_1".into(),
+            step: 1,
+            binding_ref: "rrb_1".into(),
+            capability: "c".into(),
+            requested_at_ms: 1_000,
+            answer_until_ms: 9_500,
+            status: Some(status),
+            expires_at: 4_000,
+            answer: None,
+        }
+    }
+
+    #[test]
+    fn a_pending_marker_lives_until_just_past_the_answer_deadline() {
+        let marker = probe(ProbeStatus::Pending).pending();
+        assert_eq!(marker.expires_at, 10, "the second after 9.5 s");
+        assert_eq!(pending_key("src_1", "prb_1").pk, probe_key("src_1", "prb_1").pk, "one partition per source");
+    }
+
+    #[test]
+    fn a_probe_leaves_pending_only_from_pending() {
+        for (stored, leaves) in
+            [(ProbeStatus::Pending, true), (ProbeStatus::Answered, false), (ProbeStatus::Expired, false)]
+        {
+            let item = probe(stored).to_item().unwrap();
+            assert_eq!(still_pending().holds(Some(&item), 0), leaves, "{stored:?}");
+            assert_eq!(status_of(Some(&item)), Some(stored));
+        }
+        let mut tx = Tx::new();
+        probe(ProbeStatus::Expired).leave_pending(&mut tx, false).unwrap();
+        assert!(tx.has(Role::Probe) && tx.has(Role::PendingProbe));
+        assert_eq!(status_of(None), None);
+    }
 }

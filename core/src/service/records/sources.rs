@@ -243,12 +243,15 @@ pub fn may_register(bearer_hash: &str, epoch: i64) -> Cond {
 /// The guard of a report: the source is still active, under this bearer, admitted at
 /// this epoch when the write commits.
 pub fn check_still_admitted(tx: &mut Tx, room_id: &str, source_id: &str, bearer_hash: &str, epoch: u64) {
-    let cond = Cond::And(vec![
+    tx.check(Role::Source, source_key(room_id, source_id), still_admitted(bearer_hash, epoch));
+}
+
+fn still_admitted(bearer_hash: &str, epoch: u64) -> Cond {
+    Cond::And(vec![
         active_under(bearer_hash),
         Cond::eq_s(ADMITTED, flag(true)),
         Cond::eq_n(PRODUCER_EPOCH, epoch as i64),
-    ]);
-    tx.check(Role::Source, source_key(room_id, source_id), cond);
+    ])
 }
 
 /// At most `limit` sources of a room, with whether there are more.
@@ -417,4 +420,109 @@ pub async fn active_rooms_of_member(store: &dyn Store, account: &str, limit: usi
         .filter(|(_, pair)| matches!(pair, [Some(room), Some(_)] if room.s(STATUS) == Some(ACTIVE)))
         .map(|(id, _)| id)
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::source::ProbeStatus;
+
+    #[test]
+    fn stored_statuses_are_the_strings_the_table_has_always_held() {
+        let cases = [
+            (stored_str(&SourceStatus::AwaitingClaim), "awaiting_claim"),
+            (stored_str(&SourceStatus::Active), "active"),
+            (stored_str(&SourceStatus::Revoked), "revoked"),
+            (stored_str(&ProbeStatus::Pending), "pending"),
+            (stored_str(&ProbeStatus::Answered), "answered"),
+            (stored_str(&ProbeStatus::Expired), "expired"),
+        ];
+        for (stored, want) in cases {
+            assert_eq!(stored, want);
+        }
+        assert_eq!(parse_stored::<SourceStatus>(Some("active")), Some(SourceStatus::Active));
+        assert_eq!(parse_stored::<SourceStatus>(Some("Active")), None);
+        assert_eq!(parse_stored::<SourceStatus>(None), None);
+    }
+
+    fn source(status: SourceStatus, bearer: Option<&str>, epoch: Option<u64>) -> Item {
+        SourceRecord {
+            source_id: "src_1".into(),
+            room_id: "room_1".into(),
+            owner_account: "acct_1".into(),
+            adapter_profile: "minecraft".into(),
+            world_id: "w".into(),
+            label: None,
+            status,
+            generation: 1,
+            created_at: "t".into(),
+            bearer_hash: bearer.map(str::to_owned),
+            credential_expires_at: Some(i64::MAX),
+            credentialed_at: None,
+            admitted: Some(epoch.is_some()),
+            adapter_version: None,
+            adapter_hash: None,
+            manifest_hash: None,
+            producer_epoch: epoch,
+            registered_at: None,
+            revoked_at: None,
+        }
+        .to_item()
+    }
+
+    #[test]
+    fn a_manifest_registers_at_its_epoch_or_a_later_one_under_the_current_bearer() {
+        use SourceStatus::*;
+        for (stored, epoch, registers) in [
+            (source(Active, Some("b"), None), 1, true),
+            (source(Active, Some("b"), Some(2)), 2, true),
+            (source(Active, Some("b"), Some(2)), 3, true),
+            (source(Active, Some("b"), Some(2)), 1, false),
+            (source(Active, Some("other"), None), 1, false),
+            (source(Revoked, None, Some(1)), 2, false),
+            (source(AwaitingClaim, None, None), 1, false),
+        ] {
+            assert_eq!(may_register("b", epoch).holds(Some(&stored), 0), registers, "{stored:?} at {epoch}");
+        }
+    }
+
+    #[test]
+    fn a_report_is_admitted_only_at_the_admitted_epoch_under_the_current_bearer() {
+        use SourceStatus::*;
+        for (stored, epoch, admitted) in [
+            (source(Active, Some("b"), Some(2)), 2, true),
+            (source(Active, Some("b"), Some(2)), 1, false),
+            (source(Active, Some("b"), Some(2)), 3, false),
+            (source(Active, Some("b"), None), 2, false),
+            (source(Active, Some("rotated"), Some(2)), 2, false),
+            (source(Revoked, Some("b"), Some(2)), 2, false),
+        ] {
+            assert_eq!(still_admitted("b", epoch).holds(Some(&stored), 0), admitted, "{stored:?} at {epoch}");
+        }
+    }
+
+    #[test]
+    fn a_delivery_is_claimed_only_for_its_generation_while_awaiting() {
+        let awaiting = source(SourceStatus::AwaitingClaim, None, None);
+        assert!(awaiting_claim_of(1).holds(Some(&awaiting), 0));
+        assert!(!awaiting_claim_of(2).holds(Some(&awaiting), 0));
+        assert!(!awaiting_claim_of(1).holds(Some(&source(SourceStatus::Active, Some("b"), None)), 0));
+    }
+
+    #[test]
+    fn only_the_active_rooms_owner_member_acts_on_its_sources() {
+        let room =
+            |status: &str, owner: &str| Item::new("ROOM#r", "ROOM").with_s(STATUS, status).with_s(OWNER_ACCOUNT, owner);
+        let member = |role: &str| Item::new("ROOM#r", "MEM#a").with_s(ROLE, role);
+        for (r, m, holds) in [
+            (Some(room("active", "a")), Some(member("owner")), true),
+            (Some(room("active", "a")), Some(member("participant")), false),
+            (Some(room("active", "b")), Some(member("owner")), false),
+            (Some(room("archived", "a")), Some(member("owner")), false),
+            (None, Some(member("owner")), false),
+            (Some(room("active", "a")), None, false),
+        ] {
+            assert_eq!(owner_holds(r.as_ref(), m.as_ref(), "a"), holds, "{r:?} {m:?}");
+        }
+    }
 }

@@ -192,3 +192,89 @@ impl Services {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::service::records::observations::OBSERVATION_BODY_VERSION;
+
+    /// One change to a source, named in the table of a test.
+    type Change = fn(&mut SourceRecord);
+
+    fn source() -> SourceRecord {
+        SourceRecord {
+            source_id: "src_1".into(),
+            room_id: "room_1".into(),
+            owner_account: "acct_owner".into(),
+            adapter_profile: "minecraft".into(),
+            world_id: "w".into(),
+            label: None,
+            status: SourceStatus::Active,
+            generation: 3,
+            created_at: "t".into(),
+            bearer_hash: Some("b".into()),
+            credential_expires_at: Some(1_000),
+            credentialed_at: None,
+            admitted: Some(true),
+            adapter_version: Some("1.0.0".into()),
+            adapter_hash: Some("a".into()),
+            manifest_hash: Some("m".into()),
+            producer_epoch: Some(2),
+            registered_at: None,
+            revoked_at: None,
+        }
+    }
+
+    fn observed_by(s: &SourceRecord) -> StoredObservation {
+        let at = chrono::Utc::now();
+        StoredObservation {
+            schema_version: OBSERVATION_BODY_VERSION,
+            observation_ref: "obsv_1".into(),
+            credential_generation: s.generation,
+            kind: ObservationKind::Snapshot,
+            event: None,
+            summary: "s".into(),
+            data: Default::default(),
+            provenance: s.provenance_of("m", 2, "req-0001", at, at, None),
+        }
+    }
+
+    #[test]
+    fn an_observation_is_admitted_only_under_its_sources_current_admission() {
+        let s = source();
+        assert!(provenance_matches(&observed_by(&s), &s));
+        let changed: [(&str, Change); 6] = [
+            ("rotated", |s| s.generation += 1),
+            ("epoch", |s| s.producer_epoch = Some(3)),
+            ("manifest", |s| s.manifest_hash = Some("m2".into())),
+            ("adapter", |s| s.adapter_hash = Some("a2".into())),
+            ("world", |s| s.world_id = "w2".into()),
+            ("unregistered", |s| s.adapter_version = None),
+        ];
+        for (what, change) in changed {
+            let mut now = source();
+            change(&mut now);
+            assert!(!provenance_matches(&observed_by(&s), &now), "{what}");
+        }
+    }
+
+    #[test]
+    fn only_a_live_admitted_source_of_the_bound_room_and_owner_feeds_its_runs() {
+        let bound =
+            BoundRoom { binding_ref: "rrb_1".into(), room_id: "room_1".into(), room_owner: "acct_owner".into() };
+        assert!(feeds(&source(), &bound, 999));
+        assert!(!feeds(&source(), &bound, 1_000), "the credential expired");
+        let cases: [(&str, Change); 5] = [
+            ("revoked", |s| s.status = SourceStatus::Revoked),
+            ("unadmitted", |s| s.admitted = Some(false)),
+            ("no manifest", |s| s.manifest_hash = None),
+            ("another owner", |s| s.owner_account = "acct_other".into()),
+            ("another room", |s| s.room_id = "room_2".into()),
+        ];
+        for (what, change) in cases {
+            let mut s = source();
+            change(&mut s);
+            assert!(!feeds(&s, &bound, 999), "{what}");
+        }
+    }
+}

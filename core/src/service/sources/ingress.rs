@@ -141,3 +141,58 @@ impl Services {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn authed(admitted: Option<bool>, manifest_hash: Option<&str>, epoch: Option<u64>) -> AuthedSource {
+        let source = SourceRecord {
+            source_id: "src_1".into(),
+            room_id: "room_1".into(),
+            owner_account: "acct_1".into(),
+            adapter_profile: "minecraft".into(),
+            world_id: "w".into(),
+            label: None,
+            status: SourceStatus::Active,
+            generation: 1,
+            created_at: "t".into(),
+            bearer_hash: Some("b".into()),
+            credential_expires_at: Some(i64::MAX),
+            credentialed_at: None,
+            admitted,
+            adapter_version: Some("1.0.0".into()),
+            adapter_hash: Some("a".into()),
+            manifest_hash: manifest_hash.map(str::to_owned),
+            producer_epoch: epoch,
+            registered_at: None,
+            revoked_at: None,
+        };
+        AuthedSource { source, bearer_hash: "b".into() }
+    }
+
+    #[test]
+    fn a_report_comes_under_the_admitted_manifest_and_epoch_only() {
+        let code = |r: Result<(&str, u64), ApiError>| match r {
+            Ok((hash, epoch)) => format!("ok {hash} {epoch}"),
+            Err(e) => e.code().to_owned(),
+        };
+        let admitted = authed(Some(true), Some("m"), Some(2));
+        for (source, epoch, hash, want) in [
+            (&admitted, 2, "m", "ok m 2"),
+            (&admitted, 1, "m", "producer_epoch_stale"),
+            (&admitted, 3, "m", "manifest_not_registered"),
+            (&admitted, 2, "other", "manifest_not_registered"),
+            (&authed(Some(false), Some("m"), Some(2)), 2, "m", "manifest_not_registered"),
+            (&authed(None, None, None), 1, "m", "manifest_not_registered"),
+        ] {
+            assert_eq!(code(source.admitted_report(epoch, hash)), want, "epoch {epoch} hash {hash}");
+        }
+    }
+
+    #[test]
+    fn a_stale_epoch_names_the_admitted_one() {
+        let stale = authed(Some(true), Some("m"), Some(5)).admitted_report(4, "m").unwrap_err();
+        assert!(matches!(stale, ApiError::ProducerEpochStale { current: 5 }));
+    }
+}
