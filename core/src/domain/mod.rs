@@ -10,6 +10,7 @@ pub mod room;
 pub mod run;
 pub mod scopes;
 pub mod source;
+pub mod time;
 pub mod turn;
 pub mod wire;
 

@@ -56,7 +56,7 @@ async fn list(
     RawQuery(q): RawQuery,
 ) -> Result<Response, ApiError> {
     super::rooms::empty_request(q.as_deref(), b"")?;
-    Ok(Json(app.services.list_sources(&p, &room_id).await?).into_response())
+    Ok(Json(app.services.list_sources(&p, &room_id).await?.projected().map_err(ApiError::internal)?).into_response())
 }
 
 async fn create(

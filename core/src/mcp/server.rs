@@ -130,7 +130,8 @@ impl HelixMcp {
                 super::rooms::RoomOutcome::Mutation(m) => Outcome::Mutation(m),
             },
             Op::SourceList => {
-                Outcome::Value(services.list_sources(p, &args::<SourceListArgs>(arguments)?.room_id).await?)
+                let list = services.list_sources(p, &args::<SourceListArgs>(arguments)?.room_id).await?;
+                Outcome::Value(list.projected().map_err(ApiError::internal)?)
             }
             Op::SourceCreate => {
                 let a: SourceCreateArgs = args(arguments)?;

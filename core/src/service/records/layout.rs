@@ -31,9 +31,21 @@ pub const ACCOUNT_ITEMS: &[ItemLayout] = &[
     row("sign-in intent", "INTENT#<sha256(state)>", "INTENT"),
 ];
 
+/// Room sources, their credential delivery and bearer lookup, their reports and probes.
+pub const SOURCE_ITEMS: &[ItemLayout] = &[
+    row("room source", "ROOM#<room_id>", "SRC#<source_id>"),
+    row("source credential delivery", "SRCCLAIM#<sha256(handle)>", "CLAIM"),
+    row("source bearer lookup", "SRCBEARER#<sha256(bearer)>", "BEARER"),
+    row("source observation", "SRCOBS#<source_id>", "OBS#<observed-at ms, 15 digits>#<request_id>"),
+    row("source request marker", "SRCOBS#<source_id>", "REQ#<request_id>"),
+    row("source health marker", "SRCOBS#<source_id>", "HEALTH"),
+    row("probe record", "SRCPROBE#<source_id>", "PROBE#<probe_id>"),
+    row("pending probe marker", "SRCPROBE#<source_id>", "PENDING#<probe_id>"),
+];
+
 /// Every item kind the service writes.
 pub fn all() -> Vec<ItemLayout> {
-    [RUN_ITEMS, ACCOUNT_ITEMS].concat()
+    [RUN_ITEMS, ACCOUNT_ITEMS, SOURCE_ITEMS].concat()
 }
 
 #[cfg(test)]

@@ -2,15 +2,20 @@
 //! and (de)serialisation, named queries, the transaction builder (actions carry a
 //! [`Role`]; a refusal names it) and the idempotent commit every create uses.
 //! Use cases above it speak records and roles, never attribute names or positions.
-//! One module per feature's items (`runs`, `receipts`, `accounts`, `sessions`); the
+//! One module per feature's items (`runs`, `receipts`, `accounts`, `sessions`, `sources`,
+//! `observations`, `probes`, `bound_room`); the
 //! names other features use are re-exported here. Must not depend on `http` or `mcp`.
 
 pub mod accounts;
+pub mod bound_room;
 pub mod idempotent;
 pub mod layout;
+pub mod observations;
+pub mod probes;
 pub mod receipts;
 pub mod runs;
 pub mod sessions;
+pub mod sources;
 pub mod tx;
 
 pub use accounts::{BINDING_ENTRY_PREFIX, account_key, binding_entry_key, binding_key, link_key};

@@ -1,0 +1,145 @@
+//! The room rows a room-bound turn rechecks (the run's `RUNROOM#` slot, its run-room
+//! binding, the room, the caller's membership, the caller's account), read as the typed
+//! values the source lane's rechecks need. The key strings and attribute names are the
+//! room lane's; they are restated here so that the rechecks depend on no use-case module.
+//! Must not depend on `http`, `mcp` or any use-case module.
+
+use super::account_key;
+use crate::domain::hash_parts;
+use crate::store::{Item, Key, Store, StoreError};
+
+fn run_room_slot_key(run_id: &str) -> Key {
+    Key::new(format!("RUNROOM#{run_id}"), "SLOT")
+}
+fn binding_key(binding_ref: &str) -> Key {
+    Key::new(format!("BIND#{}", hash_parts(&["room-binding.v1", binding_ref])), "BIND")
+}
+fn room_key(room_id: &str) -> Key {
+    Key::new(format!("ROOM#{room_id}"), "ROOM")
+}
+fn member_key(room_id: &str, account_id: &str) -> Key {
+    Key::new(format!("ROOM#{room_id}"), format!("MEM#{account_id}"))
+}
+
+const OWNER_HASH: &str = "owner_hash";
+const BINDING_REF: &str = "binding_ref";
+const ROOM_ID: &str = "room_id";
+const STATUS: &str = "status";
+const ROLE: &str = "role";
+const CONSENT_VERSION: &str = "consent_version";
+const CONSENT_RECEIPT: &str = "consent_receipt";
+const ACTIVE: &str = "active";
+
+fn text(item: &Item, name: &str) -> String {
+    item.s(name).unwrap_or_default().to_owned()
+}
+
+/// The one-active-run-room-binding slot of a run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunRoomSlot {
+    pub owner_hash: String,
+    pub binding_ref: String,
+    pub room_id: String,
+}
+
+impl RunRoomSlot {
+    fn from_item(item: &Item) -> Self {
+        RunRoomSlot {
+            owner_hash: text(item, OWNER_HASH),
+            binding_ref: text(item, BINDING_REF),
+            room_id: text(item, ROOM_ID),
+        }
+    }
+}
+
+/// A run-room binding: active or not, whose and for which run, under which role and
+/// consent identity.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunRoomBinding {
+    /// An active binding of the `run_room` kind.
+    pub active_run_room: bool,
+    pub owner_hash: String,
+    pub run_id: String,
+    pub room_id: String,
+    pub role: Option<String>,
+    pub consent_version: Option<i64>,
+    pub consent_receipt: Option<String>,
+}
+
+impl RunRoomBinding {
+    fn from_item(item: &Item) -> Self {
+        RunRoomBinding {
+            active_run_room: item.s("kind") == Some("run_room") && item.s(STATUS) == Some(ACTIVE),
+            owner_hash: text(item, OWNER_HASH),
+            run_id: text(item, "run_id"),
+            room_id: text(item, ROOM_ID),
+            role: item.s(ROLE).map(str::to_owned),
+            consent_version: item.n(CONSENT_VERSION),
+            consent_receipt: item.s(CONSENT_RECEIPT).map(str::to_owned),
+        }
+    }
+}
+
+/// The room as a bound turn sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BoundRoomRow {
+    pub active: bool,
+    pub owner_account: String,
+    pub consent_version: Option<i64>,
+}
+
+/// The caller's membership as a bound turn sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BoundMember {
+    pub role: Option<String>,
+    pub consent_version: Option<i64>,
+    pub consent_receipt: Option<String>,
+}
+
+/// The rows of one recheck, read together.
+#[derive(Debug, Clone)]
+pub struct BoundRoomRows {
+    /// Only when read with the rows ([`bound_room_rows`] with a run id).
+    pub slot: Option<RunRoomSlot>,
+    pub binding: Option<RunRoomBinding>,
+    pub room: Option<BoundRoomRow>,
+    pub member: Option<BoundMember>,
+    /// The caller's account item (its policy).
+    pub account: Option<Item>,
+}
+
+/// The run's run-room slot: one GetItem.
+pub async fn run_room_slot(store: &dyn Store, run_id: &str) -> Result<Option<RunRoomSlot>, StoreError> {
+    Ok(store.get(&run_room_slot_key(run_id)).await?.as_ref().map(RunRoomSlot::from_item))
+}
+
+/// The binding, room, membership and account rows of a recheck, with the run's slot too
+/// when `slot_of_run` names the run: one BatchGetItem.
+pub async fn bound_room_rows(
+    store: &dyn Store,
+    slot_of_run: Option<&str>,
+    binding_ref: &str,
+    room_id: &str,
+    account: &str,
+) -> Result<BoundRoomRows, StoreError> {
+    let mut keys: Vec<Key> = slot_of_run.map(run_room_slot_key).into_iter().collect();
+    keys.extend([binding_key(binding_ref), room_key(room_id), member_key(room_id, account), account_key(account)]);
+    let mut got = store.batch_get(&keys).await?.into_iter();
+    let slot = if slot_of_run.is_some() { got.next().flatten().as_ref().map(RunRoomSlot::from_item) } else { None };
+    let (binding, room, member) = (got.next().flatten(), got.next().flatten(), got.next().flatten());
+    Ok(BoundRoomRows {
+        slot,
+        binding: binding.as_ref().map(RunRoomBinding::from_item),
+        room: room.as_ref().map(|r| BoundRoomRow {
+            active: r.s(STATUS) == Some(ACTIVE),
+            owner_account: text(r, "owner_account"),
+            consent_version: r.n(CONSENT_VERSION),
+        }),
+        member: member.as_ref().map(|m| BoundMember {
+            role: m.s(ROLE).map(str::to_owned),
+            consent_version: m.n(CONSENT_VERSION),
+            consent_receipt: m.s(CONSENT_RECEIPT).map(str::to_owned),
+        }),
+        account: got.next().flatten(),
+    })
+}

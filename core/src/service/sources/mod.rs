@@ -1,0 +1,49 @@
+//! Room sources: read-only source bindings of a room (create, list), the deferred
+//! credential delivery and its one browser claim, rotation and revocation, the producer
+//! ingress (source-bearer authentication, manifest admission, observation batches with
+//! TTL and exact provenance, probe polls and answers), Device Check, and the bound-room
+//! evidence and probes a run's turn reads. Secrets exist here only as hashes; every
+//! credential check is repeated on every use. The table is the kernel's
+//! (`records::sources`, `records::observations`, `records::probes`).
+//! Must not depend on `http` or `mcp`.
+
+mod credentials;
+mod device_check;
+pub mod evidence;
+mod ingress;
+mod observations;
+pub mod probes;
+#[allow(clippy::module_inception)]
+mod sources;
+
+use crate::domain::account::AccountPolicy;
+use crate::error::ApiError;
+
+pub use super::records::observations::StoredObservation;
+pub use super::records::sources::SourceRecord;
+pub use ingress::AuthedSource;
+
+/// How long a credential delivery handle stays claimable.
+pub const DELIVERY_TTL_SECS: i64 = 900;
+/// How long a claimed (or rotated) source bearer is valid.
+pub const CREDENTIAL_TTL_SECS: i64 = 30 * 86_400;
+/// How many sources one listing returns.
+pub const MAX_LISTED_SOURCES: usize = 50;
+/// The page the claim URL names.
+pub const CLAIM_PAGE_PATH: &str = "/account/room-sources/claim";
+/// Bounded re-reads of a credential write that lost a race with a concurrent writer.
+const RACE_RETRIES: usize = 6;
+
+/// Sources are a developer feature of an unlocked, non-guest account.
+fn developer(policy: &AccountPolicy) -> Result<(), ApiError> {
+    if policy.rooms_locked {
+        return Err(ApiError::RoomFeatureLocked);
+    }
+    if policy.guest {
+        return Err(ApiError::GuestNotAllowed);
+    }
+    if !policy.developer {
+        return Err(ApiError::DeveloperRequired);
+    }
+    Ok(())
+}
