@@ -31,9 +31,12 @@ pub const ACCOUNT_ITEMS: &[ItemLayout] = &[
     row("sign-in intent", "INTENT#<sha256(state)>", "INTENT"),
 ];
 
+/// Per-minute rate-limit counters (shared store only).
+pub const LIMIT_ITEMS: &[ItemLayout] = &[row("rate-limit window", "RL#<sha256(window key)>#<minute>", "RL")];
+
 /// Every item kind the service writes.
 pub fn all() -> Vec<ItemLayout> {
-    [RUN_ITEMS, ACCOUNT_ITEMS].concat()
+    [RUN_ITEMS, ACCOUNT_ITEMS, LIMIT_ITEMS].concat()
 }
 
 #[cfg(test)]
