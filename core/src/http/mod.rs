@@ -1,7 +1,9 @@
 //! The HTTP facade: one pipeline for every route group (request id and its tracing
 //! span, no-store headers, admission (`admission`), pre-auth rate limit, body limits,
 //! strict JSON, bearer and scope checks, one error envelope, panics caught). Handlers
-//! only frame service calls. `server` is the socket transport of `helix serve`.
+//! only frame service calls. `pages` is the cookie lanes' kit (session extractors with
+//! the same-origin proof, template responder, page security headers). `server` is the
+//! socket transport of `helix serve`.
 
 pub mod account;
 pub mod admission;
