@@ -4,15 +4,18 @@
 //! read the cookie. Every cookie mutation is same-origin only (no CORS here).
 
 use askama::Template;
-use axum::extract::{FromRequestParts, Path, Query, State};
+use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
 use axum::{Form, Json, Router};
-use http::header::{CONTENT_TYPE, COOKIE, LOCATION, ORIGIN, SET_COOKIE};
-use http::request::Parts;
+use http::header::{LOCATION, SET_COOKIE};
 use http::{HeaderMap, HeaderValue, StatusCode};
 use serde::Deserialize;
 
+use super::pages::{
+    Asset, BrowserSession, Csp, Page, Referrer, SESSION_COOKIE, SameOrigin, SameOriginSession, cookie, page_headers,
+    session_of,
+};
 use super::{AppState, Group, pipeline};
 use crate::domain::account::{BrowserSecret, IntentPurpose, intent_nonce, intent_verifier};
 use crate::domain::random_hex;
@@ -21,7 +24,6 @@ use crate::error::ApiError;
 use crate::service::accounts::{BindingList, LinkIdentity};
 use crate::service::sessions::Session;
 
-pub const SESSION_COOKIE: &str = "helix_session";
 pub const SIGNIN_COOKIE: &str = "helix_signin";
 pub const CALLBACK_PATH: &str = "/account/callback";
 /// How long after the intent a step-up's provider authentication may be (clock skew).
@@ -42,63 +44,12 @@ pub fn router(state: AppState) -> Router {
         .route("/api/account/session/agent-bindings/{binding_ref}", delete(revoke))
         .layer(axum::middleware::from_fn_with_state((state.clone(), Group::Account), pipeline))
         // Outside the pipeline, so error answers (rendered by it) carry them too.
-        .layer(axum::middleware::map_response_with_state(state.clone(), page_headers))
+        .layer(page_headers(&state, Csp::NoScript, Referrer::SameOrigin))
         .with_state(state)
 }
 
-/// The strict policy of every response of this lane: no script at all, styles and
-/// forms from this origin (forms may also lead to the configured provider).
-pub fn content_security_policy(state: &AppState) -> String {
-    let provider = state
-        .services
-        .config
-        .browser
-        .oidc
-        .as_ref()
-        .and_then(|o| crate::config::origin_of(&o.issuer))
-        .map(|o| format!(" {o}"))
-        .unwrap_or_default();
-    format!(
-        "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'{provider}; \
-         frame-ancestors 'none'; base-uri 'none'"
-    )
-}
-
-async fn page_headers(State(state): State<AppState>, res: Response) -> Response {
-    page_headers_for(State(state), res).await
-}
-
-/// The page security headers (also used by the development provider's pages).
-pub async fn page_headers_for(State(state): State<AppState>, mut res: Response) -> Response {
-    let csp = content_security_policy(&state);
-    let h = res.headers_mut();
-    h.insert("content-security-policy", HeaderValue::from_str(&csp).expect("ascii policy"));
-    h.insert("x-frame-options", HeaderValue::from_static("DENY"));
-    h.insert("x-content-type-options", HeaderValue::from_static("nosniff"));
-    h.insert("referrer-policy", HeaderValue::from_static("same-origin"));
-    res
-}
-
 // ---------------------------------------------------------------------------------------------
-// Cookies and the same-origin rule
-
-/// The single value of a cookie, or None when absent or sent more than once (fail closed).
-fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
-    let mut found: Option<String> = None;
-    for header in headers.get_all(COOKIE) {
-        let Ok(text) = header.to_str() else { return None };
-        for pair in text.split(';') {
-            let Some((k, v)) = pair.trim().split_once('=') else { continue };
-            if k == name {
-                if found.is_some() {
-                    return None;
-                }
-                found = Some(v.trim().to_owned());
-            }
-        }
-    }
-    found
-}
+// Cookies
 
 fn set_cookie(state: &AppState, name: &str, value: &str, path: &str, max_age: i64) -> HeaderValue {
     let secure = if state.services.config.browser.secure_cookies { "; Secure" } else { "" };
@@ -110,50 +61,10 @@ fn clear_cookie(state: &AppState, name: &str, path: &str) -> HeaderValue {
     set_cookie(state, name, "", path, 0)
 }
 
-/// A cookie mutation must come from the public origin: `Origin` when the browser sends
-/// it, else `Sec-Fetch-Site: same-origin`; with neither, it is refused.
-pub fn require_same_origin(state: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
-    let public = &state.services.config.browser.public_origin;
-    if let Some(origin) = headers.get(ORIGIN) {
-        let origin = origin.to_str().map_err(|_| ApiError::CrossSiteRequest)?;
-        return if origin.eq_ignore_ascii_case(public) { Ok(()) } else { Err(ApiError::CrossSiteRequest) };
-    }
-    match headers.get("sec-fetch-site").and_then(|v| v.to_str().ok()) {
-        Some("same-origin") => Ok(()),
-        _ => Err(ApiError::CrossSiteRequest),
-    }
-}
-
-/// The session of the request's `helix_session` cookie, if live.
-pub(crate) async fn session_of(state: &AppState, headers: &HeaderMap) -> Result<Option<Session>, ApiError> {
-    let Some(token) = cookie(headers, SESSION_COOKIE).and_then(|v| BrowserSecret::parse(&v)) else {
-        return Ok(None);
-    };
-    state.services.resolve_session(&token).await
-}
-
-/// A signed-in browser (any account, guests included; handlers decide about guests).
-pub struct BrowserSession(pub Session);
-
-impl FromRequestParts<AppState> for BrowserSession {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        session_of(state, &parts.headers).await?.map(BrowserSession).ok_or(ApiError::SessionRequired)
-    }
-}
-
 fn redirect(to: &str) -> Response {
     let mut res = StatusCode::SEE_OTHER.into_response();
     res.headers_mut().insert(LOCATION, HeaderValue::from_str(to).unwrap_or(HeaderValue::from_static("/account")));
     res
-}
-
-fn html(body: Result<String, askama::Error>) -> Result<Response, ApiError> {
-    let body = body.map_err(ApiError::internal)?;
-    let mut res = body.into_response();
-    res.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("text/html; charset=utf-8"));
-    Ok(res)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -183,17 +94,14 @@ async fn start_intent(
     Ok(res)
 }
 
-async fn sign_in(State(state): State<AppState>, headers: HeaderMap) -> Result<Response, ApiError> {
-    require_same_origin(&state, &headers)?;
+async fn sign_in(State(state): State<AppState>, _: SameOrigin) -> Result<Response, ApiError> {
     start_intent(&state, IntentPurpose::SignIn, None).await
 }
 
 async fn allow_agents(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    BrowserSession(session): BrowserSession,
+    SameOriginSession(session): SameOriginSession,
 ) -> Result<Response, ApiError> {
-    require_same_origin(&state, &headers)?;
     session.require_member()?;
     start_intent(&state, IntentPurpose::AllowAgents, Some(&session)).await
 }
@@ -226,14 +134,7 @@ async fn callback_page(state: State<AppState>, headers: HeaderMap, q: Query<Call
                 ApiError::SignInFailed { reason } => reason,
                 _ => "",
             };
-            let status = e.status();
-            match html(SignInFailedPage { code: e.code(), reason }.render()) {
-                Ok(mut res) => {
-                    *res.status_mut() = status;
-                    res
-                }
-                Err(e) => e.into_response(),
-            }
+            (e.status(), Page(SignInFailedPage { code: e.code(), reason })).into_response()
         }
         Err(e) => e.into_response(),
     }
@@ -298,8 +199,7 @@ async fn callback(
     Ok(res)
 }
 
-async fn sign_out(State(state): State<AppState>, headers: HeaderMap) -> Result<Response, ApiError> {
-    require_same_origin(&state, &headers)?;
+async fn sign_out(State(state): State<AppState>, _: SameOrigin, headers: HeaderMap) -> Result<Response, ApiError> {
     if let Some(token) = cookie(&headers, SESSION_COOKIE).and_then(|v| BrowserSecret::parse(&v)) {
         state.services.sign_out(&token).await?;
     }
@@ -320,13 +220,11 @@ async fn list_bindings(
 
 async fn revoke(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    BrowserSession(session): BrowserSession,
+    SameOriginSession(session): SameOriginSession,
     Path(binding_ref): Path<String>,
     query: axum::extract::RawQuery,
     body: axum::body::Bytes,
 ) -> Result<Response, ApiError> {
-    require_same_origin(&state, &headers)?;
     // Only the opaque reference in the path: no query or body is admitted.
     if query.0.is_some_and(|q| !q.is_empty()) || !body.is_empty() {
         return Err(ApiError::InvalidRequest("the request takes no query or body".into()));
@@ -342,11 +240,9 @@ struct RevokeForm {
 
 async fn revoke_form(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    BrowserSession(session): BrowserSession,
+    SameOriginSession(session): SameOriginSession,
     Form(form): Form<RevokeForm>,
 ) -> Result<Response, ApiError> {
-    require_same_origin(&state, &headers)?;
     state.services.revoke_binding_ref(&session, &form.binding_ref).await?;
     Ok(redirect("/account"))
 }
@@ -382,7 +278,7 @@ async fn account_page(State(state): State<AppState>, headers: HeaderMap) -> Resu
             bindings: if s.policy.guest { None } else { Some(state.services.list_bindings(s).await?) },
         },
     };
-    html(page.render())
+    Ok(Page(page).into_response())
 }
 
 /// One client's copy-paste setup.
@@ -446,17 +342,15 @@ fn resource_of(state: &AppState) -> String {
 async fn agent_access_page(State(state): State<AppState>) -> Result<Response, ApiError> {
     let config = &state.services.config;
     let resource = resource_of(&state);
-    html(
-        AgentAccessPage {
-            clients: client_setups(&resource),
-            resource,
-            rest_base: format!("{}/api/v1/agent-runs", config.public_base_url),
-            metadata_url: super::resource_metadata_url(&config.public_base_url, Group::Mcp),
-            authorization_servers: config.oauth.authorization_servers.clone(),
-            scopes: all_oauth_scopes(),
-        }
-        .render(),
-    )
+    Ok(Page(AgentAccessPage {
+        clients: client_setups(&resource),
+        resource,
+        rest_base: format!("{}/api/v1/agent-runs", config.public_base_url),
+        metadata_url: super::resource_metadata_url(&config.public_base_url, Group::Mcp),
+        authorization_servers: config.oauth.authorization_servers.clone(),
+        scopes: all_oauth_scopes(),
+    })
+    .into_response())
 }
 
 async fn agent_access_manifest(State(state): State<AppState>) -> Json<serde_json::Value> {
@@ -481,32 +375,6 @@ async fn agent_access_manifest(State(state): State<AppState>) -> Json<serde_json
 
 const STYLESHEET: &str = include_str!("../../templates/account.css");
 
-async fn stylesheet() -> Response {
-    let mut res = STYLESHEET.into_response();
-    res.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("text/css; charset=utf-8"));
-    res
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
-        let mut h = HeaderMap::new();
-        for (k, v) in pairs {
-            h.append(http::HeaderName::from_bytes(k.as_bytes()).unwrap(), HeaderValue::from_str(v).unwrap());
-        }
-        h
-    }
-
-    #[test]
-    fn a_cookie_sent_twice_counts_as_absent() {
-        assert_eq!(cookie(&headers(&[("cookie", "a=1; helix_session=x")]), "helix_session").as_deref(), Some("x"));
-        assert_eq!(cookie(&headers(&[("cookie", "helix_session=x; helix_session=y")]), "helix_session"), None);
-        assert_eq!(
-            cookie(&headers(&[("cookie", "helix_session=x"), ("cookie", "helix_session=x")]), "helix_session"),
-            None
-        );
-        assert_eq!(cookie(&headers(&[("cookie", "other=1")]), "helix_session"), None);
-    }
+async fn stylesheet() -> Asset {
+    Asset::css(STYLESHEET)
 }

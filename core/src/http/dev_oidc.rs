@@ -9,18 +9,19 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use askama::Template;
-use axum::extract::{Query, State};
+use axum::extract::{FromRef, Query, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Form, Json, Router};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use ed25519_dalek::{Signer, SigningKey};
-use http::header::{CONTENT_TYPE, LOCATION};
+use http::header::LOCATION;
 use http::{HeaderValue, StatusCode};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::pages::{Csp, Page, Referrer, SameOrigin, page_headers};
 use super::{AppState, Group, pipeline};
 use crate::config::{DEV_PROVIDER_CLIENT_ID, DEV_PROVIDER_PATH, Mode};
 use crate::domain::{random_hex, sha256_hex};
@@ -84,6 +85,12 @@ struct Dev {
     provider: Arc<DevProvider>,
 }
 
+impl FromRef<Dev> for AppState {
+    fn from_ref(dev: &Dev) -> AppState {
+        dev.app.clone()
+    }
+}
+
 fn issuer(state: &AppState) -> String {
     format!("{}{DEV_PROVIDER_PATH}", state.services.config.public_base_url)
 }
@@ -111,7 +118,7 @@ pub fn router(state: AppState) -> Option<Router> {
             .route(&format!("{p}/authorize"), get(login_page).post(login))
             .route(&format!("{p}/token"), axum::routing::post(token))
             .layer(axum::middleware::from_fn_with_state((state.clone(), Group::Account), pipeline))
-            .layer(axum::middleware::map_response_with_state(state, super::account::page_headers_for))
+            .layer(page_headers(&state, Csp::NoScript, Referrer::SameOrigin))
             .with_state(dev),
     )
 }
@@ -194,9 +201,7 @@ async fn login_page(State(dev): State<Dev>, Query(q): Query<AuthorizeQuery>) -> 
         subject: DEFAULT_SUBJECT,
         tenant: DEFAULT_TENANT,
     };
-    let mut res = page.render().map_err(ApiError::internal)?.into_response();
-    res.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("text/html; charset=utf-8"));
-    Ok(res)
+    Ok(Page(page).into_response())
 }
 
 #[derive(Deserialize)]
@@ -215,12 +220,7 @@ fn identifier_ok(s: &str) -> bool {
         && s.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'@'))
 }
 
-async fn login(
-    State(dev): State<Dev>,
-    headers: http::HeaderMap,
-    Form(f): Form<LoginForm>,
-) -> Result<Response, ApiError> {
-    super::account::require_same_origin(&dev.app, &headers)?;
+async fn login(State(dev): State<Dev>, _: SameOrigin, Form(f): Form<LoginForm>) -> Result<Response, ApiError> {
     check_client(&dev, &f.client_id, &f.redirect_uri)?;
     if !identifier_ok(&f.subject) || !identifier_ok(&f.tenant) {
         return Err(bad("subject and tenant: 1-128 of A-Z a-z 0-9 - _ . @"));

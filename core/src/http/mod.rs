@@ -1,7 +1,9 @@
 //! The HTTP facade: one pipeline for every route group (request id and its tracing
 //! span, no-store headers, admission (`admission`), pre-auth rate limit, body limits,
 //! strict JSON, bearer and scope checks, one error envelope, panics caught). Handlers
-//! only frame service calls. `server` is the socket transport of `helix serve`.
+//! only frame service calls. `pages` is the cookie lanes' kit (session extractors with
+//! the same-origin proof, template responder, page security headers). `server` is the
+//! socket transport of `helix serve`.
 
 pub mod account;
 pub mod admission;
@@ -11,6 +13,7 @@ pub mod discovery;
 #[cfg(test)]
 mod fuzz;
 pub mod observer;
+pub mod pages;
 pub mod ratelimit;
 pub mod redact;
 pub mod room_admin;
@@ -41,7 +44,7 @@ use crate::service::runs::{RunMutation, prefetch_keys};
 use crate::service::{Caller, Services};
 use crate::store::Key;
 use admission::Transport;
-use ratelimit::{RateLimits, Window};
+use ratelimit::{RateLimits, Window, WindowKey};
 use tracing::Instrument;
 
 pub const REQUEST_ID: &str = "x-request-id";
@@ -193,7 +196,8 @@ fn admit(state: &AppState, group: Group, req: &Request) -> Result<(), ApiError> 
 /// `authenticate` awaits it before anything with an effect, the pipeline after the rest.
 fn limit_ip(state: &AppState, group: Group, ip: &str) -> Result<Window, ApiError> {
     let limit = group.limits(state).ip_per_minute;
-    Ok(state.limits.start(format!("ip:{group:?}:{ip}"), limit, state.services.clock.epoch())?)
+    let key = WindowKey::Ip { group, ip: ip.to_owned() };
+    Ok(state.limits.start(key, limit, state.services.clock.epoch())?)
 }
 
 /// The caller's address: the Lambda event's source IP, or the socket peer (or, behind a
@@ -330,8 +334,8 @@ pub async fn authenticate(
         let identity =
             binding_hash(&token.issuer, &token.tenant, &state.services.config.oauth.provider, &token.subject);
         let limit = group.limits(state).principal_per_minute;
-        let window =
-            state.limits.start(format!("principal:{group:?}:{identity}"), limit, state.services.clock.epoch())?;
+        let key = WindowKey::Principal { group, identity };
+        let window = state.limits.start(key, limit, state.services.clock.epoch())?;
         let (caller, verdict) = tokio::join!(state.services.resolve_with(token, prefetch), window.verdict());
         let caller = caller?;
         verdict?;

@@ -6,6 +6,8 @@
 //! the shared counter refused is marked full here, so a flood costs each instance at
 //! most `limit` counter writes per key and minute. Fail closed: a count saturates, it
 //! never wraps, and a shared counter that cannot be read refuses (503), never admits.
+//! What a window counts is a typed [`WindowKey`]; its stored text is spelled out here,
+//! never derived from `Debug`, so renaming a route group cannot reset deployed windows.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -13,9 +15,51 @@ use std::sync::{Arc, Mutex};
 use futures::FutureExt;
 use futures::future::{BoxFuture, Shared};
 
-use crate::domain::hash_parts;
+use super::Group;
 use crate::error::ApiError;
-use crate::store::{Key, Store};
+use crate::service::records::limits::counter_key;
+use crate::store::Store;
+
+/// What one per-minute window counts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WindowKey {
+    /// The pre-auth window of a caller's address in a route group.
+    Ip { group: Group, ip: String },
+    /// A verified token identity in a route group.
+    Principal { group: Group, identity: String },
+    /// A signed-in account in a cookie lane that counts accounts.
+    Account { group: Group, account_id: String },
+    /// A room source on producer ingress.
+    Source { source_id: String },
+}
+
+impl WindowKey {
+    /// The key's stored text (hashed into the counter item): `ip:Mcp:203.0.113.9`.
+    pub fn stored(&self) -> String {
+        match self {
+            WindowKey::Ip { group, ip } => format!("ip:{}:{ip}", stored_group(*group)),
+            WindowKey::Principal { group, identity } => format!("principal:{}:{identity}", stored_group(*group)),
+            WindowKey::Account { group, account_id } => format!("account:{}:{account_id}", stored_group(*group)),
+            WindowKey::Source { source_id } => format!("source:{source_id}"),
+        }
+    }
+}
+
+/// A route group's name in stored window keys. These are data, not code names: keep
+/// each string as it is when a variant is renamed.
+fn stored_group(group: Group) -> &'static str {
+    match group {
+        Group::AgentRuns => "AgentRuns",
+        Group::Mcp => "Mcp",
+        Group::Discovery => "Discovery",
+        Group::Account => "Account",
+        Group::Rooms => "Rooms",
+        Group::Observer => "Observer",
+        Group::SourceBrowser => "SourceBrowser",
+        Group::Ingress => "Ingress",
+        Group::DeviceCheck => "DeviceCheck",
+    }
+}
 
 #[derive(Debug, Default)]
 pub struct RateLimiter {
@@ -117,14 +161,14 @@ impl RateLimits {
         self.shared.is_some()
     }
 
-    /// Counts one request for `key` (e.g. `ip:Mcp:203.0.113.9`) in the minute of `now`.
-    /// Refused at once when this process already filled the window; otherwise the shared
-    /// count (if any) starts now, in its own task, and the returned window answers it.
-    /// A limit of 0 disables the check.
-    pub fn start(&self, key: String, limit: u32, now: i64) -> Result<Window, Refusal> {
+    /// Counts one request for `key` in the minute of `now`. Refused at once when this
+    /// process already filled the window; otherwise the shared count (if any) starts now,
+    /// in its own task, and the returned window answers it. A limit of 0 disables the check.
+    pub fn start(&self, key: WindowKey, limit: u32, now: i64) -> Result<Window, Refusal> {
         if limit == 0 {
             return Ok(Window::ready(Ok(())));
         }
+        let key = key.stored();
         self.local.check(&key, limit, now).map_err(|retry_after_secs| Refusal::Limited { retry_after_secs })?;
         let Some(store) = self.shared.clone() else { return Ok(Window::ready(Ok(()))) };
         let local = self.local.clone();
@@ -148,15 +192,10 @@ impl RateLimits {
     }
 }
 
-/// The counter item of `key` in `minute`. The key is hashed: it may carry an address.
-fn counter_key(key: &str, minute: i64) -> Key {
-    Key::new(format!("RL#{}#{minute}", hash_parts(&["rl.v1", key])), "RL")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::{Cond, Item, Page, StoreError, WriteOp};
+    use crate::store::{Cond, Item, Key, Page, StoreError, WriteOp};
 
     #[test]
     fn a_window_admits_the_limit_then_refuses_until_the_next_minute() {
@@ -169,12 +208,34 @@ mod tests {
     }
 
     #[test]
-    fn counter_keys_are_per_minute_and_do_not_carry_the_key() {
-        let a = counter_key("ip:Mcp:203.0.113.9", 100);
-        assert!(a.pk.starts_with("RL#") && a.pk.ends_with("#100"), "{a:?}");
-        assert!(!a.pk.contains("203.0.113.9"));
-        assert_ne!(a, counter_key("ip:Mcp:203.0.113.9", 101));
-        assert_ne!(a, counter_key("ip:Mcp:203.0.113.8", 100));
+    fn each_groups_stored_window_keys_are_the_deployed_strings() {
+        let ip = "203.0.113.9";
+        for (group, name) in [
+            (Group::AgentRuns, "AgentRuns"),
+            (Group::Mcp, "Mcp"),
+            (Group::Discovery, "Discovery"),
+            (Group::Account, "Account"),
+            (Group::Rooms, "Rooms"),
+            (Group::Observer, "Observer"),
+            (Group::SourceBrowser, "SourceBrowser"),
+            (Group::Ingress, "Ingress"),
+            (Group::DeviceCheck, "DeviceCheck"),
+        ] {
+            assert_eq!(WindowKey::Ip { group, ip: ip.into() }.stored(), format!("ip:{name}:{ip}"));
+            assert_eq!(WindowKey::Principal { group, identity: "h1".into() }.stored(), format!("principal:{name}:h1"));
+        }
+        assert_eq!(WindowKey::Ip { group: Group::Mcp, ip: ip.into() }.stored(), "ip:Mcp:203.0.113.9");
+        assert_eq!(
+            WindowKey::Principal { group: Group::AgentRuns, identity: "h1".into() }.stored(),
+            "principal:AgentRuns:h1"
+        );
+        assert_eq!(
+            WindowKey::Account { group: Group::Observer, account_id: "a1".into() }.stored(),
+            "account:Observer:a1"
+        );
+        let browser = WindowKey::Account { group: Group::SourceBrowser, account_id: "a1".into() };
+        assert_eq!(browser.stored(), "account:SourceBrowser:a1");
+        assert_eq!(WindowKey::Source { source_id: "src_1".into() }.stored(), "source:src_1");
     }
 
     /// A store shared with other processes whose counter starts at `base` (what the others
@@ -215,31 +276,35 @@ mod tests {
         }
     }
 
+    fn p() -> WindowKey {
+        WindowKey::Source { source_id: "p".into() }
+    }
+
     #[tokio::test]
     async fn the_shared_counter_decides_and_a_refused_window_is_then_refused_locally() {
         let store = Arc::new(SharedCounter { base: 2, fail: false, calls: Mutex::new(0) });
         let limits = RateLimits::new(store.clone());
         assert!(limits.is_shared());
         // Other processes counted 2 of 3: this process admits one more, then refuses.
-        assert_eq!(limits.start("p".into(), 3, 125).unwrap().verdict().await, Ok(()));
-        let refused = limits.start("p".into(), 3, 126).unwrap().verdict().await;
+        assert_eq!(limits.start(p(), 3, 125).unwrap().verdict().await, Ok(()));
+        let refused = limits.start(p(), 3, 126).unwrap().verdict().await;
         assert_eq!(refused, Err(Refusal::Limited { retry_after_secs: 54 }));
-        assert!(limits.start("p".into(), 3, 127).is_err(), "refused in process, no round trip");
+        assert!(limits.start(p(), 3, 127).is_err(), "refused in process, no round trip");
         assert_eq!(*store.calls.lock().unwrap(), 2);
-        assert_eq!(limits.start("p".into(), 0, 127).unwrap().verdict().await, Ok(()), "0 disables");
+        assert_eq!(limits.start(p(), 0, 127).unwrap().verdict().await, Ok(()), "0 disables");
     }
 
     #[tokio::test]
     async fn an_unavailable_shared_counter_refuses() {
         let limits = RateLimits::new(Arc::new(SharedCounter { base: 0, fail: true, calls: Mutex::new(0) }));
-        assert_eq!(limits.start("p".into(), 3, 0).unwrap().verdict().await, Err(Refusal::Unavailable));
+        assert_eq!(limits.start(p(), 3, 0).unwrap().verdict().await, Err(Refusal::Unavailable));
     }
 
     #[tokio::test]
     async fn an_unshared_store_counts_in_memory() {
         let limits = RateLimits::new(Arc::new(crate::store::NoStore));
         assert!(!limits.is_shared());
-        assert_eq!(limits.start("p".into(), 1, 0).unwrap().verdict().await, Ok(()));
-        assert!(matches!(limits.start("p".into(), 1, 1), Err(Refusal::Limited { retry_after_secs: 59 })));
+        assert_eq!(limits.start(p(), 1, 0).unwrap().verdict().await, Ok(()));
+        assert!(matches!(limits.start(p(), 1, 1), Err(Refusal::Limited { retry_after_secs: 59 })));
     }
 }

@@ -12,8 +12,7 @@ use http::{HeaderMap, HeaderValue, StatusCode};
 use serde::Deserialize;
 
 use super::AppState;
-use super::account::{BrowserSession, require_same_origin, session_of};
-use super::room_pages::html;
+use super::pages::{Page, SameOriginSession, session_of};
 use crate::error::ApiError;
 use crate::service::rooms::{InvitePreview, RoomAdminView};
 use crate::service::sessions::Session;
@@ -54,7 +53,7 @@ async fn page_for(state: &AppState, session: Option<&Session>) -> Result<RoomsPa
 
 async fn rooms_page(State(state): State<AppState>, headers: HeaderMap) -> Result<Response, ApiError> {
     let session = session_of(&state, &headers).await?;
-    html(page_for(&state, session.as_ref()).await?.render())
+    Ok(Page(page_for(&state, session.as_ref()).await?).into_response())
 }
 
 fn back() -> Response {
@@ -72,16 +71,14 @@ struct RoomForm {
 /// The invite code is shown once, in this response (never in a redirect URL).
 async fn invite(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    BrowserSession(s): BrowserSession,
+    SameOriginSession(s): SameOriginSession,
     Form(f): Form<RoomForm>,
 ) -> Result<Response, ApiError> {
-    require_same_origin(&state, &headers)?;
     let (code, expires) = state.services.create_invite(&s, &f.room_id).await?;
     let mut page = page_for(&state, Some(&s)).await?;
     page.invite_code = Some(code);
     page.invite_expires = expires;
-    html(page.render())
+    Ok(Page(page).into_response())
 }
 
 #[derive(Deserialize)]
@@ -92,17 +89,15 @@ struct CodeForm {
 
 async fn join_preview(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    BrowserSession(s): BrowserSession,
+    SameOriginSession(s): SameOriginSession,
     Form(f): Form<CodeForm>,
 ) -> Result<Response, ApiError> {
-    require_same_origin(&state, &headers)?;
     let code = f.code.trim().to_owned();
     let preview = state.services.preview_invite(&s, &code).await?;
     let mut page = page_for(&state, Some(&s)).await?;
     page.preview = Some(preview);
     page.preview_code = code;
-    html(page.render())
+    Ok(Page(page).into_response())
 }
 
 #[derive(Deserialize)]
@@ -114,11 +109,9 @@ struct JoinForm {
 
 async fn join(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    BrowserSession(s): BrowserSession,
+    SameOriginSession(s): SameOriginSession,
     Form(f): Form<JoinForm>,
 ) -> Result<Response, ApiError> {
-    require_same_origin(&state, &headers)?;
     state.services.accept_invite(&s, f.code.trim(), f.consent_version).await?;
     Ok(back())
 }
@@ -132,22 +125,18 @@ struct ConsentForm {
 
 async fn accept_consent(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    BrowserSession(s): BrowserSession,
+    SameOriginSession(s): SameOriginSession,
     Form(f): Form<ConsentForm>,
 ) -> Result<Response, ApiError> {
-    require_same_origin(&state, &headers)?;
     state.services.accept_consent(&s, &f.room_id, f.consent_version).await?;
     Ok(back())
 }
 
 async fn raise_consent(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    BrowserSession(s): BrowserSession,
+    SameOriginSession(s): SameOriginSession,
     Form(f): Form<RoomForm>,
 ) -> Result<Response, ApiError> {
-    require_same_origin(&state, &headers)?;
     state.services.raise_consent(&s, &f.room_id).await?;
     Ok(back())
 }
@@ -161,11 +150,9 @@ struct RemoveForm {
 
 async fn remove_member(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    BrowserSession(s): BrowserSession,
+    SameOriginSession(s): SameOriginSession,
     Form(f): Form<RemoveForm>,
 ) -> Result<Response, ApiError> {
-    require_same_origin(&state, &headers)?;
     state.services.remove_member(&s, &f.room_id, &f.account_ref).await?;
     Ok(back())
 }

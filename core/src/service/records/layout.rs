@@ -43,9 +43,12 @@ pub const SOURCE_ITEMS: &[ItemLayout] = &[
     row("pending probe marker", "SRCPROBE#<source_id>", "PENDING#<probe_id>"),
 ];
 
+/// Per-minute rate-limit counters (shared store only).
+pub const LIMIT_ITEMS: &[ItemLayout] = &[row("rate-limit window", "RL#<sha256(window key)>#<minute>", "RL")];
+
 /// Every item kind the service writes.
 pub fn all() -> Vec<ItemLayout> {
-    [RUN_ITEMS, ACCOUNT_ITEMS, SOURCE_ITEMS].concat()
+    [RUN_ITEMS, ACCOUNT_ITEMS, SOURCE_ITEMS, LIMIT_ITEMS].concat()
 }
 
 #[cfg(test)]

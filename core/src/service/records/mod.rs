@@ -10,6 +10,7 @@ pub mod accounts;
 pub mod bound_room;
 pub mod idempotent;
 pub mod layout;
+pub mod limits;
 pub mod observations;
 pub mod probes;
 pub mod receipts;
