@@ -202,6 +202,27 @@ pub fn redact(value: serde_json::Value) -> serde_json::Value {
     }
 }
 
+/// A view that serialises redacted: the one boundary every room output crosses, kept
+/// in the type so a handler cannot send a projection unredacted.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Redacted<T>(T);
+
+impl<T> Redacted<T> {
+    pub fn new(view: T) -> Self {
+        Self(view)
+    }
+    /// The view before redaction (for the service's own reads, never for output).
+    pub fn get(&self) -> &T {
+        &self.0
+    }
+}
+
+impl<T: Serialize> Serialize for Redacted<T> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        redact(serde_json::to_value(&self.0).map_err(serde::ser::Error::custom)?).serialize(s)
+    }
+}
+
 fn redact_string(s: String) -> String {
     if is_own_identifier(&s) {
         s

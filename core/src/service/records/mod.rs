@@ -5,6 +5,7 @@
 
 pub mod idempotent;
 pub mod layout;
+pub mod rooms;
 pub mod tx;
 
 pub use idempotent::{Committed, Completion, answer_from_receipt, commit_once};
