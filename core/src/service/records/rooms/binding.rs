@@ -1,4 +1,5 @@
-//! The one-active-binding slots of a run and the run-room / run-chat bindings.
+//! The one-active-binding slots of a run and the run-room / run-chat bindings, as
+//! stored. Must not depend on the use cases above the kernel.
 
 use serde::{Deserialize, Serialize};
 

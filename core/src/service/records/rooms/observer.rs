@@ -1,4 +1,5 @@
-//! Observers of a browser chat, their one-time claim items and chat snapshots.
+//! Observers of a browser chat, their one-time claim items and chat snapshots, as
+//! stored. Must not depend on the use cases above the kernel.
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};

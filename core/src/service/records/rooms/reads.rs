@@ -1,4 +1,5 @@
-//! The named reads of the room use cases: each is one store request.
+//! The named reads of the room use cases: each is one store request, so the documented
+//! round trips are these calls. Must not depend on the use cases above the kernel.
 
 use super::*;
 use crate::domain::event::Event;

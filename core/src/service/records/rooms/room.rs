@@ -1,4 +1,5 @@
-//! Rooms, memberships, consent receipts, the account's listing entries and invites.
+//! Rooms, memberships, consent receipts, the account's listing entries and invites, as
+//! stored. Must not depend on the use cases above the kernel.
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
