@@ -57,7 +57,7 @@ pub fn empty_request(query: Option<&str>, body: &[u8]) -> Result<(), ApiError> {
     Ok(())
 }
 
-fn json(status: StatusCode, body: serde_json::Value) -> Response {
+fn json(status: StatusCode, body: impl serde::Serialize) -> Response {
     (status, Json(body)).into_response()
 }
 

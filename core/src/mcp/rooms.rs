@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use crate::domain::ids::IdempotencyKey;
 use crate::domain::room::{ChatClaimRequest, CreateRoomRequest, RunBindingRequest};
+use crate::domain::wire::to_value;
 use crate::error::ApiError;
 use crate::service::{Caller, Mutation, Services};
 
@@ -104,21 +105,27 @@ pub async fn dispatch(services: &Services, op: RoomOp, p: &Caller, arguments: &V
     Ok(match op {
         RoomOp::List => {
             parse::<NoArgs>(v)?;
-            RoomOutcome::Value(services.list_rooms(p).await?)
+            RoomOutcome::Value(to_value(&services.list_rooms(p).await?))
         }
-        RoomOp::Inspect => RoomOutcome::Value(services.inspect_room(p, &parse::<RoomArgs>(v)?.room_id).await?),
+        RoomOp::Inspect => {
+            RoomOutcome::Value(to_value(&services.inspect_room(p, &parse::<RoomArgs>(v)?.room_id).await?))
+        }
         RoomOp::Create => {
             let a: CreateRoomArgs = parse(v)?;
             let key = IdempotencyKey::parse(&a.idempotency_key).ok_or(ApiError::InvalidIdempotencyKey)?;
             RoomOutcome::Mutation(services.create_room(p, &key, a.request).await?)
         }
-        RoomOp::BindRun => RoomOutcome::Value(services.bind_run(p, parse::<BindRunArgs>(v)?.request).await?.1),
-        RoomOp::ClaimChat => RoomOutcome::Value(services.claim_chat(p, parse::<ClaimChatArgs>(v)?.request).await?),
+        RoomOp::BindRun => {
+            RoomOutcome::Value(to_value(&services.bind_run(p, parse::<BindRunArgs>(v)?.request).await?.1))
+        }
+        RoomOp::ClaimChat => {
+            RoomOutcome::Value(to_value(&services.claim_chat(p, parse::<ClaimChatArgs>(v)?.request).await?))
+        }
         RoomOp::UnbindRun => {
-            RoomOutcome::Value(services.unbind_run(p, &parse::<BindingRefArgs>(v)?.binding_ref).await?)
+            RoomOutcome::Value(to_value(&services.unbind_run(p, &parse::<BindingRefArgs>(v)?.binding_ref).await?))
         }
         RoomOp::UnbindChat => {
-            RoomOutcome::Value(services.unbind_chat(p, &parse::<BindingRefArgs>(v)?.binding_ref).await?)
+            RoomOutcome::Value(to_value(&services.unbind_chat(p, &parse::<BindingRefArgs>(v)?.binding_ref).await?))
         }
         RoomOp::Command => {
             // Scope first (a caller without it learns nothing more), then the fixed refusal.

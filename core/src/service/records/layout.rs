@@ -31,6 +31,21 @@ pub const ACCOUNT_ITEMS: &[ItemLayout] = &[
     row("sign-in intent", "INTENT#<sha256(state)>", "INTENT"),
 ];
 
+/// Shared Live Rooms: rooms, memberships and consent, run and chat bindings, observers.
+pub const ROOM_ITEMS: &[ItemLayout] = &[
+    row("room", "ROOM#<room_id>", "ROOM"),
+    row("room membership", "ROOM#<room_id>", "MEM#<account_id>"),
+    row("consent receipt", "ROOM#<room_id>", "CONSENT#<account_id>#<version, 10 digits>"),
+    row("account's room entry", "ACCOUNT#<account_id>", "ROOM#<room_id>"),
+    row("run-room slot", "RUNROOM#<run_id>", "SLOT"),
+    row("run-chat slot", "RUNCHAT#<run_id>", "SLOT"),
+    row("room binding", "BIND#<sha256(binding_ref)>", "BIND"),
+    row("chat claim handle", "CLAIM#<sha256(handle)>", "CLAIM"),
+    row("room invite", "INVITE#<sha256(code)>", "INVITE"),
+    row("observer", "OBS#<observer_ref>", "OBS"),
+    row("observer snapshot", "OBS#<observer_ref>", "SNAP"),
+];
+
 /// Room sources, their credential delivery and bearer lookup, their reports and probes.
 pub const SOURCE_ITEMS: &[ItemLayout] = &[
     row("room source", "ROOM#<room_id>", "SRC#<source_id>"),
@@ -48,7 +63,7 @@ pub const LIMIT_ITEMS: &[ItemLayout] = &[row("rate-limit window", "RL#<sha256(wi
 
 /// Every item kind the service writes.
 pub fn all() -> Vec<ItemLayout> {
-    [RUN_ITEMS, ACCOUNT_ITEMS, SOURCE_ITEMS, LIMIT_ITEMS].concat()
+    [RUN_ITEMS, ACCOUNT_ITEMS, ROOM_ITEMS, SOURCE_ITEMS, LIMIT_ITEMS].concat()
 }
 
 #[cfg(test)]

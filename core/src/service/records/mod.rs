@@ -14,6 +14,7 @@ pub mod limits;
 pub mod observations;
 pub mod probes;
 pub mod receipts;
+pub mod rooms;
 pub mod runs;
 pub mod sessions;
 pub mod sources;

@@ -32,6 +32,8 @@ pub enum Role {
     Binding,
     /// A one-time claim handle.
     Claim,
+    /// A single-use room invite.
+    Invite,
     /// An observer of a chat.
     Observer,
     /// The snapshot kept with an observer.

@@ -1,0 +1,139 @@
+//! The strict wire requests of the room routes and their limits.
+//! No I/O; must not depend on `store`, `service`, `http` or `mcp`.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::{CHAT_ID_MAX_CHARS, ROOM_NAME_MAX_CHARS, SNAPSHOT_MAX_MESSAGE_CHARS, SNAPSHOT_MAX_MESSAGES};
+use super::{SNAPSHOT_MAX_TOTAL_CHARS, credential_shaped, redact_text};
+use crate::domain::hash_parts;
+
+// ---------- requests ----------
+
+/// Why a room request was refused; the message never echoes the value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RoomInvalid {
+    #[error("{0}")]
+    Invalid(String),
+    #[error("{0}: credential-shaped values are refused")]
+    CredentialShaped(&'static str),
+}
+
+/// `POST /api/v1/rooms`. Owner, tenant and account come from the principal; any such
+/// field in the body is an unknown field and refused.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateRoomRequest {
+    /// Display name, 1-120 characters.
+    pub name: String,
+    /// Optional description, at most 1,000 characters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+impl CreateRoomRequest {
+    pub fn validate(&self) -> Result<(), RoomInvalid> {
+        let name = self.name.trim();
+        if name.is_empty() || name.chars().count() > ROOM_NAME_MAX_CHARS {
+            return Err(RoomInvalid::Invalid(format!("name: must be 1-{ROOM_NAME_MAX_CHARS} characters")));
+        }
+        if name.chars().any(char::is_control) {
+            return Err(RoomInvalid::Invalid("name: control characters are refused".into()));
+        }
+        if credential_shaped(name) {
+            return Err(RoomInvalid::CredentialShaped("name"));
+        }
+        if let Some(d) = &self.description {
+            if d.chars().count() > 1_000 {
+                return Err(RoomInvalid::Invalid("description: at most 1000 characters".into()));
+            }
+            if credential_shaped(d) {
+                return Err(RoomInvalid::CredentialShaped("description"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `POST /api/v1/rooms/run-bindings`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RunBindingRequest {
+    /// The room (room_...), one the caller owns or is a consenting member of.
+    pub room_id: String,
+    /// The caller's own run (run_...).
+    pub run_id: String,
+}
+
+/// `POST /api/v1/rooms/chat-bindings/claim`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ChatClaimRequest {
+    /// The one-time claim handle the signed-in browser issued (hcc_...).
+    pub claim_handle: String,
+    /// The caller's own run (run_...) to bind the chat to.
+    pub run_id: String,
+}
+
+/// One message of a browser's chat snapshot.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SnapshotMessage {
+    pub role: SnapshotRole,
+    pub content: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SnapshotRole {
+    User,
+    Assistant,
+}
+
+/// `POST /api/agi/agent-run-observer/bindings` (cookie lane).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ObserverRequest {
+    /// The browser's own chat id (local chats included).
+    pub chat_id: String,
+    #[serde(default)]
+    pub snapshot: Vec<SnapshotMessage>,
+}
+
+impl ObserverRequest {
+    /// Checks the limits and returns the snapshot redacted, ready to store.
+    pub fn validate(&self) -> Result<Vec<SnapshotMessage>, RoomInvalid> {
+        let chat_ok = !self.chat_id.is_empty()
+            && self.chat_id.len() <= CHAT_ID_MAX_CHARS
+            && self.chat_id.bytes().all(|b| b.is_ascii_alphanumeric() || b"._:-".contains(&b));
+        if !chat_ok {
+            return Err(RoomInvalid::Invalid(format!(
+                "chat_id: must be 1-{CHAT_ID_MAX_CHARS} characters of [A-Za-z0-9._:-]"
+            )));
+        }
+        if self.snapshot.len() > SNAPSHOT_MAX_MESSAGES {
+            return Err(RoomInvalid::Invalid(format!("snapshot: at most {SNAPSHOT_MAX_MESSAGES} messages")));
+        }
+        let mut total = 0;
+        for m in &self.snapshot {
+            let n = m.content.chars().count();
+            if n > SNAPSHOT_MAX_MESSAGE_CHARS {
+                return Err(RoomInvalid::Invalid(format!(
+                    "snapshot: each message at most {SNAPSHOT_MAX_MESSAGE_CHARS} characters"
+                )));
+            }
+            total += n;
+        }
+        if total > SNAPSHOT_MAX_TOTAL_CHARS {
+            return Err(RoomInvalid::Invalid(format!(
+                "snapshot: at most {SNAPSHOT_MAX_TOTAL_CHARS} characters in all"
+            )));
+        }
+        Ok(self.snapshot.iter().map(|m| SnapshotMessage { role: m.role, content: redact_text(&m.content) }).collect())
+    }
+
+    /// The chat as stored: a hash under the account, never the browser's id itself.
+    pub fn chat_hash(&self, account_id: &str) -> String {
+        hash_parts(&["room-chat.v1", account_id, &self.chat_id])
+    }
+}

@@ -1,0 +1,103 @@
+//! Observers of a browser chat, their one-time claim items and chat snapshots, as
+//! stored. Must not depend on the use cases above the kernel.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use super::*;
+use crate::domain::room::SnapshotMessage;
+use crate::error::ApiError;
+use crate::service::records::BODY;
+use crate::store::{EXPIRES_AT, Item};
+
+// ---------- observers, claims and snapshots ----------
+
+/// The stored states of an observer (expiry and revocation are read, not stored).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ObserverState {
+    AwaitingClaim,
+    Bound,
+    Disconnected,
+}
+
+/// The stored observer record (its claim item carries a copy until consumed).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ObserverRecord {
+    pub observer_ref: String,
+    pub account_id: String,
+    pub chat_hash: String,
+    pub claim_hash: String,
+    pub status: ObserverState,
+    pub binding_ref: Option<String>,
+    pub run_id: Option<String>,
+    pub snapshot_ref: Option<String>,
+    pub snapshot_message_count: u32,
+    pub snapshot_char_count: u32,
+    pub created_at: DateTime<Utc>,
+    pub claim_expires_at: i64,
+    #[serde(default = "first_version")]
+    pub schema_version: u32,
+}
+
+impl ObserverRecord {
+    pub fn to_item(&self) -> Result<Item, ApiError> {
+        let k = observer_key(&self.observer_ref);
+        Ok(Item::new(k.pk, k.sk)
+            .with_s(STATUS, tag(&self.status))
+            .with_s(ACCOUNT_ID, &self.account_id)
+            .with_s(BODY, text(self)?))
+    }
+
+    pub fn from_item(item: &Item) -> Result<Self, ApiError> {
+        body(item, "observer without body")
+    }
+}
+
+/// The claim item of an unclaimed observer: its account, and a copy of the observer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Claim {
+    pub observer: ObserverRecord,
+    pub expires_at: i64,
+}
+
+impl Claim {
+    pub fn to_item(&self) -> Result<Item, ApiError> {
+        let k = claim_key(&self.observer.claim_hash);
+        Ok(Item::new(k.pk, k.sk)
+            .with_s(ACCOUNT_ID, &self.observer.account_id)
+            .with_s(OBSERVER_REF, &self.observer.observer_ref)
+            .with_s(BODY, text(&self.observer)?)
+            .with_n(EXPIRES_AT, self.expires_at))
+    }
+
+    /// The account the claim was issued to, from the attribute its delete is guarded on.
+    pub fn account_of(item: &Item) -> Option<&str> {
+        item.s(ACCOUNT_ID)
+    }
+
+    pub fn from_item(item: &Item) -> Result<Self, ApiError> {
+        Ok(Claim { observer: body(item, "claim without body")?, expires_at: item.n(EXPIRES_AT).unwrap_or(0) })
+    }
+}
+
+/// The redacted chat snapshot kept with an observer (its body is the message array).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Snapshot {
+    pub observer_ref: String,
+    pub messages: Vec<SnapshotMessage>,
+}
+
+impl Snapshot {
+    pub fn to_item(&self) -> Result<Item, ApiError> {
+        let k = snapshot_key(&self.observer_ref);
+        Ok(Item::new(k.pk, k.sk).with_s(BODY, text(&self.messages)?))
+    }
+
+    pub fn from_item(item: &Item) -> Result<Self, ApiError> {
+        Ok(Snapshot {
+            observer_ref: item.pk.trim_start_matches("OBS#").to_owned(),
+            messages: body(item, "snapshot without body")?,
+        })
+    }
+}
