@@ -494,4 +494,28 @@ mod tests {
             assert!(tool.output_schema.is_some() && tool.annotations.is_some());
         }
     }
+
+    /// docs/wire.md ("MCP tools") lists every tool of both catalogs, in order, with its
+    /// scopes: a tool added to a catalog is documented, and a documented scope is the one
+    /// the tool publishes.
+    #[test]
+    fn docs_wire_md_lists_every_tool_of_both_catalogs_with_its_scopes() {
+        let doc = include_str!("../../../docs/wire.md");
+        let section = doc.split("\n## MCP tools\n").nth(1).expect("docs/wire.md has an \"## MCP tools\" section");
+        let section = section.split("\n## ").next().unwrap();
+        let ticked = |cell: &str| -> Vec<String> {
+            cell.split(',').map(|s| s.trim().trim_matches('`').to_owned()).filter(|s| !s.is_empty()).collect()
+        };
+        let documented: Vec<(String, Vec<String>)> = section
+            .lines()
+            .filter(|l| l.starts_with("| `"))
+            .map(|l| {
+                let cells: Vec<&str> = l.split('|').map(str::trim).collect();
+                (cells[1].trim_matches('`').to_owned(), ticked(cells[2]))
+            })
+            .collect();
+        let published: Vec<(String, Vec<String>)> =
+            every_row().map(|t| (t.name.to_owned(), t.scopes.iter().map(|s| s.to_string()).collect())).collect();
+        assert_eq!(documented, published, "docs/wire.md \"MCP tools\" and the catalogs differ");
+    }
 }
