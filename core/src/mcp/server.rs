@@ -2,7 +2,8 @@
 //! the row's handler over the same `Services` methods REST uses, and the framing of what
 //! the handler produced as the SDK's result (or the exact bytes the SDK would write, for
 //! the front's direct path). The principal, request id and invocation limits come from
-//! the HTTP request parts. Must not depend on the HTTP front beyond those values.
+//! the HTTP request parts. Knows of its front only the catalog and the route group; must
+//! not depend on a tool's handler or arguments.
 
 use std::borrow::Cow;
 
