@@ -1,5 +1,6 @@
-//! `POST /mcp` through the router with `tower::ServiceExt::oneshot` (no socket): transport
-//! decisions, the envelope preflight, authentication, and the tools over real services.
+//! `POST /mcp` (and the same front at `/mcp/device-check`) through the router with
+//! `tower::ServiceExt::oneshot` (no socket): transport decisions, the envelope preflight,
+//! authentication, and the tools over real services.
 
 use std::sync::Arc;
 
@@ -54,7 +55,8 @@ impl App {
         let store = Arc::new(helix_core::store::embedded::EmbeddedStore::open(&dir.path().join("helix.redb")).unwrap());
         let executor = Arc::new(ScriptedExecutor::new(vec![], Some(signer)));
         let state = helix_core::wiring::app_state(config, store, executor.clone());
-        (App { router: helix_core::mcp::router(state.clone()), state, _dir: dir }, executor)
+        let router = helix_core::mcp::router(state.clone()).merge(helix_core::mcp::device_check_router(state.clone()));
+        (App { router, state, _dir: dir }, executor)
     }
 
     async fn token(&self, subject: &str, scopes: &[&str]) -> String {
@@ -76,7 +78,11 @@ impl App {
     }
 
     async fn post_raw(&self, token: Option<&str>, body: String, extra: &[(&str, &str)]) -> Reply {
-        let mut req = Request::post("/mcp").header("host", "127.0.0.1:9000").header("content-type", "application/json");
+        self.post_to("/mcp", token, body, extra).await
+    }
+
+    async fn post_to(&self, path: &str, token: Option<&str>, body: String, extra: &[(&str, &str)]) -> Reply {
+        let mut req = Request::post(path).header("host", "127.0.0.1:9000").header("content-type", "application/json");
         if !extra.iter().any(|(k, _)| *k == "accept") {
             req = req.header("accept", "application/json, text/event-stream");
         }
@@ -224,28 +230,8 @@ async fn initialize_negotiates_and_tools_list_publishes_the_full_catalog() {
 
     let tools = app.tools(&token).await;
     let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
-    assert_eq!(
-        names,
-        [
-            "helix_run_start",
-            "helix_run_continue",
-            "helix_run_cancel",
-            "helix_run_inspect",
-            "helix_run_fetch_evidence",
-            "helix_run_list_events",
-            "helix_room_list",
-            "helix_room_inspect",
-            "helix_room_create",
-            "helix_room_bind_run",
-            "helix_room_claim_chat_binding",
-            "helix_room_unbind_run",
-            "helix_room_unbind_chat",
-            "helix_room_command_request",
-            "helix_room_source_list",
-            "helix_room_source_create",
-        ],
-        "the full catalog, whatever the token's scopes"
-    );
+    let catalog: Vec<&str> = helix_core::mcp::catalog::CATALOG.iter().map(|t| t.name).collect();
+    assert_eq!(names, catalog, "the full catalog, whatever the token's scopes");
     // Run tools here; the room tools' scopes are checked in tests/api/rooms_mcp.rs.
     for t in tools.iter().filter(|t| t["name"].as_str().unwrap().starts_with("helix_run_")) {
         let scope =
@@ -689,5 +675,103 @@ async fn every_tool_result_in_every_run_state_matches_its_published_output_schem
         "helix_run_start error:insufficient_scope",
     ] {
         assert!(seen.iter().any(|s| s.starts_with(want)), "not covered: {want}; seen {seen:#?}");
+    }
+}
+
+/// Both fronts of the one MCP front type.
+const FRONTS: [&str; 2] = ["/mcp", "/mcp/device-check"];
+
+/// A body that stops arriving (the server's body-read deadline passed) is `408` on both
+/// fronts, as on every REST route; the Device Check server once answered it `413`.
+#[tokio::test]
+async fn a_stalled_body_is_a_request_timeout_on_both_fronts() {
+    let app = App::new();
+    for path in FRONTS {
+        let chunks: Vec<Result<bytes::Bytes, helix_core::http::server::BodyTimedOut>> =
+            vec![Ok(bytes::Bytes::from_static(br#"{"jsonrpc":"#)), Err(helix_core::http::server::BodyTimedOut)];
+        let req = Request::post(path)
+            .header("host", "127.0.0.1:9000")
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(Body::from_stream(futures::stream::iter(chunks)))
+            .unwrap();
+        let reply = app.send(req).await;
+        assert_eq!(reply.status, StatusCode::REQUEST_TIMEOUT, "{path}: {}", reply.body);
+        assert_eq!(reply.body["error"]["code"], "request_timeout", "{path}");
+    }
+}
+
+/// `Accept` is read as a list of media ranges on both fronts: one that admits JSON is
+/// served as the SDK wants it, anything else gets the SDK's own answer. (The Device Check
+/// server once matched substrings: `application/jsonx` passed, `application/*` did not.)
+#[tokio::test]
+async fn both_fronts_read_accept_as_media_ranges() {
+    let app = App::new();
+    let token = app.token("alice", &["helix.rooms.read"]).await;
+    let list = json!({"jsonrpc": "2.0", "id": 5, "method": "tools/list"}).to_string();
+    let v = ("mcp-protocol-version", "2025-11-25");
+    for (accept, served) in [
+        ("application/json", true),
+        ("application/*", true),
+        ("*/*", true),
+        ("text/html, Application/JSON;q=0.5", true),
+        ("text/event-stream", false),
+        ("application/jsonx", false),
+        ("text/plain", false),
+        ("", false),
+    ] {
+        let headers = [v, ("accept", accept)];
+        let mut replies = vec![];
+        for path in FRONTS {
+            replies.push(app.post_to(path, Some(&token), list.clone(), &headers).await);
+        }
+        for (path, reply) in FRONTS.iter().zip(&replies) {
+            assert_eq!(reply.status == StatusCode::OK, served, "{path} with Accept {accept:?}: {}", reply.body);
+        }
+        assert_eq!(replies[0].status, replies[1].status, "Accept {accept:?}: the fronts disagree");
+    }
+}
+
+/// The Device Check front has the same shape caches and direct path as `/mcp`: repeated
+/// `tools/list` and `tools/call` requests answer what its SDK answered the first time.
+#[tokio::test]
+async fn the_device_check_front_answers_repeated_shapes_as_its_sdk_did() {
+    let app = App::new();
+    let token = app.token("alice", &["helix.rooms.read"]).await;
+    let dc = "/mcp/device-check";
+    let v = [("mcp-protocol-version", "2025-11-25")];
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).to_string();
+    let listed: Vec<Reply> =
+        futures::future::join_all((0..3).map(|_| app.post_to(dc, Some(&token), list.clone(), &v))).await;
+    let tools = listed[0].body["result"]["tools"].as_array().unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    let rows: Vec<&str> = helix_core::mcp::catalog::DEVICE_CHECK.rows.iter().map(|t| t.name).collect();
+    assert_eq!(names, rows);
+    assert_eq!(tools[0]["securitySchemes"], json!([{"type": "oauth2", "scopes": ["helix.rooms.read"]}]));
+    assert_eq!(tools[0]["_meta"]["securitySchemes"], tools[0]["securitySchemes"]);
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": rows[0], "arguments": {}}})
+    .to_string();
+    let mut called = vec![];
+    for _ in 0..3 {
+        called.push(app.post_to(dc, Some(&token), call.clone(), &v).await);
+    }
+    assert_eq!(called[0].body["result"]["structuredContent"]["schema"], "helix.environment_device_check.v1");
+    for (i, reply) in listed.iter().enumerate().skip(1) {
+        assert_eq!((reply.status, &reply.body), (listed[0].status, &listed[0].body), "tools/list #{i}");
+    }
+    // The report's clock reading is the one value that moves between calls.
+    let timeless = |reply: &Reply| {
+        let mut body = reply.body.clone();
+        let text = body["result"]["content"][0]["text"].as_str().unwrap();
+        let mut text: Value = serde_json::from_str(text).unwrap();
+        assert_eq!(text, body["result"]["structuredContent"], "the text copy is the structured content");
+        text.as_object_mut().unwrap().remove("checked_at");
+        body["result"]["content"][0]["text"] = text;
+        body["result"]["structuredContent"].as_object_mut().unwrap().remove("checked_at");
+        (reply.status, body)
+    };
+    for (i, reply) in called.iter().enumerate().skip(1) {
+        assert_eq!(timeless(reply), timeless(&called[0]), "tools/call #{i}");
     }
 }

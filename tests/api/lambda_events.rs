@@ -225,7 +225,7 @@ async fn every_source_ingress_and_device_check_event_reaches_its_function() {
     let tools = list["result"]["tools"].as_array().unwrap();
     assert_eq!(
         tools.iter().map(|t| t["name"].as_str().unwrap()).collect::<Vec<_>>(),
-        ["helix_environment_device_check"]
+        helix_core::mcp::catalog::DEVICE_CHECK.rows.iter().map(|t| t.name).collect::<Vec<_>>()
     );
     let (status, _, report) = invoke_fn(mcp(), "device-check.json", Some(&reader), &[]).await;
     assert_eq!(status, 200, "{report}");

@@ -14,16 +14,10 @@ const ALL: &[&str] = &[
     "helix.rooms.manage",
     "helix.data.research_library.read",
 ];
-const ROOM_TOOLS: [&str; 8] = [
-    "helix_room_list",
-    "helix_room_inspect",
-    "helix_room_create",
-    "helix_room_bind_run",
-    "helix_room_claim_chat_binding",
-    "helix_room_unbind_run",
-    "helix_room_unbind_chat",
-    "helix_room_command_request",
-];
+/// The room tools of the published catalog (their rows in `mcp::catalog`).
+fn room_tools() -> impl Iterator<Item = &'static helix_core::mcp::catalog::ToolSpec> {
+    helix_core::mcp::catalog::CATALOG.iter().filter(|t| t.name.starts_with("helix_room_"))
+}
 
 async fn rpc(app: &TestApp, token: &str, msg: Value) -> (u16, Value) {
     let res = app
@@ -94,17 +88,15 @@ async fn the_room_tools_are_listed_with_scopes_and_output_schemas(backend: Backe
     // A token with no room scope still sees the full catalog.
     let token = app.token_for("alice", "tenant-a", &["helix.agent_runs.read"]).await;
     let listed = tools(&app, &token).await;
-    for name in ROOM_TOOLS {
+    assert!(room_tools().count() >= 8, "the room tools are in the catalog");
+    for spec in room_tools() {
+        let name = spec.name;
         let t = listed.iter().find(|t| t["name"] == name).unwrap_or_else(|| panic!("{name} listed"));
         assert!(t["outputSchema"].is_object() && t["inputSchema"]["additionalProperties"] == false, "{name}");
         let scopes = &t["securitySchemes"][0]["scopes"];
         assert_eq!(&t["_meta"]["securitySchemes"][0]["scopes"], scopes, "{name}");
-        let expected: Vec<&str> = match name {
-            "helix_room_list" | "helix_room_inspect" => vec!["helix.rooms.read"],
-            "helix_room_create" | "helix_room_command_request" => vec!["helix.rooms.manage"],
-            _ => vec!["helix.rooms.manage", "helix.agent_runs.write"],
-        };
-        assert_eq!(scopes, &json!(expected), "{name}");
+        // The row's scopes, which docs/wire.md lists per tool (`mcp::catalog` keeps the two equal).
+        assert_eq!(scopes, &json!(spec.scopes), "{name}");
     }
     // Catalog visibility is not permission: the handler refuses with a challenge.
     let result = call(&app, &token, "helix_room_list", json!({})).await;

@@ -1,7 +1,7 @@
 //! The JSON-RPC envelope preflight: runs on the raw body before authentication and
 //! before the MCP SDK sees anything. A refusal is an HTTP 400 JSON-RPC error with
 //! `id: null` and a fixed message: nothing from the request is ever echoed.
-//! Pure: no I/O, no state beyond the static tool catalog.
+//! Pure: no I/O, no state beyond the static tool catalogs.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -9,7 +9,7 @@ use std::fmt;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
-use super::catalog;
+use super::catalog::{self, Catalog};
 use super::schema::validate;
 use crate::http::redact::{identifier_carries_credential, looks_like_credential};
 
@@ -109,20 +109,12 @@ pub struct Checked {
 
 /// Checks one raw JSON-RPC message against the envelope rules and the `/mcp` catalog.
 pub fn check(body: &[u8]) -> Result<Envelope, Rejection> {
-    check_message(body).map(|c| c.envelope)
+    check_message(body, &catalog::MCP).map(|c| c.envelope)
 }
 
-/// [`check`], keeping the parsed message.
-pub fn check_message(body: &[u8]) -> Result<Checked, Rejection> {
-    check_message_for(body, &|name| catalog::find(name).map(catalog::input_schema_value))
-}
-
-/// The same rules against another server's tools (`tools` gives a tool's input schema).
-pub fn check_for(body: &[u8], tools: &dyn Fn(&str) -> Option<&'static Value>) -> Result<Envelope, Rejection> {
-    check_message_for(body, tools).map(|c| c.envelope)
-}
-
-fn check_message_for(body: &[u8], tools: &dyn Fn(&str) -> Option<&'static Value>) -> Result<Checked, Rejection> {
+/// Checks one raw JSON-RPC message against the envelope rules and a front's catalog,
+/// keeping the parsed message.
+pub fn check_message(body: &[u8], tools: &'static Catalog) -> Result<Checked, Rejection> {
     let value = parse_no_duplicates(body)?;
     let msg = match value {
         Value::Object(m) => m,
@@ -133,10 +125,7 @@ fn check_message_for(body: &[u8], tools: &dyn Fn(&str) -> Option<&'static Value>
     Ok(Checked { envelope, message: msg })
 }
 
-fn check_envelope(
-    msg: &Map<String, Value>,
-    tools: &dyn Fn(&str) -> Option<&'static Value>,
-) -> Result<Envelope, Rejection> {
+fn check_envelope(msg: &Map<String, Value>, tools: &'static Catalog) -> Result<Envelope, Rejection> {
     if msg.get("jsonrpc") != Some(&Value::from("2.0")) {
         return Err(Rejection::Version);
     }
@@ -190,10 +179,7 @@ fn check_response(msg: &Map<String, Value>) -> Result<Envelope, Rejection> {
     Ok(Envelope::Response)
 }
 
-fn check_tool_call(
-    params: &Map<String, Value>,
-    tools: &dyn Fn(&str) -> Option<&'static Value>,
-) -> Result<(), Rejection> {
+fn check_tool_call(params: &Map<String, Value>, tools: &'static Catalog) -> Result<(), Rejection> {
     if params.keys().any(|k| !matches!(k.as_str(), "name" | "arguments" | "_meta")) {
         return Err(Rejection::CallParams);
     }
@@ -204,7 +190,7 @@ fn check_tool_call(
     if looks_like_credential(name) {
         return Err(Rejection::ToolName);
     }
-    let schema = tools(name).ok_or(Rejection::ToolName)?;
+    let schema = tools.input_schema(name).ok_or(Rejection::ToolName)?;
     let empty = Value::Object(Map::new());
     let arguments = match params.get("arguments") {
         None => &empty,
@@ -225,7 +211,7 @@ fn check_tool_call(
 /// Anywhere else (another tool, another argument, another shape) it is refused.
 /// Only that tool's arguments are copied (to take the handle out); the rest are borrowed.
 fn without_admitted_claim<'a>(tool: &str, arguments: &'a Value) -> Cow<'a, Value> {
-    if tool != super::rooms::CLAIM_TOOL {
+    if tool != super::tools::rooms::CLAIM_TOOL {
         return Cow::Borrowed(arguments);
     }
     let mut args = arguments.clone();

@@ -1,30 +1,27 @@
-//! The MCP server handler: `tools/list` from the catalog, `tools/call` framed over the
-//! same `Services` methods REST uses. The principal, request id and invocation limits
-//! come from the HTTP request parts the transport hands to every call.
+//! The MCP server handler of a front: `tools/list` from its catalog, `tools/call` run by
+//! the row's handler over the same `Services` methods REST uses, and the framing of what
+//! the handler produced as the SDK's result (or the exact bytes the SDK would write, for
+//! the front's direct path). The principal, request id and invocation limits come from
+//! the HTTP request parts. Knows of its front only the catalog and the route group; must
+//! not depend on a tool's handler or arguments.
 
 use std::borrow::Cow;
-use std::sync::LazyLock;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult, MetaObject,
-    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ListToolsResult, MetaObject, PaginatedRequestParams,
+    ProtocolVersion, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Value, json};
 
-use super::catalog::{
-    self, CancelArgs, ContinueArgs, ListEventsArgs, Op, RunArgs, SourceCreateArgs, SourceListArgs, StartArgs,
-};
-use crate::domain::ids::IdempotencyKey;
+use super::catalog::ToolSpec;
+use super::front::Front;
+use super::tools::{Call, Outcome};
 use crate::domain::wire::{self, McpErrorView, NotAnAnswer};
 use crate::error::ApiError;
-use crate::http::{AppState, Group, Invocation, RequestId, challenge, resource_metadata_url};
-// Strict argument parsing with the REST body's error mapping (never echoes values).
-use crate::http::parse_strict_value as args;
+use crate::http::{AppState, Invocation, RequestId, challenge, resource_metadata_url};
 use crate::service::Caller;
-use crate::service::Mutation;
-use crate::service::runs::DEFAULT_EVENT_LIMIT;
 
 /// Protocol revisions served, oldest first. `initialize` negotiates among the ones with a
 /// handshake; 2026-07-28 clients negotiate per request (`server/discover`).
@@ -38,28 +35,17 @@ pub const PROTOCOL_VERSIONS: &[ProtocolVersion] = &[
 pub const REPLAYED_META: &str = "helix/idempotency_replayed";
 pub const CHALLENGE_META: &str = "mcp/www_authenticate";
 
-const INSTRUCTIONS: &str = "Helix runs are durable, bounded specialist investigations. Loop: helix_run_start -> \
-helix_run_continue (one solver turn per call, with the current version as request.expected_version) until \
-recommended_next_action is \"stop\"; answer pending_questions when it is \"answer_questions\". Every mutation \
-takes an explicit idempotency_key: reuse it only to retry the same request. Results are observations with \
-answer_authority=false, never an answer by themselves.";
-
-/// One handler per request (the transport is stateless); it only holds the shared state.
+/// One handler per request (the transport is stateless); it only holds the shared state
+/// and the front it serves.
 pub struct HelixMcp {
     state: AppState,
+    front: &'static Front,
 }
 
 impl HelixMcp {
-    pub fn new(state: AppState) -> Self {
-        Self { state }
+    pub fn new(state: AppState, front: &'static Front) -> Self {
+        Self { state, front }
     }
-}
-
-/// What a successful tool call produced.
-enum Outcome {
-    Value(Value),
-    Object(String),
-    Mutation(Mutation),
 }
 
 /// The per-request values the HTTP handler put into the request extensions.
@@ -89,83 +75,40 @@ fn call_context(ctx: &RequestContext<RoleServer>) -> CallContext {
     }
 }
 
-fn key(raw: &str) -> Result<IdempotencyKey, ApiError> {
-    IdempotencyKey::parse(raw).ok_or(ApiError::InvalidIdempotencyKey)
-}
-
 impl HelixMcp {
-    async fn dispatch(
-        &self,
-        op: Op,
-        p: &Caller,
-        arguments: &Value,
-        invocation: Invocation,
-    ) -> Result<Outcome, ApiError> {
-        let services = &self.state.services;
-        Ok(match op {
-            Op::RunStart => {
-                let a: StartArgs = args(arguments)?;
-                Outcome::Mutation(services.start_run(p, &key(&a.idempotency_key)?, a.request).await?)
-            }
-            Op::RunContinue => {
-                let a: ContinueArgs = args(arguments)?;
-                let k = key(&a.idempotency_key)?;
-                Outcome::Mutation(services.continue_run(p, &a.run_id, &k, a.request, invocation).await?)
-            }
-            Op::RunCancel => {
-                let a: CancelArgs = args(arguments)?;
-                Outcome::Mutation(services.cancel_run(p, &a.run_id, &key(&a.idempotency_key)?, a.request).await?)
-            }
-            Op::RunInspect => Outcome::Object(services.inspect_run(p, &args::<RunArgs>(arguments)?.run_id).await?.json),
-            Op::RunEvidence => {
-                Outcome::Value(wire::to_value(&services.run_evidence(p, &args::<RunArgs>(arguments)?.run_id).await?))
-            }
-            Op::RunEvents => {
-                let a: ListEventsArgs = args(arguments)?;
-                let (after, limit) = (a.after_seq.unwrap_or(0), a.limit.unwrap_or(DEFAULT_EVENT_LIMIT));
-                Outcome::Value(wire::to_value(&services.list_events(p, &a.run_id, after, limit).await?))
-            }
-            Op::Room(op) => match super::rooms::dispatch(services, op, p, arguments).await? {
-                super::rooms::RoomOutcome::Value(v) => Outcome::Value(v),
-                super::rooms::RoomOutcome::Mutation(m) => Outcome::Mutation(m),
-            },
-            Op::SourceList => {
-                let list = services.list_sources(p, &args::<SourceListArgs>(arguments)?.room_id).await?;
-                Outcome::Value(list.projected().map_err(ApiError::internal)?)
-            }
-            Op::SourceCreate => {
-                let a: SourceCreateArgs = args(arguments)?;
-                Outcome::Mutation(services.create_source(p, &a.room_id, &key(&a.idempotency_key)?, a.request).await?)
-            }
-        })
-    }
-
     /// A failure as a tool result: `isError`, the error envelope as structured content,
-    /// and for a scope refusal the challenge a host uses to re-authorize.
+    /// and for a scope refusal the challenge a host uses to re-authorize (pointing at this
+    /// front's protected-resource metadata).
     fn error_output(&self, err: &ApiError, request_id: &str) -> ToolOutput {
-        let metadata_url = resource_metadata_url(&self.state.services.config.public_base_url, Group::Mcp);
-        tool_error_output(err, request_id, &metadata_url)
+        let metadata_url = resource_metadata_url(&self.state.services.config.public_base_url, self.front.group);
+        err.log(request_id);
+        let view = McpErrorView { envelope: err.envelope(request_id), flags: NotAnAnswer::default() };
+        let meta = match (err, challenge(err, &metadata_url)) {
+            (ApiError::InsufficientScope { .. }, Some(c)) => {
+                let mut meta = MetaObject::new();
+                meta.insert(CHALLENGE_META.into(), json!([c]));
+                Some(meta)
+            }
+            _ => None,
+        };
+        ToolOutput { content: Content::Value(wire::to_value(&view)), is_error: true, meta }
     }
-}
 
-/// A failure as a tool result (shared with the Device Check server, whose challenge
-/// points at its own metadata).
-pub(crate) fn tool_error(err: &ApiError, request_id: &str, metadata_url: &str) -> CallToolResult {
-    tool_error_output(err, request_id, metadata_url).into_result()
-}
-
-fn tool_error_output(err: &ApiError, request_id: &str, metadata_url: &str) -> ToolOutput {
-    err.log(request_id);
-    let view = McpErrorView { envelope: err.envelope(request_id), flags: NotAnAnswer::default() };
-    let meta = match (err, challenge(err, metadata_url)) {
-        (ApiError::InsufficientScope { .. }, Some(c)) => {
-            let mut meta = MetaObject::new();
-            meta.insert(CHALLENGE_META.into(), json!([c]));
-            Some(meta)
+    /// One tool call of a catalog row: the SDK's `call_tool` and the front's direct path
+    /// both end here.
+    pub(crate) async fn call(&self, spec: &ToolSpec, arguments: &Value, cx: CallContext) -> ToolOutput {
+        let Some(principal) = cx.principal else {
+            return self.error_output(&ApiError::AuthenticationRequired, &cx.request_id);
+        };
+        let call = Call { services: &self.state.services, caller: &principal, arguments, invocation: cx.invocation };
+        match (spec.call)(call).await {
+            Ok(outcome) => framed(outcome),
+            Err(err) => {
+                tracing::info!(request_id = %cx.request_id, tool = spec.name, code = err.code(), "mcp tool refused");
+                self.error_output(&err, &cx.request_id)
+            }
         }
-        _ => None,
-    };
-    ToolOutput { content: Content::Value(wire::to_value(&view)), is_error: true, meta }
+    }
 }
 
 fn framed(outcome: Outcome) -> ToolOutput {
@@ -192,20 +135,9 @@ fn with_false_flags(mut body: Value) -> Value {
     body
 }
 
-/// The server's self-description, built once per process (the SDK asks for it on every
-/// request it serves).
-static INFO: LazyLock<ServerConfig> = LazyLock::new(|| {
-    ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-        .with_server_info(
-            Implementation::new("helix-agent-api", env!("CARGO_PKG_VERSION")).with_title("Helix Agent API"),
-        )
-        .with_protocol_version(ProtocolVersion::V_2025_11_25)
-        .with_instructions(INSTRUCTIONS)
-});
-
 impl ServerHandler for HelixMcp {
     fn get_info(&self) -> ServerConfig {
-        INFO.clone()
+        self.front.catalog.info()
     }
 
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
@@ -217,11 +149,11 @@ impl ServerHandler for HelixMcp {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(catalog::tools()))
+        Ok(ListToolsResult::with_all_items(self.front.catalog.tools()))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        catalog::tool(name)
+        self.front.catalog.tool(name)
     }
 
     async fn call_tool(
@@ -230,26 +162,10 @@ impl ServerHandler for HelixMcp {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         // The preflight admitted only catalog names; anything else is a protocol error.
-        let spec = catalog::find(&request.name).ok_or_else(|| ErrorData::invalid_params("unknown tool", None))?;
+        let spec =
+            self.front.catalog.find(&request.name).ok_or_else(|| ErrorData::invalid_params("unknown tool", None))?;
         let arguments = Value::Object(request.arguments.unwrap_or_default());
         Ok(self.call(spec, &arguments, call_context(&context)).await.into_result().into())
-    }
-}
-
-impl HelixMcp {
-    /// One tool call of a catalog tool: the SDK's `call_tool` and the transport's direct
-    /// path (`super::direct_call`) both end here.
-    pub(crate) async fn call(&self, spec: &catalog::ToolSpec, arguments: &Value, cx: CallContext) -> ToolOutput {
-        let Some(principal) = cx.principal else {
-            return self.error_output(&ApiError::AuthenticationRequired, &cx.request_id);
-        };
-        match self.dispatch(spec.op, &principal, arguments, cx.invocation).await {
-            Ok(outcome) => framed(outcome),
-            Err(err) => {
-                tracing::info!(request_id = %cx.request_id, tool = spec.name, code = err.code(), "mcp tool refused");
-                self.error_output(&err, &cx.request_id)
-            }
-        }
     }
 }
 

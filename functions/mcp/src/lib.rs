@@ -1,10 +1,10 @@
-//! The `/mcp` function: its route and, standalone, the 404 fallback (MCP rules are in helix-core).
+//! The `/mcp` function: its two routes (`/mcp`, `/mcp/device-check`) and, standalone, the 404 fallback (MCP rules are in helix-core).
 
 pub use helix_core::http::AppState;
 
 /// The route alone, for composition with other functions (the local server).
 pub fn routes(state: AppState) -> axum::Router {
-    helix_core::mcp::router(state.clone()).merge(helix_core::mcp::device_check::router(state))
+    helix_core::mcp::router(state.clone()).merge(helix_core::mcp::device_check_router(state))
 }
 
 /// The function's whole router: its route plus the enveloped 404 fallback.

@@ -1,15 +1,12 @@
-//! The Shared Live Room tools: their strict arguments and their framing over the same
-//! room services REST uses. The catalog rows live in `catalog` (one table, one order).
+//! The Shared Live Room tools: their strict arguments and one handler each over the room
+//! services REST uses.
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::Value;
 
-use crate::domain::ids::IdempotencyKey;
+use super::{Cx, Reply, key};
 use crate::domain::room::{ChatClaimRequest, CreateRoomRequest, RunBindingRequest};
-use crate::domain::wire::to_value;
 use crate::error::ApiError;
-use crate::service::{Caller, Mutation, Services};
 
 /// Name of the one tool whose arguments may carry the browser-issued chat claim handle.
 pub const CLAIM_TOOL: &str = "helix_room_claim_chat_binding";
@@ -79,58 +76,37 @@ pub struct CommandArgs {
     pub request: CommandRequest,
 }
 
-/// What a room tool produced: a plain value, or a mutation with its replay flag.
-pub enum RoomOutcome {
-    Value(Value),
-    Mutation(Mutation),
+pub async fn list(cx: Cx<'_>, _: NoArgs) -> Result<impl Reply, ApiError> {
+    cx.services.list_rooms(cx.caller).await
 }
 
-/// The room tool operations (dispatched from `server`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RoomOp {
-    List,
-    Inspect,
-    Create,
-    BindRun,
-    ClaimChat,
-    UnbindRun,
-    UnbindChat,
-    Command,
+pub async fn inspect(cx: Cx<'_>, a: RoomArgs) -> Result<impl Reply, ApiError> {
+    cx.services.inspect_room(cx.caller, &a.room_id).await
 }
 
-pub async fn dispatch(services: &Services, op: RoomOp, p: &Caller, arguments: &Value) -> Result<RoomOutcome, ApiError> {
-    // Strict, with the REST body's error mapping (never echoes values).
-    use crate::http::parse_strict_value as parse;
-    let v = arguments;
-    Ok(match op {
-        RoomOp::List => {
-            parse::<NoArgs>(v)?;
-            RoomOutcome::Value(to_value(&services.list_rooms(p).await?))
-        }
-        RoomOp::Inspect => {
-            RoomOutcome::Value(to_value(&services.inspect_room(p, &parse::<RoomArgs>(v)?.room_id).await?))
-        }
-        RoomOp::Create => {
-            let a: CreateRoomArgs = parse(v)?;
-            let key = IdempotencyKey::parse(&a.idempotency_key).ok_or(ApiError::InvalidIdempotencyKey)?;
-            RoomOutcome::Mutation(services.create_room(p, &key, a.request).await?)
-        }
-        RoomOp::BindRun => {
-            RoomOutcome::Value(to_value(&services.bind_run(p, parse::<BindRunArgs>(v)?.request).await?.1))
-        }
-        RoomOp::ClaimChat => {
-            RoomOutcome::Value(to_value(&services.claim_chat(p, parse::<ClaimChatArgs>(v)?.request).await?))
-        }
-        RoomOp::UnbindRun => {
-            RoomOutcome::Value(to_value(&services.unbind_run(p, &parse::<BindingRefArgs>(v)?.binding_ref).await?))
-        }
-        RoomOp::UnbindChat => {
-            RoomOutcome::Value(to_value(&services.unbind_chat(p, &parse::<BindingRefArgs>(v)?.binding_ref).await?))
-        }
-        RoomOp::Command => {
-            // Scope first (a caller without it learns nothing more), then the fixed refusal.
-            parse::<CommandArgs>(v)?;
-            RoomOutcome::Value(services.room_command(p).await?)
-        }
-    })
+pub async fn create(cx: Cx<'_>, a: CreateRoomArgs) -> Result<impl Reply, ApiError> {
+    cx.services.create_room(cx.caller, &key(&a.idempotency_key)?, a.request).await
+}
+
+/// The receipt alone (the flag beside it picks REST's status code).
+pub async fn bind_run(cx: Cx<'_>, a: BindRunArgs) -> Result<impl Reply, ApiError> {
+    cx.services.bind_run(cx.caller, a.request).await.map(|(_, receipt)| receipt)
+}
+
+pub async fn claim_chat(cx: Cx<'_>, a: ClaimChatArgs) -> Result<impl Reply, ApiError> {
+    cx.services.claim_chat(cx.caller, a.request).await
+}
+
+pub async fn unbind_run(cx: Cx<'_>, a: BindingRefArgs) -> Result<impl Reply, ApiError> {
+    cx.services.unbind_run(cx.caller, &a.binding_ref).await
+}
+
+pub async fn unbind_chat(cx: Cx<'_>, a: BindingRefArgs) -> Result<impl Reply, ApiError> {
+    cx.services.unbind_chat(cx.caller, &a.binding_ref).await
+}
+
+/// The arguments are checked, then the service checks the scope (a caller without it
+/// learns nothing more) and gives the fixed refusal.
+pub async fn command(cx: Cx<'_>, _: CommandArgs) -> Result<impl Reply, ApiError> {
+    cx.services.room_command(cx.caller).await
 }
