@@ -41,7 +41,7 @@ impl Services {
     /// `bound_room_environment_probe` are admitted at start (a run is bound to its room
     /// after it exists) and at every continuation; the binding, membership, role, consent,
     /// room and source rechecks then run for every turn, after its claim and again before
-    /// projection (`service::room_evidence`, `service::probes`), each failing the turn with
+    /// projection (`service::sources::evidence`, `service::sources::probes`), each failing the turn with
     /// its own code. Any other room-bound scope is refused (fail closed) even when enabled.
     fn admit_room_binding(&self, _p: &Caller, scope: &DataScope, _run: Option<&Run>) -> Result<(), ApiError> {
         if scope.id == "bound_room_evidence" || scope.id == PROBE_SCOPE {

@@ -21,9 +21,9 @@ type IssuedRefs = Vec<(String, Vec<String>)>;
 use crate::domain::turn::{TurnArtifact, TurnContext, TurnFailure, apply_turn};
 use crate::error::ApiError;
 use crate::executor::{TURN_REQUEST_SCHEMA, TurnRequest};
-use crate::service::probes::PROBE_EXECUTOR_RESERVE;
 use crate::service::records::receipts::held_by;
 use crate::service::records::{Receipt, ReceiptState, Role, Tx, run_from_item, run_item, run_key, run_unchanged};
+use crate::service::sources::probes::PROBE_EXECUTOR_RESERVE;
 use crate::service::{Caller, Mutation, Services};
 use crate::store::{Cond, Key, StoreError};
 
