@@ -135,7 +135,7 @@ impl ServerHandler for DeviceCheckMcp {
         let arguments = Value::Object(request.arguments.unwrap_or_default());
         let result = match parse_strict_value::<DeviceCheckArgs>(&arguments) {
             Err(e) => Err(e),
-            Ok(DeviceCheckArgs {}) => self.state.services.device_check(&caller).await,
+            Ok(DeviceCheckArgs {}) => self.state.services.sources.device_check(&caller).await,
         };
         Ok(match result {
             Ok(report) => CallToolResult::structured(serde_json::to_value(report).unwrap_or(Value::Null)),

@@ -130,12 +130,14 @@ impl HelixMcp {
                 super::rooms::RoomOutcome::Mutation(m) => Outcome::Mutation(m),
             },
             Op::SourceList => {
-                let list = services.list_sources(p, &args::<SourceListArgs>(arguments)?.room_id).await?;
+                let list = services.sources.list_sources(p, &args::<SourceListArgs>(arguments)?.room_id).await?;
                 Outcome::Value(list.projected().map_err(ApiError::internal)?)
             }
             Op::SourceCreate => {
                 let a: SourceCreateArgs = args(arguments)?;
-                Outcome::Mutation(services.create_source(p, &a.room_id, &key(&a.idempotency_key)?, a.request).await?)
+                Outcome::Mutation(
+                    services.sources.create_source(p, &a.room_id, &key(&a.idempotency_key)?, a.request).await?,
+                )
             }
         })
     }

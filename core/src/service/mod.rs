@@ -22,6 +22,7 @@ use chrono::{DateTime, Duration, Utc};
 use tokio_util::sync::CancellationToken;
 
 pub use accounts::AccountService;
+pub use sources::SourceService;
 
 use crate::auth::principal::Principal;
 use crate::config::Config;
@@ -72,15 +73,17 @@ pub struct Services {
     pub executor: Arc<dyn TurnExecutor>,
     pub running: Arc<Mutex<HashMap<String, CancellationToken>>>,
     pub accounts: AccountService,
+    pub sources: SourceService,
 }
 
 impl Services {
     pub fn new(config: Config, store: Arc<dyn Store>, executor: Arc<dyn TurnExecutor>) -> Self {
         let ctx = Ctx { config: Arc::new(config), store, clock: Arc::new(Clock::default()) };
         let accounts = AccountService::new(ctx.clone());
+        let sources = SourceService::new(ctx.clone());
         let Ctx { config, store, clock } = ctx;
         let running = Arc::new(Mutex::new(HashMap::new()));
-        Self { config, store, clock, executor, running, accounts }
+        Self { config, store, clock, executor, running, accounts, sources }
     }
 }
 

@@ -19,7 +19,6 @@ use crate::error::ApiError;
 use crate::store::{Cond, Item, Key};
 
 pub use super::records::accounts::BindingStatus;
-pub(crate) use super::records::accounts::policy_of;
 use super::records::accounts::{AccountRecord, BindingRecord, LinkRecord, binding_without_generation};
 use super::records::{Role, Tx, account_key, binding_key, link_key};
 use super::{Caller, Ctx};

@@ -243,7 +243,7 @@ impl Services {
     ) -> Result<(TurnArtifact, IssuedRefs), TurnFailure> {
         let started = Instant::now();
         let holds = |id: &str| admitted.iter().any(|s| s.id == id);
-        let bound = self.recheck_room_binding(p, &request.run_id).await?;
+        let bound = self.sources.recheck_room_binding(p, &request.run_id).await?;
         // Known from here on: the recheck before projection reads them with the slot at once.
         let (binding_ref, room_id) = (bound.binding_ref.clone(), bound.room_id.clone());
         let mut issued: IssuedRefs = vec![];
@@ -252,6 +252,7 @@ impl Services {
             // A cancellation of the run stops the wait, as it stops the executor.
             let signal = self.turn_signal(&request.run_id, &request.claim_token);
             let probe = self
+                .sources
                 .probe_room(&bound, &request.run_id, request.step, &request.claim_token, wait, &signal.cancel)
                 .await;
             drop(signal);
@@ -260,7 +261,7 @@ impl Services {
             request.room_probe = Some(probe);
         }
         if holds(BOUND_ROOM_EVIDENCE) {
-            let evidence = self.room_evidence_of(bound).await?;
+            let evidence = self.sources.room_evidence_of(bound).await?;
             issued.push((
                 ROOM_EVIDENCE_FAMILY.into(),
                 evidence.observations.iter().map(|o| o.observation_ref.clone()).collect(),
@@ -270,7 +271,7 @@ impl Services {
         let run_id = request.run_id.clone();
         let left = budget.saturating_sub(started.elapsed()).max(StdDuration::from_millis(100));
         let artifact = self.execute_turn(request, left).await?;
-        self.recheck_bound_room(p, &run_id, &binding_ref, &room_id).await?;
+        self.sources.recheck_bound_room(p, &run_id, &binding_ref, &room_id).await?;
         Ok((artifact, issued))
     }
 
