@@ -105,32 +105,32 @@ pub async fn dispatch(services: &Services, op: RoomOp, p: &Caller, arguments: &V
     Ok(match op {
         RoomOp::List => {
             parse::<NoArgs>(v)?;
-            RoomOutcome::Value(to_value(&services.list_rooms(p).await?))
+            RoomOutcome::Value(to_value(&services.rooms.list_rooms(p).await?))
         }
         RoomOp::Inspect => {
-            RoomOutcome::Value(to_value(&services.inspect_room(p, &parse::<RoomArgs>(v)?.room_id).await?))
+            RoomOutcome::Value(to_value(&services.rooms.inspect_room(p, &parse::<RoomArgs>(v)?.room_id).await?))
         }
         RoomOp::Create => {
             let a: CreateRoomArgs = parse(v)?;
             let key = IdempotencyKey::parse(&a.idempotency_key).ok_or(ApiError::InvalidIdempotencyKey)?;
-            RoomOutcome::Mutation(services.create_room(p, &key, a.request).await?)
+            RoomOutcome::Mutation(services.rooms.create_room(p, &key, a.request).await?)
         }
         RoomOp::BindRun => {
-            RoomOutcome::Value(to_value(&services.bind_run(p, parse::<BindRunArgs>(v)?.request).await?.1))
+            RoomOutcome::Value(to_value(&services.rooms.bind_run(p, parse::<BindRunArgs>(v)?.request).await?.1))
         }
         RoomOp::ClaimChat => {
-            RoomOutcome::Value(to_value(&services.claim_chat(p, parse::<ClaimChatArgs>(v)?.request).await?))
+            RoomOutcome::Value(to_value(&services.rooms.claim_chat(p, parse::<ClaimChatArgs>(v)?.request).await?))
         }
         RoomOp::UnbindRun => {
-            RoomOutcome::Value(to_value(&services.unbind_run(p, &parse::<BindingRefArgs>(v)?.binding_ref).await?))
+            RoomOutcome::Value(to_value(&services.rooms.unbind_run(p, &parse::<BindingRefArgs>(v)?.binding_ref).await?))
         }
-        RoomOp::UnbindChat => {
-            RoomOutcome::Value(to_value(&services.unbind_chat(p, &parse::<BindingRefArgs>(v)?.binding_ref).await?))
-        }
+        RoomOp::UnbindChat => RoomOutcome::Value(to_value(
+            &services.rooms.unbind_chat(p, &parse::<BindingRefArgs>(v)?.binding_ref).await?,
+        )),
         RoomOp::Command => {
             // Scope first (a caller without it learns nothing more), then the fixed refusal.
             parse::<CommandArgs>(v)?;
-            RoomOutcome::Value(services.room_command(p).await?)
+            RoomOutcome::Value(services.rooms.room_command(p).await?)
         }
     })
 }

@@ -22,6 +22,7 @@ use chrono::{DateTime, Duration, Utc};
 use tokio_util::sync::CancellationToken;
 
 pub use accounts::AccountService;
+pub use rooms::RoomService;
 pub use sources::SourceService;
 
 use crate::auth::principal::Principal;
@@ -74,6 +75,7 @@ pub struct Services {
     pub running: Arc<Mutex<HashMap<String, CancellationToken>>>,
     pub accounts: AccountService,
     pub sources: SourceService,
+    pub rooms: RoomService,
 }
 
 impl Services {
@@ -81,9 +83,10 @@ impl Services {
         let ctx = Ctx { config: Arc::new(config), store, clock: Arc::new(Clock::default()) };
         let accounts = AccountService::new(ctx.clone());
         let sources = SourceService::new(ctx.clone());
+        let rooms = RoomService::new(ctx.clone());
         let Ctx { config, store, clock } = ctx;
         let running = Arc::new(Mutex::new(HashMap::new()));
-        Self { config, store, clock, executor, running, accounts, sources }
+        Self { config, store, clock, executor, running, accounts, sources, rooms }
     }
 }
 
