@@ -105,25 +105,27 @@ impl HelixMcp {
         Ok(match op {
             Op::RunStart => {
                 let a: StartArgs = args(arguments)?;
-                Outcome::Mutation(services.start_run(p, &key(&a.idempotency_key)?, a.request).await?)
+                Outcome::Mutation(services.runs.start_run(p, &key(&a.idempotency_key)?, a.request).await?)
             }
             Op::RunContinue => {
                 let a: ContinueArgs = args(arguments)?;
                 let k = key(&a.idempotency_key)?;
-                Outcome::Mutation(services.continue_run(p, &a.run_id, &k, a.request, invocation).await?)
+                Outcome::Mutation(services.runs.continue_run(p, &a.run_id, &k, a.request, invocation).await?)
             }
             Op::RunCancel => {
                 let a: CancelArgs = args(arguments)?;
-                Outcome::Mutation(services.cancel_run(p, &a.run_id, &key(&a.idempotency_key)?, a.request).await?)
+                Outcome::Mutation(services.runs.cancel_run(p, &a.run_id, &key(&a.idempotency_key)?, a.request).await?)
             }
-            Op::RunInspect => Outcome::Object(services.inspect_run(p, &args::<RunArgs>(arguments)?.run_id).await?.json),
-            Op::RunEvidence => {
-                Outcome::Value(wire::to_value(&services.run_evidence(p, &args::<RunArgs>(arguments)?.run_id).await?))
+            Op::RunInspect => {
+                Outcome::Object(services.runs.inspect_run(p, &args::<RunArgs>(arguments)?.run_id).await?.json)
             }
+            Op::RunEvidence => Outcome::Value(wire::to_value(
+                &services.runs.run_evidence(p, &args::<RunArgs>(arguments)?.run_id).await?,
+            )),
             Op::RunEvents => {
                 let a: ListEventsArgs = args(arguments)?;
                 let (after, limit) = (a.after_seq.unwrap_or(0), a.limit.unwrap_or(DEFAULT_EVENT_LIMIT));
-                Outcome::Value(wire::to_value(&services.list_events(p, &a.run_id, after, limit).await?))
+                Outcome::Value(wire::to_value(&services.runs.list_events(p, &a.run_id, after, limit).await?))
             }
             Op::Room(op) => match super::rooms::dispatch(services, op, p, arguments).await? {
                 super::rooms::RoomOutcome::Value(v) => Outcome::Value(v),

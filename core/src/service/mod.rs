@@ -14,15 +14,14 @@ pub mod runs;
 pub mod sessions;
 pub mod sources;
 
-use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Duration, Utc};
-use tokio_util::sync::CancellationToken;
 
 pub use accounts::AccountService;
 pub use rooms::RoomService;
+pub use runs::RunService;
 pub use sources::SourceService;
 
 use crate::auth::principal::Principal;
@@ -71,11 +70,10 @@ pub struct Services {
     pub config: Arc<Config>,
     pub store: Arc<dyn Store>,
     pub clock: Arc<Clock>,
-    pub executor: Arc<dyn TurnExecutor>,
-    pub running: Arc<Mutex<HashMap<String, CancellationToken>>>,
     pub accounts: AccountService,
     pub sources: SourceService,
     pub rooms: RoomService,
+    pub runs: RunService,
 }
 
 impl Services {
@@ -84,9 +82,9 @@ impl Services {
         let accounts = AccountService::new(ctx.clone());
         let sources = SourceService::new(ctx.clone());
         let rooms = RoomService::new(ctx.clone());
+        let runs = RunService::new(ctx.clone(), executor, sources.clone());
         let Ctx { config, store, clock } = ctx;
-        let running = Arc::new(Mutex::new(HashMap::new()));
-        Self { config, store, clock, executor, running, accounts, sources, rooms }
+        Self { config, store, clock, accounts, sources, rooms, runs }
     }
 }
 

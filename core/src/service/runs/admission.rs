@@ -2,11 +2,12 @@
 //! four catalog checks of `domain::scopes`, then the room-binding check of room-bound
 //! scopes. Must not depend on `http` or `mcp`.
 
+use super::RunService;
 use crate::domain::run::Run;
 use crate::domain::scopes::{self, DataScope, ScopeRefusal};
 use crate::domain::source::PROBE_SCOPE;
 use crate::error::ApiError;
-use crate::service::{Caller, Services};
+use crate::service::Caller;
 
 fn scope_error(e: ScopeRefusal) -> ApiError {
     ApiError::DataScopeNotAdmitted(match e {
@@ -21,7 +22,7 @@ fn scope_error(e: ScopeRefusal) -> ApiError {
     })
 }
 
-impl Services {
+impl RunService {
     /// Admits every requested scope for `run` (None at start) or names the first refused.
     pub(super) fn admit_scopes(
         &self,

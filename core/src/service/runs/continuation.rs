@@ -18,13 +18,14 @@ use crate::domain::source::{PROBE_FAMILY, PROBE_SCOPE, ROOM_EVIDENCE_FAMILY};
 const BOUND_ROOM_EVIDENCE: &str = "bound_room_evidence";
 /// The refs the service itself issued to one turn, per evidence family.
 type IssuedRefs = Vec<(String, Vec<String>)>;
+use super::RunService;
 use crate::domain::turn::{TurnArtifact, TurnContext, TurnFailure, apply_turn};
 use crate::error::ApiError;
 use crate::executor::{TURN_REQUEST_SCHEMA, TurnRequest};
 use crate::service::records::receipts::held_by;
 use crate::service::records::{Receipt, ReceiptState, Role, Tx, run_from_item, run_item, run_key, run_unchanged};
 use crate::service::sources::probes::PROBE_EXECUTOR_RESERVE;
-use crate::service::{Caller, Mutation, Services};
+use crate::service::{Caller, Mutation};
 use crate::store::{Cond, Key, StoreError};
 
 /// A finalize cancelled without a failed condition is retried this many times in all.
@@ -57,7 +58,7 @@ struct ClaimedTurn {
     capabilities: Vec<String>,
 }
 
-impl Services {
+impl RunService {
     pub async fn continue_run(
         &self,
         p: &Caller,
@@ -371,7 +372,7 @@ impl Services {
     }
 }
 
-/// A registered cancellation signal of one running turn (see `Services::turn_signal`).
+/// A registered cancellation signal of one running turn (see `RunService::turn_signal`).
 struct TurnSignal {
     running: std::sync::Arc<std::sync::Mutex<std::collections::HashMap<String, CancellationToken>>>,
     run_id: String,
@@ -415,13 +416,13 @@ mod tests {
     use crate::config::{Config, DefaultMode};
     use crate::executor::scripted::{ScriptedExecutor, Step};
 
-    fn services(executor: Arc<ScriptedExecutor>) -> Services {
+    fn services(executor: Arc<ScriptedExecutor>) -> RunService {
         let config = Config::from_lookup(DefaultMode::Development, &|name| match name {
             "HELIX_AGENT_OAUTH_JWKS_URL" => Some("http://127.0.0.1:9/jwks.json".into()),
             _ => None,
         })
         .expect("development defaults");
-        Services::new(config, Arc::new(crate::store::NoStore), executor)
+        crate::service::Services::new(config, Arc::new(crate::store::NoStore), executor).runs
     }
 
     fn request(run_id: &str) -> TurnRequest {
