@@ -28,10 +28,6 @@ use crate::domain::run::Run;
 use crate::error::ApiError;
 use crate::service::Ctx;
 
-pub use super::records::rooms::{
-    account_room_key, bind_key, claim_key, consent_key, invite_key, member_key, observer_key, room_key, run_chat_slot,
-    run_room_slot, snapshot_key,
-};
 pub use crate::domain::room::Redacted;
 pub use invites::InvitePreview;
 pub use members::{MemberView, RoomAdminView};
