@@ -222,7 +222,7 @@ impl TestApp {
     pub async fn token_for(&self, subject: &str, tenant: &str, scopes: &[&str]) -> String {
         let o = &self.state.services.config.oauth;
         let id = LinkIdentity { issuer: &o.issuer, tenant, provider: &o.provider, subject };
-        self.state.services.link_account(&id).await.unwrap();
+        self.state.services.accounts.link_account(&id).await.unwrap();
         let scopes: Vec<String> = scopes.iter().map(|s| s.to_string()).collect();
         helix_core::auth::jwt::mint_local_hs256(
             o.local_hs256_secret.as_ref().unwrap(),

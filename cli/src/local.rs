@@ -221,7 +221,7 @@ async fn mint(state: &AppState, subject: &str, tenant: &str, scopes: &[String], 
     let config = &state.services.config;
     let secret: &Secret = config.oauth.local_hs256_secret.as_ref().context("the local HS256 path is not enabled")?;
     let id = LinkIdentity { issuer: &config.oauth.issuer, tenant, provider: &config.oauth.provider, subject };
-    let (_, status) = state.services.link_account(&id).await?;
+    let (_, status) = state.services.accounts.link_account(&id).await?;
     if status == helix_core::service::accounts::BindingStatus::Revoked {
         eprintln!("warning: the agent binding for this principal is revoked; the token will be refused");
     }
@@ -263,7 +263,8 @@ pub async fn link_account(
     let config = local_config(&args.data_dir, None)?;
     let store = open_store(args).await?;
     let state = helix_core::wiring::app_state(config, store, Arc::new(helix_core::executor::Unconfigured));
-    let (account, status) = state.services.link_account(&LinkIdentity { issuer, tenant, provider, subject }).await?;
+    let (account, status) =
+        state.services.accounts.link_account(&LinkIdentity { issuer, tenant, provider, subject }).await?;
     let status = match status {
         helix_core::service::accounts::BindingStatus::Active => "active",
         helix_core::service::accounts::BindingStatus::Revoked => "revoked (not reactivated)",
@@ -280,7 +281,7 @@ pub async fn dev_session(args: &StoreArgs, subject: &str, tenant: &str) -> anyho
     let state = helix_core::wiring::app_state(config, store, Arc::new(helix_core::executor::Unconfigured));
     let o = &state.services.config.oauth;
     let id = LinkIdentity { issuer: &o.issuer, tenant, provider: &o.provider, subject };
-    Ok(state.services.dev_session(&id).await?.expose().to_owned())
+    Ok(state.services.accounts.dev_session(&id).await?.expose().to_owned())
 }
 
 async fn operator_state(args: &AccountArgs) -> anyhow::Result<AppState> {
@@ -296,7 +297,7 @@ fn provider_of(state: &AppState, args: &AccountArgs) -> String {
 pub async fn account_show(args: &AccountArgs) -> anyhow::Result<()> {
     let state = operator_state(args).await?;
     let provider = provider_of(&state, args);
-    let view = match state.services.show_account(&provider, &args.subject).await {
+    let view = match state.services.accounts.show_account(&provider, &args.subject).await {
         Err(helix_core::error::ApiError::NotFound) => bail!("no account is linked for this provider and subject"),
         other => other?,
     };
@@ -322,7 +323,7 @@ pub async fn account_policy(
 ) -> anyhow::Result<()> {
     let state = operator_state(args).await?;
     let provider = provider_of(&state, args);
-    let policy = match state.services.set_policy(&provider, &args.subject, change).await {
+    let policy = match state.services.accounts.set_policy(&provider, &args.subject, change).await {
         Err(helix_core::error::ApiError::NotFound) => bail!("no account is linked for this provider and subject"),
         other => other?,
     };

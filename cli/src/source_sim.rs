@@ -87,7 +87,7 @@ fn observation(profile: &AdapterProfile, world: &str, seed: u64, session: &str, 
     const PLAYERS: &[&str] = &["Alex", "Steve", "Noor", "Kai", "Mina"];
     let n = seed.wrapping_mul(6364136223846793005).wrapping_add(t * 31 + i as u64);
     let player = PLAYERS[(n % PLAYERS.len() as u64) as usize];
-    let at = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    let at = helix_core::domain::time::rfc3339(chrono::Utc::now());
     let request_id = format!("sim-{session}-t{t:06}-{i:02}");
     if i == 0 && t.is_multiple_of(5) {
         return json!({
@@ -147,7 +147,7 @@ fn inventory_answer(
         "manifest_hash": manifest_hash,
         "producer_epoch": epoch,
         "request_id": format!("sim-{session}-probe-{tail}"),
-        "observed_at": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+        "observed_at": helix_core::domain::time::rfc3339(chrono::Utc::now()),
         "summary": format!("{world}: inventory check at tick {t}, {online} player(s) online"),
         "inventory": { "players": players },
     })

@@ -62,7 +62,7 @@ impl App {
     async fn token(&self, subject: &str, scopes: &[&str]) -> String {
         let o = &self.state.services.config.oauth;
         let id = LinkIdentity { issuer: &o.issuer, tenant: "tenant-a", provider: &o.provider, subject };
-        self.state.services.link_account(&id).await.unwrap();
+        self.state.services.accounts.link_account(&id).await.unwrap();
         let scopes: Vec<String> = scopes.iter().map(|s| s.to_string()).collect();
         let secret = o.local_hs256_secret.as_ref().unwrap();
         helix_core::auth::jwt::mint_local_hs256(secret, &o.issuer, &o.audience, subject, "tenant-a", &scopes, 600)

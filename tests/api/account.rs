@@ -656,17 +656,17 @@ async fn link_account_writes_link_account_and_binding_in_one_transaction() {
         subject: "dana",
     };
     app.faults.take_log();
-    app.state.services.link_account(&id).await.unwrap();
+    app.state.services.accounts.link_account(&id).await.unwrap();
     let writes: Vec<_> = app.faults.take_log().into_iter().filter(|op| *op == "put" || *op == "transact").collect();
     assert_eq!(writes, vec!["transact"], "one transaction");
     // A failed transaction leaves nothing behind: the next attempt creates everything.
     let id2 = helix_core::service::accounts::LinkIdentity { subject: "erin", ..id.clone() };
     app.faults.arm(3, FaultPoint::Before);
-    assert!(app.state.services.link_account(&id2).await.is_err());
-    assert!(app.state.services.show_account(&o.provider, "erin").await.is_err(), "no link was written");
+    assert!(app.state.services.accounts.link_account(&id2).await.is_err());
+    assert!(app.state.services.accounts.show_account(&o.provider, "erin").await.is_err(), "no link was written");
     let token = bearer(&app, "erin", "t");
     assert_eq!(rest_start(&app, &token, "no-partial-link-1").await.0, StatusCode::FORBIDDEN);
-    app.state.services.link_account(&id2).await.unwrap();
+    app.state.services.accounts.link_account(&id2).await.unwrap();
     assert_eq!(rest_start(&app, &token, "linked-in-one-01").await.0, StatusCode::CREATED);
 }
 
@@ -703,8 +703,8 @@ async fn every_account_event_file_is_served_by_the_account_router() {
         provider: &o.provider,
         subject: "frank",
     };
-    app.state.services.link_account(&id).await.unwrap();
-    let session = app.state.services.dev_session(&id).await.unwrap();
+    app.state.services.accounts.link_account(&id).await.unwrap();
+    let session = app.state.services.accounts.dev_session(&id).await.unwrap();
     let cookie = session.expose();
 
     for file in ["account-page.json", "agent-access.json", "agent-access-manifest.json", "account-css.json"] {
@@ -818,12 +818,13 @@ async fn a_link_and_binding_written_before_accounts_existed_are_repaired_by_the_
         "no account item: fail closed"
     );
 
-    app.state.services.link_account(&id).await.unwrap();
+    app.state.services.accounts.link_account(&id).await.unwrap();
     assert_eq!(rest_start(&app, &token, "legacy-after-0001").await.0, StatusCode::CREATED);
     let mut browser = Browser::new(&app);
-    browser
-        .cookies
-        .insert("helix_session".into(), app.state.services.dev_session(&id).await.unwrap().expose().to_owned());
+    browser.cookies.insert(
+        "helix_session".into(),
+        app.state.services.accounts.dev_session(&id).await.unwrap().expose().to_owned(),
+    );
     let (_, list) = browser.bindings().await;
     assert_eq!(list["bindings"].as_array().unwrap().len(), 1, "{list}");
     assert_eq!(list["bindings"][0]["created_at"], "2026-01-01T00:00:00+00:00");

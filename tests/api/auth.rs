@@ -109,12 +109,12 @@ async fn a_revoked_binding_is_refused() {
         provider: &o.provider,
         subject: "alice",
     };
-    app.state.services.revoke_binding(&id).await.unwrap();
+    app.state.services.accounts.revoke_binding(&id).await.unwrap();
     let res = app.start(&token, "after-revoke-01", research_run()).await;
     let (status, _, body) = error_of(res).await;
     assert_eq!(status, 403);
     assert_eq!(body["error"]["code"], "account_not_linked");
-    app.state.services.link_account(&id).await.unwrap();
+    app.state.services.accounts.link_account(&id).await.unwrap();
     let still = app.start(&token, "after-relink-01", research_run()).await;
     assert_eq!(still.status(), 403, "the trusted link path does not reactivate a revoked binding");
 }

@@ -489,7 +489,12 @@ async fn the_account_policy_is_rechecked_before_every_continuation(backend: Back
     let token = app.token().await;
     let id = start(&app, &token, research_run()).await;
     let provider = app.state.services.config.oauth.provider.clone();
-    app.state.services.set_denied_capabilities(&provider, "alice", &["research-library.read_document"]).await.unwrap();
+    app.state
+        .services
+        .accounts
+        .set_denied_capabilities(&provider, "alice", &["research-library.read_document"])
+        .await
+        .unwrap();
     let (status, err) = body(app.continue_run(&token, &id, "policy-turn-01", go(1)).await).await;
     assert_eq!((status, err["error"]["code"].as_str()), (403, Some("data_scope_not_admitted")));
 }

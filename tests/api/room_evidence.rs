@@ -211,7 +211,7 @@ async fn each_room_recheck_fails_the_turn_with_its_own_code(backend: Backend) {
     // policy lock, binding withdrawn.
     let run3 = bound_run(&app, &w).await;
     let store = app.state.services.store.clone();
-    let room_key = helix_core::service::rooms::room_key(&w.room_id);
+    let room_key = helix_core::service::records::rooms::room_key(&w.room_id);
     let room_item = store.get(&room_key).await.unwrap().unwrap();
     let mut closed = room_item.clone();
     closed.attrs.insert("status".into(), Attr::S("closed".into()));
@@ -224,7 +224,7 @@ async fn each_room_recheck_fails_the_turn_with_its_own_code(backend: Backend) {
     assert_eq!(failure(&turn(&app, &w.token, &run3).await), "room_policy_changed");
     app.set_policy("alice", lock(false)).await;
 
-    let slot = store.get(&helix_core::service::rooms::run_room_slot(&run3)).await.unwrap().unwrap();
+    let slot = store.get(&helix_core::service::records::rooms::run_room_slot(&run3)).await.unwrap().unwrap();
     let binding_ref = slot.s("binding_ref").unwrap().to_owned();
     let (status, _) = read(
         app.http
@@ -312,7 +312,8 @@ async fn a_binding_withdrawn_during_the_turn_blocks_its_projection(backend: Back
     let w = world(&app).await;
     observe(&app, &w, 1, &["tick-0001"]).await;
     let run_id = bound_run(&app, &w).await;
-    let slot = app.state.services.store.get(&helix_core::service::rooms::run_room_slot(&run_id)).await.unwrap();
+    let slot =
+        app.state.services.store.get(&helix_core::service::records::rooms::run_room_slot(&run_id)).await.unwrap();
     let binding_ref = slot.unwrap().s("binding_ref").unwrap().to_owned();
     let pending = turn_in_flight(&app, &w, &run_id).await;
     // The owner withdraws the run's binding while the executor works on the turn.

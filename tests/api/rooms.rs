@@ -241,7 +241,7 @@ async fn a_withdrawal_never_frees_a_slot_it_does_not_hold(backend: Backend) {
     let (_, first) = app.bind(&alice, &room_id, run_id).await;
     let first_ref = first["binding_ref"].as_str().unwrap().to_owned();
     // A slot lost (or never written) does not block the owner's cleanup ...
-    let slot = helix_core::service::rooms::run_room_slot(run_id);
+    let slot = helix_core::service::records::rooms::run_room_slot(run_id);
     app.state
         .services
         .store
@@ -357,8 +357,14 @@ async fn the_observer_lane_issues_a_claim_the_agent_consumes_once(backend: Backe
     assert_eq!((status, reused["error"].clone()), (404, foreign["error"].clone()), "consumed once");
 
     // The stored snapshot is redacted.
-    let snap =
-        app.state.services.store.get(&helix_core::service::rooms::snapshot_key(&obs_ref)).await.unwrap().unwrap();
+    let snap = app
+        .state
+        .services
+        .store
+        .get(&helix_core::service::records::rooms::snapshot_key(&obs_ref))
+        .await
+        .unwrap()
+        .unwrap();
     let stored = snap.s("body").unwrap();
     assert!(!stored.contains("eyJ") && stored.contains("[redacted]"), "{stored}");
 

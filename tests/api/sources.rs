@@ -294,7 +294,7 @@ async fn ingress_admits_an_exact_manifest_and_stores_observations_with_provenanc
     let (status, err) = app.ingress(&bearer, "observations", &batch("w", 2, &["rm -rf"], 0)).await;
     assert_eq!((status, code(&err)), (400, "invalid_request"));
 
-    let stored = app.state.services.fresh_observations(&source_id, 60_000, 50).await.unwrap();
+    let stored = app.state.services.sources.fresh_observations(&source_id, 60_000, 50).await.unwrap();
     assert_eq!(stored.len(), 2);
     let o = &stored[0].provenance;
     assert_eq!(
@@ -307,7 +307,7 @@ async fn ingress_admits_an_exact_manifest_and_stores_observations_with_provenanc
     assert!(o.request_id.starts_with("req-000"));
     // Past the window: not fresh.
     app.state.services.clock.advance(120);
-    assert!(app.state.services.fresh_observations(&source_id, 60_000, 50).await.unwrap().is_empty());
+    assert!(app.state.services.sources.fresh_observations(&source_id, 60_000, 50).await.unwrap().is_empty());
 }
 
 async fn a_bearer_after_rotation_is_refused_and_revocation_is_permanent(backend: Backend) {

@@ -9,7 +9,7 @@ impl TestApp {
     /// Applies `change` to the policy of `subject` (of the configured provider).
     pub async fn set_policy(&self, subject: &str, change: PolicyChange) {
         let provider = self.state.services.config.oauth.provider.clone();
-        self.state.services.set_policy(&provider, subject, &change).await.unwrap();
+        self.state.services.accounts.set_policy(&provider, subject, &change).await.unwrap();
     }
 
     /// Marks `subject` a developer (who may create room sources).

@@ -12,7 +12,7 @@ impl TestApp {
     pub async fn session(&self, subject: &str) -> String {
         let o = &self.state.services.config.oauth;
         let id = LinkIdentity { issuer: &o.issuer, tenant: "tenant-a", provider: &o.provider, subject };
-        let token = self.state.services.sign_in(&id, None).await.unwrap();
+        let token = self.state.services.accounts.sign_in(&id, None).await.unwrap();
         format!("helix_session={}", token.expose())
     }
 

@@ -79,7 +79,7 @@ async fn start_intent(
     let oidc = state.oidc.as_ref().ok_or(ApiError::SignInUnavailable)?;
     let browser = BrowserSecret::generate();
     let intent_state = random_hex(32);
-    state.services.create_intent(&intent_state, &browser, purpose, session).await?;
+    state.services.accounts.create_intent(&intent_state, &browser, purpose, session).await?;
     let url = oidc
         .authorize_url(
             &intent_state,
@@ -151,7 +151,7 @@ async fn callback(
         .ok_or(ApiError::SignInFailed { reason: "state" })?;
     let intent_state = q.state.filter(|s| !s.is_empty()).ok_or(ApiError::SignInFailed { reason: "state" })?;
     // Consumed first: whatever happens next, this state cannot be used again.
-    let intent = state.services.consume_intent(&intent_state, &browser).await?;
+    let intent = state.services.accounts.consume_intent(&intent_state, &browser).await?;
     if q.error.is_some() {
         return Err(ApiError::SignInFailed { reason: "provider_error" });
     }
@@ -180,7 +180,7 @@ async fn callback(
     match intent.purpose {
         IntentPurpose::SignIn => {
             let previous = cookie(&headers, SESSION_COOKIE).and_then(|v| BrowserSecret::parse(&v));
-            let token = state.services.sign_in(&id, previous.as_ref()).await?;
+            let token = state.services.accounts.sign_in(&id, previous.as_ref()).await?;
             let max_age = state.services.config.browser.session_absolute.as_secs() as i64;
             res.headers_mut().append(SET_COOKIE, set_cookie(&state, SESSION_COOKIE, token.expose(), "/", max_age));
         }
@@ -193,7 +193,7 @@ async fn callback(
             if intent.session_hash.as_deref() != Some(current.token_hash.as_str()) {
                 return Err(ApiError::SessionRequired);
             }
-            state.services.allow_agents(&current, &id).await?;
+            state.services.accounts.allow_agents(&current, &id).await?;
         }
     }
     Ok(res)
@@ -201,7 +201,7 @@ async fn callback(
 
 async fn sign_out(State(state): State<AppState>, _: SameOrigin, headers: HeaderMap) -> Result<Response, ApiError> {
     if let Some(token) = cookie(&headers, SESSION_COOKIE).and_then(|v| BrowserSecret::parse(&v)) {
-        state.services.sign_out(&token).await?;
+        state.services.accounts.sign_out(&token).await?;
     }
     let mut res = redirect("/account");
     res.headers_mut().append(SET_COOKIE, clear_cookie(&state, SESSION_COOKIE, "/"));
@@ -215,7 +215,7 @@ async fn list_bindings(
     State(state): State<AppState>,
     BrowserSession(session): BrowserSession,
 ) -> Result<Json<BindingList>, ApiError> {
-    Ok(Json(state.services.list_bindings(&session).await?))
+    Ok(Json(state.services.accounts.list_bindings(&session).await?))
 }
 
 async fn revoke(
@@ -229,7 +229,7 @@ async fn revoke(
     if query.0.is_some_and(|q| !q.is_empty()) || !body.is_empty() {
         return Err(ApiError::InvalidRequest("the request takes no query or body".into()));
     }
-    Ok(Json(state.services.revoke_binding_ref(&session, &binding_ref).await?).into_response())
+    Ok(Json(state.services.accounts.revoke_binding_ref(&session, &binding_ref).await?).into_response())
 }
 
 #[derive(Deserialize)]
@@ -243,7 +243,7 @@ async fn revoke_form(
     SameOriginSession(session): SameOriginSession,
     Form(form): Form<RevokeForm>,
 ) -> Result<Response, ApiError> {
-    state.services.revoke_binding_ref(&session, &form.binding_ref).await?;
+    state.services.accounts.revoke_binding_ref(&session, &form.binding_ref).await?;
     Ok(redirect("/account"))
 }
 
@@ -275,7 +275,7 @@ async fn account_page(State(state): State<AppState>, headers: HeaderMap) -> Resu
             sign_in_available: state.oidc.is_some(),
             guest: s.policy.guest,
             account_ref: s.account_ref(),
-            bindings: if s.policy.guest { None } else { Some(state.services.list_bindings(s).await?) },
+            bindings: if s.policy.guest { None } else { Some(state.services.accounts.list_bindings(s).await?) },
         },
     };
     Ok(Page(page).into_response())

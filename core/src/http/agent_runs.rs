@@ -69,7 +69,7 @@ async fn start(
     IdemKey(key): IdemKey,
     JsonBody(req): JsonBody<StartRequest>,
 ) -> Result<Response, ApiError> {
-    Ok(mutation_response(app.services.start_run(&p, &key, req).await?))
+    Ok(mutation_response(app.services.runs.start_run(&p, &key, req).await?))
 }
 
 async fn inspect(
@@ -77,7 +77,7 @@ async fn inspect(
     Authed(p): Authed,
     Path(run_id): Path<String>,
 ) -> Result<Response, ApiError> {
-    Ok(run_json_response(app.services.inspect_run(&p, &run_id).await?))
+    Ok(run_json_response(app.services.runs.inspect_run(&p, &run_id).await?))
 }
 
 async fn evidence(
@@ -85,7 +85,7 @@ async fn evidence(
     Authed(p): Authed,
     Path(run_id): Path<String>,
 ) -> Result<Response, ApiError> {
-    Ok(axum::Json(crate::domain::wire::to_value(&app.services.run_evidence(&p, &run_id).await?)).into_response())
+    Ok(axum::Json(crate::domain::wire::to_value(&app.services.runs.run_evidence(&p, &run_id).await?)).into_response())
 }
 
 async fn continue_run(
@@ -97,7 +97,7 @@ async fn continue_run(
     JsonBody(req): JsonBody<ContinueRequest>,
 ) -> Result<Response, ApiError> {
     let invocation = invocation.map(|Extension(i)| i).unwrap_or_default();
-    Ok(mutation_response(app.services.continue_run(&p, &run_id, &key, req, invocation).await?))
+    Ok(mutation_response(app.services.runs.continue_run(&p, &run_id, &key, req, invocation).await?))
 }
 
 async fn cancel(
@@ -107,7 +107,7 @@ async fn cancel(
     IdemKey(key): IdemKey,
     JsonBody(req): JsonBody<CancelRequest>,
 ) -> Result<Response, ApiError> {
-    Ok(mutation_response(app.services.cancel_run(&p, &run_id, &key, req).await?))
+    Ok(mutation_response(app.services.runs.cancel_run(&p, &run_id, &key, req).await?))
 }
 
 /// `after_seq` (default 0) and `limit` (default 50, 1-200); any other parameter is refused.
@@ -132,7 +132,7 @@ async fn events(
     RawQuery(query): RawQuery,
 ) -> Result<Response, ApiError> {
     let (after, limit) = event_query(query.as_deref())?;
-    Ok(axum::Json(crate::domain::wire::to_value(&app.services.list_events(&p, &run_id, after, limit).await?))
+    Ok(axum::Json(crate::domain::wire::to_value(&app.services.runs.list_events(&p, &run_id, after, limit).await?))
         .into_response())
 }
 

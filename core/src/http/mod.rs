@@ -336,7 +336,7 @@ pub async fn authenticate(
         let limit = group.limits(state).principal_per_minute;
         let key = WindowKey::Principal { group, identity };
         let window = state.limits.start(key, limit, state.services.clock.epoch())?;
-        let (caller, verdict) = tokio::join!(state.services.resolve_with(token, prefetch), window.verdict());
+        let (caller, verdict) = tokio::join!(state.services.accounts.resolve_with(token, prefetch), window.verdict());
         let caller = caller?;
         verdict?;
         Ok::<_, ApiError>(caller)

@@ -46,7 +46,7 @@ async fn create(
     SameOriginSession(session): SameOriginSession,
     JsonBody(req): JsonBody<ObserverRequest>,
 ) -> Result<Response, ApiError> {
-    let created = state.services.create_observer(&session, req).await?;
+    let created = state.services.rooms.create_observer(&session, req).await?;
     Ok((StatusCode::CREATED, Json(created)).into_response())
 }
 
@@ -57,7 +57,7 @@ async fn read(
     RawQuery(q): RawQuery,
 ) -> Result<Response, ApiError> {
     empty_request(q.as_deref(), b"")?;
-    Ok(Json(state.services.observer(&session, &observer_ref).await?).into_response())
+    Ok(Json(state.services.rooms.observer(&session, &observer_ref).await?).into_response())
 }
 
 async fn events(
@@ -67,7 +67,7 @@ async fn events(
     RawQuery(q): RawQuery,
 ) -> Result<Response, ApiError> {
     let (after, limit) = super::agent_runs::event_query(q.as_deref())?;
-    Ok(Json(state.services.observer_events(&session, &observer_ref, after, limit).await?).into_response())
+    Ok(Json(state.services.rooms.observer_events(&session, &observer_ref, after, limit).await?).into_response())
 }
 
 async fn disconnect(
@@ -78,5 +78,5 @@ async fn disconnect(
     body: Bytes,
 ) -> Result<Response, ApiError> {
     empty_request(q.as_deref(), &body)?;
-    Ok(Json(state.services.disconnect_observer(&session, &observer_ref).await?).into_response())
+    Ok(Json(state.services.rooms.disconnect_observer(&session, &observer_ref).await?).into_response())
 }

@@ -64,7 +64,7 @@ pub(crate) async fn session_of(state: &AppState, headers: &HeaderMap) -> Result<
     let Some(token) = cookie(headers, SESSION_COOKIE).and_then(|v| BrowserSecret::parse(&v)) else {
         return Ok(None);
     };
-    state.services.resolve_session(&token).await
+    state.services.accounts.resolve_session(&token).await
 }
 
 /// A signed-in browser (any account, guests included; handlers decide about guests).

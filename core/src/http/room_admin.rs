@@ -46,7 +46,7 @@ async fn page_for(state: &AppState, session: Option<&Session>) -> Result<RoomsPa
     let mut page =
         RoomsPage { signed_in: true, guest: s.policy.guest, locked: s.policy.rooms_locked, ..Default::default() };
     if !page.guest && !page.locked {
-        page.rooms = state.services.rooms_for_session(s).await?;
+        page.rooms = state.services.rooms.rooms_for_session(s).await?;
     }
     Ok(page)
 }
@@ -74,7 +74,7 @@ async fn invite(
     SameOriginSession(s): SameOriginSession,
     Form(f): Form<RoomForm>,
 ) -> Result<Response, ApiError> {
-    let (code, expires) = state.services.create_invite(&s, &f.room_id).await?;
+    let (code, expires) = state.services.rooms.create_invite(&s, &f.room_id).await?;
     let mut page = page_for(&state, Some(&s)).await?;
     page.invite_code = Some(code);
     page.invite_expires = expires;
@@ -93,7 +93,7 @@ async fn join_preview(
     Form(f): Form<CodeForm>,
 ) -> Result<Response, ApiError> {
     let code = f.code.trim().to_owned();
-    let preview = state.services.preview_invite(&s, &code).await?;
+    let preview = state.services.rooms.preview_invite(&s, &code).await?;
     let mut page = page_for(&state, Some(&s)).await?;
     page.preview = Some(preview);
     page.preview_code = code;
@@ -112,7 +112,7 @@ async fn join(
     SameOriginSession(s): SameOriginSession,
     Form(f): Form<JoinForm>,
 ) -> Result<Response, ApiError> {
-    state.services.accept_invite(&s, f.code.trim(), f.consent_version).await?;
+    state.services.rooms.accept_invite(&s, f.code.trim(), f.consent_version).await?;
     Ok(back())
 }
 
@@ -128,7 +128,7 @@ async fn accept_consent(
     SameOriginSession(s): SameOriginSession,
     Form(f): Form<ConsentForm>,
 ) -> Result<Response, ApiError> {
-    state.services.accept_consent(&s, &f.room_id, f.consent_version).await?;
+    state.services.rooms.accept_consent(&s, &f.room_id, f.consent_version).await?;
     Ok(back())
 }
 
@@ -137,7 +137,7 @@ async fn raise_consent(
     SameOriginSession(s): SameOriginSession,
     Form(f): Form<RoomForm>,
 ) -> Result<Response, ApiError> {
-    state.services.raise_consent(&s, &f.room_id).await?;
+    state.services.rooms.raise_consent(&s, &f.room_id).await?;
     Ok(back())
 }
 
@@ -153,6 +153,6 @@ async fn remove_member(
     SameOriginSession(s): SameOriginSession,
     Form(f): Form<RemoveForm>,
 ) -> Result<Response, ApiError> {
-    state.services.remove_member(&s, &f.room_id, &f.account_ref).await?;
+    state.services.rooms.remove_member(&s, &f.room_id, &f.account_ref).await?;
     Ok(back())
 }

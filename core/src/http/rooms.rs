@@ -63,7 +63,7 @@ fn json(status: StatusCode, body: impl serde::Serialize) -> Response {
 
 async fn list(State(app): State<AppState>, Authed(p): Authed, RawQuery(q): RawQuery) -> Result<Response, ApiError> {
     no_query(q.as_deref())?;
-    Ok(json(StatusCode::OK, app.services.list_rooms(&p).await?))
+    Ok(json(StatusCode::OK, app.services.rooms.list_rooms(&p).await?))
 }
 
 async fn create(
@@ -72,7 +72,7 @@ async fn create(
     IdemKey(key): IdemKey,
     JsonBody(req): JsonBody<CreateRoomRequest>,
 ) -> Result<Response, ApiError> {
-    let m = app.services.create_room(&p, &key, req).await?;
+    let m = app.services.rooms.create_room(&p, &key, req).await?;
     let status = StatusCode::from_u16(m.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let location = m.body.get("room_id").and_then(|v| v.as_str()).map(|id| format!("/api/v1/rooms/{id}"));
     let mut res = json(status, m.body);
@@ -91,7 +91,7 @@ async fn inspect(
     RawQuery(q): RawQuery,
 ) -> Result<Response, ApiError> {
     no_query(q.as_deref())?;
-    Ok(json(StatusCode::OK, app.services.inspect_room(&p, &room_id).await?))
+    Ok(json(StatusCode::OK, app.services.rooms.inspect_room(&p, &room_id).await?))
 }
 
 async fn bind_run(
@@ -99,7 +99,7 @@ async fn bind_run(
     Authed(p): Authed,
     JsonBody(req): JsonBody<RunBindingRequest>,
 ) -> Result<Response, ApiError> {
-    let (created, body) = app.services.bind_run(&p, req).await?;
+    let (created, body) = app.services.rooms.bind_run(&p, req).await?;
     Ok(json(if created { StatusCode::CREATED } else { StatusCode::OK }, body))
 }
 
@@ -111,7 +111,7 @@ async fn unbind_run(
     body: Bytes,
 ) -> Result<Response, ApiError> {
     empty_request(q.as_deref(), &body)?;
-    Ok(json(StatusCode::OK, app.services.unbind_run(&p, &binding_ref).await?))
+    Ok(json(StatusCode::OK, app.services.rooms.unbind_run(&p, &binding_ref).await?))
 }
 
 async fn claim_chat(
@@ -119,7 +119,7 @@ async fn claim_chat(
     Authed(p): Authed,
     JsonBody(req): JsonBody<ChatClaimRequest>,
 ) -> Result<Response, ApiError> {
-    Ok(json(StatusCode::CREATED, app.services.claim_chat(&p, req).await?))
+    Ok(json(StatusCode::CREATED, app.services.rooms.claim_chat(&p, req).await?))
 }
 
 async fn unbind_chat(
@@ -130,13 +130,13 @@ async fn unbind_chat(
     body: Bytes,
 ) -> Result<Response, ApiError> {
     empty_request(q.as_deref(), &body)?;
-    Ok(json(StatusCode::OK, app.services.unbind_chat(&p, &binding_ref).await?))
+    Ok(json(StatusCode::OK, app.services.rooms.unbind_chat(&p, &binding_ref).await?))
 }
 
 /// Always `command_execution_not_enabled` (after authentication and scope): the body is
 /// never read, so nothing in it can reach anything.
 async fn command(State(app): State<AppState>, Authed(p): Authed) -> Result<Response, ApiError> {
-    Ok(json(StatusCode::OK, app.services.room_command(&p).await?))
+    Ok(json(StatusCode::OK, app.services.rooms.room_command(&p).await?))
 }
 
 #[cfg(test)]

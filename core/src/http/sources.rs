@@ -56,7 +56,8 @@ async fn list(
     RawQuery(q): RawQuery,
 ) -> Result<Response, ApiError> {
     super::rooms::empty_request(q.as_deref(), b"")?;
-    Ok(Json(app.services.list_sources(&p, &room_id).await?.projected().map_err(ApiError::internal)?).into_response())
+    Ok(Json(app.services.sources.list_sources(&p, &room_id).await?.projected().map_err(ApiError::internal)?)
+        .into_response())
 }
 
 async fn create(
@@ -66,7 +67,7 @@ async fn create(
     IdemKey(key): IdemKey,
     JsonBody(req): JsonBody<CreateSourceRequest>,
 ) -> Result<Response, ApiError> {
-    let m = app.services.create_source(&p, &room_id, &key, req).await?;
+    let m = app.services.sources.create_source(&p, &room_id, &key, req).await?;
     let status = StatusCode::from_u16(m.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let mut res = (status, Json(m.body)).into_response();
     res.headers_mut()
@@ -110,7 +111,7 @@ async fn claim(
     SameOriginSession(session): SameOriginSession,
     JsonBody(req): JsonBody<CredentialClaimRequest>,
 ) -> Result<Response, ApiError> {
-    let credential = state.services.claim_source_credential(&session, req).await?;
+    let credential = state.services.sources.claim_source_credential(&session, req).await?;
     Ok((StatusCode::CREATED, Json(credential)).into_response())
 }
 
@@ -119,7 +120,7 @@ async fn rotate(
     SameOriginSession(session): SameOriginSession,
     JsonBody(req): JsonBody<SourceRef>,
 ) -> Result<Response, ApiError> {
-    let credential = state.services.rotate_source_credential(&session, req).await?;
+    let credential = state.services.sources.rotate_source_credential(&session, req).await?;
     Ok((StatusCode::CREATED, Json(credential)).into_response())
 }
 
@@ -128,7 +129,7 @@ async fn revoke(
     SameOriginSession(session): SameOriginSession,
     JsonBody(req): JsonBody<SourceRef>,
 ) -> Result<Response, ApiError> {
-    Ok(Json(state.services.revoke_source(&session, req).await?).into_response())
+    Ok(Json(state.services.sources.revoke_source(&session, req).await?).into_response())
 }
 
 // ---------- ingress (source bearer) ----------
@@ -155,7 +156,7 @@ impl FromRequestParts<AppState> for SourceAuthed {
         let value = parts.headers.get(http::header::AUTHORIZATION).ok_or(ApiError::SourceCredentialInvalid)?;
         let value = value.to_str().map_err(|_| ApiError::SourceCredentialInvalid)?;
         let bearer = bearer_from_header(value).ok_or(ApiError::SourceCredentialInvalid)?;
-        let source = state.services.authenticate_source(bearer).await?;
+        let source = state.services.sources.authenticate_source(bearer).await?;
         let limit = state.services.config.sources.ingress_limits.principal_per_minute;
         let key = WindowKey::Source { source_id: source.source.source_id.clone() };
         state.limits.start(key, limit, state.services.clock.epoch())?.verdict().await?;
@@ -168,7 +169,7 @@ async fn manifest(
     SourceAuthed(source): SourceAuthed,
     JsonBody(m): JsonBody<Manifest>,
 ) -> Result<Response, ApiError> {
-    Ok(Json(state.services.register_manifest(&source, m).await?).into_response())
+    Ok(Json(state.services.sources.register_manifest(&source, m).await?).into_response())
 }
 
 async fn observations(
@@ -176,7 +177,7 @@ async fn observations(
     SourceAuthed(source): SourceAuthed,
     JsonBody(batch): JsonBody<ObservationBatch>,
 ) -> Result<Response, ApiError> {
-    Ok((StatusCode::ACCEPTED, Json(state.services.ingest_observations(&source, batch).await?)).into_response())
+    Ok((StatusCode::ACCEPTED, Json(state.services.sources.ingest_observations(&source, batch).await?)).into_response())
 }
 
 /// `GET …/probes`: the calling source's pending probes (its own only; no query, no body).
@@ -186,7 +187,7 @@ async fn probes(
     RawQuery(q): RawQuery,
 ) -> Result<Response, ApiError> {
     super::rooms::empty_request(q.as_deref(), b"")?;
-    Ok(Json(state.services.pending_probes(&source).await?).into_response())
+    Ok(Json(state.services.sources.pending_probes(&source).await?).into_response())
 }
 
 /// `POST …/probes/{probe_id}/answer`: the answer of one probe queued for this source.
@@ -196,7 +197,7 @@ async fn answer(
     Path(probe_id): Path<String>,
     JsonBody(answer): JsonBody<ProbeAnswer>,
 ) -> Result<Response, ApiError> {
-    let receipt = state.services.answer_probe(&source, &probe_id, answer).await?;
+    let receipt = state.services.sources.answer_probe(&source, &probe_id, answer).await?;
     Ok((StatusCode::ACCEPTED, Json(receipt)).into_response())
 }
 

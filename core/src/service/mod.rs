@@ -1,6 +1,10 @@
-//! Use cases over the store: runs (start, inspect, events, evidence, continue,
-//! cancel) and accounts (trusted link path, principal resolution). REST and MCP are
-//! two framings of these functions. Must not depend on `http` or `mcp`.
+//! Use cases over the store, one feature service each: accounts (links, principals,
+//! sessions, operator policy), sources (credentials, ingress, probes, Device Check,
+//! room evidence), rooms, and runs (which read room evidence and probes through
+//! sources). `Services` is their container, built once per cold start; each feature
+//! holds only the [`Ctx`] and the services it calls, so the dependency order is
+//! accounts, sources, rooms <- runs. REST and MCP are two framings of these functions.
+//! Must not depend on `http` or `mcp`.
 
 pub mod accounts;
 pub mod cancel_watch;
@@ -10,20 +14,21 @@ pub mod runs;
 pub mod sessions;
 pub mod sources;
 
-// The run lane names these two by their former paths.
-pub use sources::{evidence as room_evidence, probes};
-
-use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Duration, Utc};
-use tokio_util::sync::CancellationToken;
+
+pub use accounts::AccountService;
+pub use rooms::RoomService;
+pub use runs::RunService;
+pub use sources::SourceService;
 
 use crate::auth::principal::Principal;
 use crate::config::Config;
 use crate::executor::TurnExecutor;
 use crate::store::{Item, Key, Store};
+use records::RECEIPT_TTL_SECS;
 
 /// Wall clock with a test-only offset (so expiry and lease paths are testable).
 #[derive(Debug, Default)]
@@ -43,26 +48,43 @@ impl Clock {
     }
 }
 
-/// Everything a request needs, built once per cold start and shared.
+/// What every feature service shares; cheap to clone (three `Arc`s).
+#[derive(Clone)]
+pub struct Ctx {
+    pub config: Arc<Config>,
+    pub store: Arc<dyn Store>,
+    pub clock: Arc<Clock>,
+}
+
+impl Ctx {
+    /// When a receipt written now expires.
+    pub(crate) fn receipt_expiry(&self) -> i64 {
+        self.clock.epoch() + RECEIPT_TTL_SECS
+    }
+}
+
+/// Every feature service, built once per cold start and shared. The shared parts stay
+/// on the container too, for transports and tests (`clock.advance`).
 #[derive(Clone)]
 pub struct Services {
     pub config: Arc<Config>,
     pub store: Arc<dyn Store>,
-    pub executor: Arc<dyn TurnExecutor>,
     pub clock: Arc<Clock>,
-    /// Process-local cancellation of running turns, by run id.
-    pub running: Arc<Mutex<HashMap<String, CancellationToken>>>,
+    pub accounts: AccountService,
+    pub sources: SourceService,
+    pub rooms: RoomService,
+    pub runs: RunService,
 }
 
 impl Services {
     pub fn new(config: Config, store: Arc<dyn Store>, executor: Arc<dyn TurnExecutor>) -> Self {
-        Self {
-            config: Arc::new(config),
-            store,
-            executor,
-            clock: Arc::new(Clock::default()),
-            running: Arc::new(Mutex::new(HashMap::new())),
-        }
+        let ctx = Ctx { config: Arc::new(config), store, clock: Arc::new(Clock::default()) };
+        let accounts = AccountService::new(ctx.clone());
+        let sources = SourceService::new(ctx.clone());
+        let rooms = RoomService::new(ctx.clone());
+        let runs = RunService::new(ctx.clone(), executor, sources.clone());
+        let Ctx { config, store, clock } = ctx;
+        Self { config, store, clock, accounts, sources, rooms, runs }
     }
 }
 

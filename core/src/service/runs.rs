@@ -3,16 +3,21 @@
 //! start = 1 transaction; continue = read, claim transaction, turn, finalize
 //! transaction; cancel = read, 1 transaction. See docs/round-trips.md.
 //! Continue lives in `continuation`, cancel and the other run endings in `ending`,
-//! scope admission (with the room-binding refusal) in `admission`.
+//! scope admission (with the room-binding refusal) in `admission`. The last feature
+//! service: it reads room evidence and probes through [`SourceService`]; no feature
+//! depends on it. Must not depend on `http` or `mcp`.
 
 mod admission;
 mod continuation;
 mod ending;
 
+use std::collections::HashMap;
 use std::future::Future;
+use std::sync::{Arc, Mutex};
 use std::time::Duration as StdDuration;
 
 use serde_json::Value;
+use tokio_util::sync::CancellationToken;
 
 use crate::domain::event::{Event, EventData, EventLog, RunStarted};
 use crate::domain::hash_parts;
@@ -21,14 +26,15 @@ use crate::domain::run::{Run, StartRequest};
 use crate::domain::scopes::{RUNS_READ, RUNS_WRITE};
 use crate::domain::wire::{EventPageView, EvidenceBundleView, RunJson};
 use crate::error::ApiError;
+use crate::executor::TurnExecutor;
 use crate::store::{Cond, Item, Key};
 
 use super::records::runs::{events_after, is_owned_by};
 use super::records::{
-    Committed, Completion, RECEIPT_TTL_SECS, Role, Tx, answer_from_receipt, commit_once, event_item, receipt_key,
-    run_from_item, run_item, run_key,
+    Committed, Completion, Role, Tx, answer_from_receipt, commit_once, event_item, receipt_key, run_from_item,
+    run_item, run_key,
 };
-use super::{Caller, Mutation, Services};
+use super::{Caller, Ctx, Mutation, SourceService};
 
 const OP_START: &str = "run.start";
 const OP_CONTINUE: &str = "run.continue";
@@ -87,9 +93,26 @@ fn completed(status: u16, body: &Value, replayed: bool) -> Mutation {
     Mutation { status, body: body.clone(), replayed }
 }
 
-impl Services {
-    pub(super) fn receipt_expiry(&self) -> i64 {
-        self.clock.epoch() + RECEIPT_TTL_SECS
+/// Runs: start, reads, continue (the turn through the executor) and the endings.
+#[derive(Clone)]
+pub struct RunService {
+    ctx: Ctx,
+    executor: Arc<dyn TurnExecutor>,
+    /// Process-local cancellation of running turns, by run id.
+    running: Arc<Mutex<HashMap<String, CancellationToken>>>,
+    sources: SourceService,
+}
+
+impl std::ops::Deref for RunService {
+    type Target = Ctx;
+    fn deref(&self) -> &Ctx {
+        &self.ctx
+    }
+}
+
+impl RunService {
+    pub(crate) fn new(ctx: Ctx, executor: Arc<dyn TurnExecutor>, sources: SourceService) -> Self {
+        Self { ctx, executor, running: Arc::new(Mutex::new(HashMap::new())), sources }
     }
 
     /// What an existing receipt answers for a retry carrying `request_hash`.
@@ -192,7 +215,7 @@ enum Commit {
     RunChanged,
 }
 
-impl Services {
+impl RunService {
     /// Commits a completed mutation in one transaction: a new receipt holding the
     /// response, the run under `run_cond`, and the mutation's events. A receipt that
     /// already exists answers as a retry of that key (replay, conflict, in progress).

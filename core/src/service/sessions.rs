@@ -2,13 +2,14 @@
 //! idle expiry (the TTL, slid forward on use) capped by an absolute one; the raw token
 //! exists only in the `helix_session` cookie. A sign-in intent is
 //! `INTENT#<sha256(state)>`, bound to a browser secret by its hash, expiring, and
-//! consumed by a conditional delete. Must not depend on `http`.
+//! consumed by a conditional delete. Part of the accounts feature: must not depend on
+//! sources, rooms or runs, nor on `http`.
 
 use crate::domain::account::{AccountPolicy, BrowserSecret, IntentPurpose, account_id_for, account_ref};
 use crate::error::ApiError;
 use crate::store::{Cond, StoreError};
 
-use super::Services;
+use super::AccountService;
 use super::accounts::LinkIdentity;
 use super::records::accounts::{AccountRecord, LinkRecord, link_is_active};
 use super::records::sessions::{IntentRecord, SessionRecord, intent_of_browser, session_of};
@@ -59,7 +60,7 @@ pub struct Intent {
     pub created_at: i64,
 }
 
-impl Services {
+impl AccountService {
     /// Stores a sign-in intent for `state`, bound to the browser secret.
     pub async fn create_intent(
         &self,

@@ -13,5 +13,5 @@ use crate::error::ApiError;
 pub struct DeviceCheckArgs {}
 
 pub async fn check(cx: Cx<'_>, _: DeviceCheckArgs) -> Result<impl Reply, ApiError> {
-    cx.services.device_check(cx.caller).await
+    cx.services.sources.device_check(cx.caller).await
 }

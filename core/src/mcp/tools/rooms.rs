@@ -77,36 +77,36 @@ pub struct CommandArgs {
 }
 
 pub async fn list(cx: Cx<'_>, _: NoArgs) -> Result<impl Reply, ApiError> {
-    cx.services.list_rooms(cx.caller).await
+    cx.services.rooms.list_rooms(cx.caller).await
 }
 
 pub async fn inspect(cx: Cx<'_>, a: RoomArgs) -> Result<impl Reply, ApiError> {
-    cx.services.inspect_room(cx.caller, &a.room_id).await
+    cx.services.rooms.inspect_room(cx.caller, &a.room_id).await
 }
 
 pub async fn create(cx: Cx<'_>, a: CreateRoomArgs) -> Result<impl Reply, ApiError> {
-    cx.services.create_room(cx.caller, &key(&a.idempotency_key)?, a.request).await
+    cx.services.rooms.create_room(cx.caller, &key(&a.idempotency_key)?, a.request).await
 }
 
 /// The receipt alone (the flag beside it picks REST's status code).
 pub async fn bind_run(cx: Cx<'_>, a: BindRunArgs) -> Result<impl Reply, ApiError> {
-    cx.services.bind_run(cx.caller, a.request).await.map(|(_, receipt)| receipt)
+    cx.services.rooms.bind_run(cx.caller, a.request).await.map(|(_, receipt)| receipt)
 }
 
 pub async fn claim_chat(cx: Cx<'_>, a: ClaimChatArgs) -> Result<impl Reply, ApiError> {
-    cx.services.claim_chat(cx.caller, a.request).await
+    cx.services.rooms.claim_chat(cx.caller, a.request).await
 }
 
 pub async fn unbind_run(cx: Cx<'_>, a: BindingRefArgs) -> Result<impl Reply, ApiError> {
-    cx.services.unbind_run(cx.caller, &a.binding_ref).await
+    cx.services.rooms.unbind_run(cx.caller, &a.binding_ref).await
 }
 
 pub async fn unbind_chat(cx: Cx<'_>, a: BindingRefArgs) -> Result<impl Reply, ApiError> {
-    cx.services.unbind_chat(cx.caller, &a.binding_ref).await
+    cx.services.rooms.unbind_chat(cx.caller, &a.binding_ref).await
 }
 
 /// The arguments are checked, then the service checks the scope (a caller without it
 /// learns nothing more) and gives the fixed refusal.
 pub async fn command(cx: Cx<'_>, _: CommandArgs) -> Result<impl Reply, ApiError> {
-    cx.services.room_command(cx.caller).await
+    cx.services.rooms.room_command(cx.caller).await
 }

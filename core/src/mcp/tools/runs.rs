@@ -66,27 +66,27 @@ pub struct ListEventsArgs {
 }
 
 pub async fn start(cx: Cx<'_>, a: StartArgs) -> Result<impl Reply, ApiError> {
-    cx.services.start_run(cx.caller, &key(&a.idempotency_key)?, a.request).await
+    cx.services.runs.start_run(cx.caller, &key(&a.idempotency_key)?, a.request).await
 }
 
 pub async fn continue_run(cx: Cx<'_>, a: ContinueArgs) -> Result<impl Reply, ApiError> {
     let k = key(&a.idempotency_key)?;
-    cx.services.continue_run(cx.caller, &a.run_id, &k, a.request, cx.invocation).await
+    cx.services.runs.continue_run(cx.caller, &a.run_id, &k, a.request, cx.invocation).await
 }
 
 pub async fn cancel(cx: Cx<'_>, a: CancelArgs) -> Result<impl Reply, ApiError> {
-    cx.services.cancel_run(cx.caller, &a.run_id, &key(&a.idempotency_key)?, a.request).await
+    cx.services.runs.cancel_run(cx.caller, &a.run_id, &key(&a.idempotency_key)?, a.request).await
 }
 
 pub async fn inspect(cx: Cx<'_>, a: RunArgs) -> Result<impl Reply, ApiError> {
-    cx.services.inspect_run(cx.caller, &a.run_id).await
+    cx.services.runs.inspect_run(cx.caller, &a.run_id).await
 }
 
 pub async fn evidence(cx: Cx<'_>, a: RunArgs) -> Result<impl Reply, ApiError> {
-    cx.services.run_evidence(cx.caller, &a.run_id).await
+    cx.services.runs.run_evidence(cx.caller, &a.run_id).await
 }
 
 pub async fn events(cx: Cx<'_>, a: ListEventsArgs) -> Result<impl Reply, ApiError> {
     let (after, limit) = (a.after_seq.unwrap_or(0), a.limit.unwrap_or(DEFAULT_EVENT_LIMIT));
-    cx.services.list_events(cx.caller, &a.run_id, after, limit).await
+    cx.services.runs.list_events(cx.caller, &a.run_id, after, limit).await
 }

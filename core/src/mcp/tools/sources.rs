@@ -29,9 +29,9 @@ pub struct SourceCreateArgs {
 }
 
 pub async fn list(cx: Cx<'_>, a: SourceListArgs) -> Result<impl Reply, ApiError> {
-    cx.services.list_sources(cx.caller, &a.room_id).await
+    cx.services.sources.list_sources(cx.caller, &a.room_id).await
 }
 
 pub async fn create(cx: Cx<'_>, a: SourceCreateArgs) -> Result<impl Reply, ApiError> {
-    cx.services.create_source(cx.caller, &a.room_id, &key(&a.idempotency_key)?, a.request).await
+    cx.services.sources.create_source(cx.caller, &a.room_id, &key(&a.idempotency_key)?, a.request).await
 }

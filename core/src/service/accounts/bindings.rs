@@ -1,13 +1,14 @@
 //! Agent bindings of an account: the grant (fresh, or again after a revocation), the
 //! revocation (trusted path, and by opaque reference from a signed-in session) and the
 //! account's listing. Each change writes the binding and its listing entry together,
-//! with the session re-checked in the same transaction. Must not depend on `http`.
+//! with the session re-checked in the same transaction. Must not depend on sources, rooms
+//! or runs, nor on `http`.
 
-use super::{BINDING_LIST_SCHEMA, BindingStatus};
+use super::{AccountService, BINDING_LIST_SCHEMA, BindingStatus};
 use super::{BindingList, BindingView, LinkIdentity, MAX_BINDINGS, RACE_RETRIES, REVOCATION_SCHEMA, Revocation};
 use crate::domain::account::{binding_ref, is_binding_ref, new_generation, tenant_ref};
+use crate::domain::time::rfc3339;
 use crate::error::ApiError;
-use crate::service::Services;
 use crate::service::records::accounts::{
     BindingEntry, BindingRecord, LinkRecord, bindings_of_account, entry_free_or_revoked, entry_is_revoked,
     link_is_active,
@@ -16,7 +17,7 @@ use crate::service::records::{Role, Tx, binding_entry_key, binding_key, link_key
 use crate::service::sessions::Session;
 use crate::store::Cond;
 
-impl Services {
+impl AccountService {
     /// The binding and its listing entry of a fresh grant (or a re-grant after a
     /// revocation, keeping the first grant's `created_at`).
     pub(super) fn grant(
@@ -25,7 +26,7 @@ impl Services {
         account_id: &str,
         created_at: Option<&str>,
     ) -> (BindingRecord, BindingEntry) {
-        let now = self.now_rfc3339();
+        let now = rfc3339(self.clock.now());
         let identity = id.hash();
         let generation = new_generation();
         let created_at = created_at.unwrap_or(&now).to_owned();
@@ -76,7 +77,7 @@ impl Services {
         if !binding.is_active() {
             return None;
         }
-        let now = self.now_rfc3339();
+        let now = rfc3339(self.clock.now());
         let mut tx = Tx::new();
         if let Some(s) = session {
             s.recheck(&mut tx);

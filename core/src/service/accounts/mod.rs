@@ -3,25 +3,25 @@
 //! policy), the operator's policy path (`operator`), and agent-binding management for a
 //! session (`bindings`). Every mutation is one transaction; none is reachable with
 //! caller-supplied identity. Items are read and written as `records::accounts` records
-//! only. Must not depend on `http` or `mcp`.
+//! only. The first feature service: must not depend on sources, rooms or runs, nor on
+//! `http` or `mcp`.
 
 mod bindings;
 mod operator;
 
-use chrono::SecondsFormat;
 use serde::Serialize;
 
 use crate::auth::jwt::VerifiedToken;
 use crate::auth::principal::{Principal, binding_hash};
 use crate::domain::account::{AccountPolicy, account_id_for};
+use crate::domain::time::rfc3339;
 use crate::error::ApiError;
 use crate::store::{Cond, Item, Key};
 
 pub use super::records::accounts::BindingStatus;
-pub(crate) use super::records::accounts::policy_of;
 use super::records::accounts::{AccountRecord, BindingRecord, LinkRecord, binding_without_generation};
 use super::records::{Role, Tx, account_key, binding_key, link_key};
-use super::{Caller, Services};
+use super::{Caller, Ctx};
 
 /// How many binding entries one account lists (and searches on revoke).
 pub const MAX_BINDINGS: usize = 100;
@@ -97,9 +97,23 @@ fn account_id_of(link: Option<&Item>, provider: &str, subject: &str) -> String {
     link.and_then(|l| LinkRecord::from_item(l).account_id).unwrap_or_else(|| account_id_for(provider, subject))
 }
 
-impl Services {
-    fn now_rfc3339(&self) -> String {
-        self.clock.now().to_rfc3339_opts(SecondsFormat::Millis, true)
+/// Accounts, agent bindings, browser sessions and sign-in intents, and the operator's
+/// policy path.
+#[derive(Clone)]
+pub struct AccountService {
+    ctx: Ctx,
+}
+
+impl std::ops::Deref for AccountService {
+    type Target = Ctx;
+    fn deref(&self) -> &Ctx {
+        &self.ctx
+    }
+}
+
+impl AccountService {
+    pub(crate) fn new(ctx: Ctx) -> Self {
+        Self { ctx }
     }
 
     /// The writes that make sure the link and its account exist (`link`, `account`: as read).
@@ -111,7 +125,7 @@ impl Services {
         link: Option<&Item>,
         account: Option<&Item>,
     ) -> Result<(String, Tx), ApiError> {
-        let now = self.now_rfc3339();
+        let now = rfc3339(self.clock.now());
         let mut tx = Tx::new();
         let account_id = match link.map(LinkRecord::from_item) {
             Some(l) => l.linked_account().ok_or(ApiError::AccountNotLinked)?.to_owned(),
@@ -232,13 +246,14 @@ mod tests {
     use crate::executor::scripted::ScriptedExecutor;
     use crate::service::records::accounts::AccountStatus;
 
-    fn services() -> Services {
+    fn services() -> AccountService {
         let config = Config::from_lookup(DefaultMode::Development, &|name| match name {
             "HELIX_AGENT_OAUTH_JWKS_URL" => Some("http://127.0.0.1:9/jwks.json".into()),
             _ => None,
         })
         .expect("development defaults");
-        Services::new(config, Arc::new(crate::store::NoStore), Arc::new(ScriptedExecutor::new(vec![], None)))
+        let store = Arc::new(crate::store::NoStore);
+        crate::service::Services::new(config, store, Arc::new(ScriptedExecutor::new(vec![], None))).accounts
     }
 
     fn link(account_id: Option<&str>, active: bool) -> Item {

@@ -1,16 +1,16 @@
 //! The operator's path (CLI adapters, never a caller's request): an account of a
 //! provider subject with its policy and bindings, and changes to that policy. Must not
-//! depend on `http` or `mcp`.
+//! depend on sources, rooms or runs, nor on `http` or `mcp`.
 
-use super::{AccountView, RACE_RETRIES};
+use super::{AccountService, AccountView, RACE_RETRIES};
 use crate::domain::account::{AccountPolicy, PolicyChange, account_ref};
+use crate::domain::time::rfc3339;
 use crate::error::ApiError;
-use crate::service::Services;
 use crate::service::records::accounts::{AccountRecord, LinkRecord};
 use crate::service::records::{account_key, link_key};
 use crate::store::StoreError;
 
-impl Services {
+impl AccountService {
     /// The account of a provider subject (operator path), or `not_found`.
     async fn account_of(&self, provider: &str, subject: &str) -> Result<(String, AccountRecord), ApiError> {
         let link = self.store.get(&link_key(provider, subject)).await?.ok_or(ApiError::NotFound)?;
@@ -42,7 +42,8 @@ impl Services {
             let (account_id, account) = self.account_of(provider, subject).await?;
             let mut policy = account.policy.clone();
             policy.apply(change);
-            let updated = AccountRecord { policy: policy.clone(), updated_at: self.now_rfc3339(), ..account.clone() };
+            let updated =
+                AccountRecord { policy: policy.clone(), updated_at: rfc3339(self.clock.now()), ..account.clone() };
             match self.store.put(updated.to_item(&account_id), Some(account.unchanged())).await {
                 Ok(()) => return Ok(policy),
                 Err(StoreError::ConditionFailed { .. }) => continue,

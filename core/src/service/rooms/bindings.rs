@@ -3,16 +3,17 @@
 //! run-chat bindings (marked revoked, never deleted; the slot freed in the same
 //! transaction). Must not depend on `http` or `mcp`.
 
-use super::{RACE_RETRIES, Redacted, body_room_id, body_run_id, check_principal, owned_run, rfc3339, rules};
+use super::{RACE_RETRIES, Redacted, RoomService, body_room_id, body_run_id, check_principal, owned_run, rules};
 use crate::domain::room::{
     BindingStatus, ChatBindingRef, FalseFlags, RevocationReceipt, RevocationSchemaName, RevocationStatus,
     RunBindingReceipt, RunBindingRef, RunBindingRequest, RunBindingSchemaName,
 };
 use crate::domain::scopes::{ROOMS_MANAGE, RUNS_WRITE};
+use crate::domain::time::rfc3339;
 use crate::error::ApiError;
+use crate::service::Caller;
 use crate::service::records::rooms::{self as items, Binding, BindingKind, BindingState, BindingTarget, RunRoomSlot};
 use crate::service::records::{Role, Tx, run_key};
-use crate::service::{Caller, Services};
 use crate::store::Cond;
 
 fn revocation(binding_ref: &str, status: RevocationStatus) -> Redacted<RevocationReceipt> {
@@ -25,7 +26,7 @@ fn revocation(binding_ref: &str, status: RevocationStatus) -> Redacted<Revocatio
     })
 }
 
-impl Services {
+impl RoomService {
     /// `POST /api/v1/rooms/run-bindings`: one active binding per run (a conditional put
     /// on the run's slot); an exact retry returns the existing binding (200), binding the
     /// run to another room is `run_already_bound`. Returns (created, receipt).

@@ -2,18 +2,19 @@
 //! signed-in browser issued, once, for the same linked account and its own run.
 //! Must not depend on `http` or `mcp`.
 
-use super::{RACE_RETRIES, Redacted, body_run_id, check_principal, owned_run, rfc3339, rules};
+use super::{RACE_RETRIES, Redacted, RoomService, body_run_id, check_principal, owned_run, rules};
 use crate::domain::room::{
     BindingStatus, ChatBindingReceipt, ChatBindingRef, ChatBindingSchemaName, ChatClaimRequest, ClaimHandle, FalseFlags,
 };
 use crate::domain::scopes::{ROOMS_MANAGE, RUNS_WRITE};
+use crate::domain::time::rfc3339;
 use crate::error::ApiError;
+use crate::service::Caller;
 use crate::service::records::rooms::{self as items, Binding, BindingState, BindingTarget, ObserverState, RunChatSlot};
 use crate::service::records::{Role, Tx, run_key};
-use crate::service::{Caller, Services};
 use crate::store::Cond;
 
-impl Services {
+impl RoomService {
     /// `POST /api/v1/rooms/chat-bindings/claim`: consumes the browser-issued handle once
     /// (conditional delete) for the same linked account and the caller's exact run, and
     /// creates the run-chat binding in the same transaction. A reused, expired or foreign

@@ -3,15 +3,15 @@
 //! next bind. Every acceptance leaves a durable consent receipt. Must not depend on
 //! `http` or `mcp`.
 
-use super::{rfc3339, rules, unlocked};
+use super::{RoomService, rules, unlocked};
+use crate::domain::time::rfc3339;
 use crate::error::ApiError;
-use crate::service::Services;
 use crate::service::records::rooms::{self as items, Consent};
 use crate::service::records::{Role, Tx};
 use crate::service::sessions::Session;
 use crate::store::Cond;
 
-impl Services {
+impl RoomService {
     /// A member accepts the room's current consent version again (after the owner raised it).
     pub async fn accept_consent(&self, s: &Session, room_id: &str, consent_version: u32) -> Result<(), ApiError> {
         s.require_member()?;

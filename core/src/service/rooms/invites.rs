@@ -2,10 +2,10 @@
 //! once, stored hashed); a signed-in invitee previews it and accepts the room's current
 //! consent version. Must not depend on `http` or `mcp`.
 
-use super::{INVITE_TTL_SECS, epoch_rfc3339, rfc3339, rules, unlocked};
+use super::{INVITE_TTL_SECS, RoomService, rules, unlocked};
 use crate::domain::room::RoomRole;
+use crate::domain::time::{epoch_rfc3339, rfc3339};
 use crate::error::ApiError;
-use crate::service::Services;
 use crate::service::records::rooms::{self as items, AccountRoom, Consent, Invite, Membership, RoomRecord};
 use crate::service::records::{Role, Tx};
 use crate::service::sessions::Session;
@@ -18,7 +18,7 @@ pub struct InvitePreview {
     pub consent_version: u32,
 }
 
-impl Services {
+impl RoomService {
     /// The owner issues a single-use, expiring invite; the code is shown once and stored hashed.
     pub async fn create_invite(&self, s: &Session, room_id: &str) -> Result<(String, String), ApiError> {
         s.require_member()?;

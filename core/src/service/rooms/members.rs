@@ -5,11 +5,10 @@
 use serde::Serialize;
 
 use super::rooms::room_view;
-use super::{MAX_LISTED_ROOMS, MAX_MEMBERS, rules, unlocked};
+use super::{MAX_LISTED_ROOMS, MAX_MEMBERS, RoomService, rules, unlocked};
 use crate::domain::account::account_ref;
 use crate::domain::room::{RoomId, RoomRole, RoomView};
 use crate::error::ApiError;
-use crate::service::Services;
 use crate::service::records::rooms::{self as items, Membership, RoomRecord};
 use crate::service::records::{Role, Tx};
 use crate::service::sessions::Session;
@@ -32,7 +31,7 @@ pub struct RoomAdminView {
     pub members: Vec<MemberView>,
 }
 
-impl Services {
+impl RoomService {
     /// The room and the account's membership; a room it cannot see is not found.
     pub(super) async fn room_and_member(
         &self,

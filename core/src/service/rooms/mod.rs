@@ -4,7 +4,9 @@
 //! bind/claim/withdraw is one transaction; the one-active-binding rule is a conditional
 //! put on a per-run slot item; withdrawal marks revoked (never deletes the binding) and
 //! frees the slot. Every output view is [`Redacted`]. Items are the storage kernel's
-//! (`records::rooms`); must not depend on `http` or `mcp`.
+//! (`records::rooms`). The service holds only the shared context: it reads sessions as
+//! values of the accounts feature and must not depend on sources or runs, nor on `http`
+//! or `mcp`.
 
 mod bindings;
 mod chat;
@@ -16,7 +18,6 @@ mod observers;
 mod rooms;
 pub mod rules;
 
-use chrono::{DateTime, SecondsFormat, Utc};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -25,11 +26,8 @@ use crate::domain::ids::RunId;
 use crate::domain::room::{RoomId, credential_shaped, is_own_identifier, redact};
 use crate::domain::run::Run;
 use crate::error::ApiError;
+use crate::service::Ctx;
 
-pub use super::records::rooms::{
-    account_room_key, bind_key, claim_key, consent_key, invite_key, member_key, observer_key, room_key, run_chat_slot,
-    run_room_slot, snapshot_key,
-};
 pub use crate::domain::room::Redacted;
 pub use invites::InvitePreview;
 pub use members::{MemberView, RoomAdminView};
@@ -45,12 +43,23 @@ pub const MAX_MEMBERS: usize = 100;
 /// Bounded re-reads of a write that lost a race with a concurrent writer.
 const RACE_RETRIES: usize = 6;
 
-pub(super) fn rfc3339(t: DateTime<Utc>) -> String {
-    t.to_rfc3339_opts(SecondsFormat::Millis, true)
+/// Rooms, members, invites, consent, run-room and run-chat bindings, and observers.
+#[derive(Clone)]
+pub struct RoomService {
+    ctx: Ctx,
 }
 
-pub(super) fn epoch_rfc3339(epoch: i64) -> String {
-    DateTime::<Utc>::from_timestamp(epoch, 0).map(rfc3339).unwrap_or_default()
+impl std::ops::Deref for RoomService {
+    type Target = Ctx;
+    fn deref(&self) -> &Ctx {
+        &self.ctx
+    }
+}
+
+impl RoomService {
+    pub(crate) fn new(ctx: Ctx) -> Self {
+        Self { ctx }
+    }
 }
 
 /// Serialises a projection and redacts it, for lanes that answer JSON values.

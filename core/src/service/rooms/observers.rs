@@ -2,15 +2,15 @@
 //! observer (status and the one terminal message), poll progress receipts, disconnect.
 //! Must not depend on `http` or `mcp`.
 
-use super::{CLAIM_TTL_SECS, RACE_RETRIES, Redacted, enum_name, epoch_rfc3339, rfc3339, rules, unlocked};
+use super::{CLAIM_TTL_SECS, RACE_RETRIES, Redacted, RoomService, enum_name, rules, unlocked};
 use crate::domain::room::{
     ClaimHandle, FalseFlags, OBSERVER_CREATED_SCHEMA, OBSERVER_DISCONNECT_SCHEMA, OBSERVER_EVENTS_SCHEMA,
     OBSERVER_SCHEMA, ObserverCreated, ObserverDisconnect, ObserverEventPage, ObserverRef, ObserverRequest,
     ObserverStatus, ObserverView, ProgressReceipt, TerminalMessage, redact_text, snapshot_ref, terminal_message_id,
 };
 use crate::domain::run::{Authority, Completion, Run};
+use crate::domain::time::{epoch_rfc3339, rfc3339};
 use crate::error::ApiError;
-use crate::service::Services;
 use crate::service::records::rooms::{
     self as items, BODY_VERSION, Binding, Claim, ObserverRecord, ObserverState, Snapshot,
 };
@@ -46,7 +46,7 @@ fn terminal_message(observer_ref: &str, run: &Run) -> Option<TerminalMessage> {
     })
 }
 
-impl Services {
+impl RoomService {
     /// `POST /api/agi/agent-run-observer/bindings`: a signed-in, non-guest browser issues a
     /// show-once claim handle for a chat it selected; the snapshot is redacted before storage.
     pub async fn create_observer(&self, s: &Session, req: ObserverRequest) -> Result<ObserverCreated, ApiError> {

@@ -3,18 +3,19 @@
 
 use serde_json::Value;
 
-use super::{MAX_LISTED_ROOMS, Redacted, broken, check_principal, rfc3339, rules};
+use super::{MAX_LISTED_ROOMS, Redacted, RoomService, broken, check_principal, rules};
 use crate::domain::hash_parts;
 use crate::domain::ids::IdempotencyKey;
 use crate::domain::room::{CreateRoomRequest, FalseFlags, RoomId, RoomList, RoomListSchemaName, RoomRole};
 use crate::domain::room::{RoomSchemaName, RoomView};
 use crate::domain::scopes::{ROOMS_MANAGE, ROOMS_READ};
+use crate::domain::time::rfc3339;
 use crate::error::ApiError;
 use crate::service::records::rooms::{
     self as items, AccountRoom, BODY_VERSION, Consent, Membership, RoomRecord, RoomStatus,
 };
 use crate::service::records::{Committed, Completion, Role, Tx, commit_once, receipt_key};
-use crate::service::{Caller, Mutation, Services};
+use crate::service::{Caller, Mutation};
 use crate::store::Cond;
 
 const OP_CREATE: &str = "room.create";
@@ -39,7 +40,7 @@ pub(super) fn room_view(room: &RoomRecord, member: &Membership, account_id: &str
     }
 }
 
-impl Services {
+impl RoomService {
     /// `POST /api/v1/rooms`: idempotent like a run start; one transaction writes the
     /// receipt, the room, the owner's membership, the owner's listing entry and the
     /// owner's acceptance of the first consent version.

@@ -2,11 +2,12 @@
 //! four catalog checks of `domain::scopes`, then the room-binding check of room-bound
 //! scopes. Must not depend on `http` or `mcp`.
 
+use super::RunService;
 use crate::domain::run::Run;
 use crate::domain::scopes::{self, DataScope, ScopeRefusal};
 use crate::domain::source::PROBE_SCOPE;
 use crate::error::ApiError;
-use crate::service::{Caller, Services};
+use crate::service::Caller;
 
 fn scope_error(e: ScopeRefusal) -> ApiError {
     ApiError::DataScopeNotAdmitted(match e {
@@ -21,7 +22,7 @@ fn scope_error(e: ScopeRefusal) -> ApiError {
     })
 }
 
-impl Services {
+impl RunService {
     /// Admits every requested scope for `run` (None at start) or names the first refused.
     pub(super) fn admit_scopes(
         &self,
@@ -41,7 +42,7 @@ impl Services {
     /// `bound_room_environment_probe` are admitted at start (a run is bound to its room
     /// after it exists) and at every continuation; the binding, membership, role, consent,
     /// room and source rechecks then run for every turn, after its claim and again before
-    /// projection (`service::room_evidence`, `service::probes`), each failing the turn with
+    /// projection (`service::sources::evidence`, `service::sources::probes`), each failing the turn with
     /// its own code. Any other room-bound scope is refused (fail closed) even when enabled.
     fn admit_room_binding(&self, _p: &Caller, scope: &DataScope, _run: Option<&Run>) -> Result<(), ApiError> {
         if scope.id == "bound_room_evidence" || scope.id == PROBE_SCOPE {

@@ -18,13 +18,14 @@ use crate::domain::source::{PROBE_FAMILY, PROBE_SCOPE, ROOM_EVIDENCE_FAMILY};
 const BOUND_ROOM_EVIDENCE: &str = "bound_room_evidence";
 /// The refs the service itself issued to one turn, per evidence family.
 type IssuedRefs = Vec<(String, Vec<String>)>;
+use super::RunService;
 use crate::domain::turn::{TurnArtifact, TurnContext, TurnFailure, apply_turn};
 use crate::error::ApiError;
 use crate::executor::{TURN_REQUEST_SCHEMA, TurnRequest};
-use crate::service::probes::PROBE_EXECUTOR_RESERVE;
 use crate::service::records::receipts::held_by;
 use crate::service::records::{Receipt, ReceiptState, Role, Tx, run_from_item, run_item, run_key, run_unchanged};
-use crate::service::{Caller, Mutation, Services};
+use crate::service::sources::probes::PROBE_EXECUTOR_RESERVE;
+use crate::service::{Caller, Mutation};
 use crate::store::{Cond, Key, StoreError};
 
 /// A finalize cancelled without a failed condition is retried this many times in all.
@@ -57,7 +58,7 @@ struct ClaimedTurn {
     capabilities: Vec<String>,
 }
 
-impl Services {
+impl RunService {
     pub async fn continue_run(
         &self,
         p: &Caller,
@@ -243,7 +244,7 @@ impl Services {
     ) -> Result<(TurnArtifact, IssuedRefs), TurnFailure> {
         let started = Instant::now();
         let holds = |id: &str| admitted.iter().any(|s| s.id == id);
-        let bound = self.recheck_room_binding(p, &request.run_id).await?;
+        let bound = self.sources.recheck_room_binding(p, &request.run_id).await?;
         // Known from here on: the recheck before projection reads them with the slot at once.
         let (binding_ref, room_id) = (bound.binding_ref.clone(), bound.room_id.clone());
         let mut issued: IssuedRefs = vec![];
@@ -252,6 +253,7 @@ impl Services {
             // A cancellation of the run stops the wait, as it stops the executor.
             let signal = self.turn_signal(&request.run_id, &request.claim_token);
             let probe = self
+                .sources
                 .probe_room(&bound, &request.run_id, request.step, &request.claim_token, wait, &signal.cancel)
                 .await;
             drop(signal);
@@ -260,7 +262,7 @@ impl Services {
             request.room_probe = Some(probe);
         }
         if holds(BOUND_ROOM_EVIDENCE) {
-            let evidence = self.room_evidence_of(bound).await?;
+            let evidence = self.sources.room_evidence_of(bound).await?;
             issued.push((
                 ROOM_EVIDENCE_FAMILY.into(),
                 evidence.observations.iter().map(|o| o.observation_ref.clone()).collect(),
@@ -270,7 +272,7 @@ impl Services {
         let run_id = request.run_id.clone();
         let left = budget.saturating_sub(started.elapsed()).max(StdDuration::from_millis(100));
         let artifact = self.execute_turn(request, left).await?;
-        self.recheck_bound_room(p, &run_id, &binding_ref, &room_id).await?;
+        self.sources.recheck_bound_room(p, &run_id, &binding_ref, &room_id).await?;
         Ok((artifact, issued))
     }
 
@@ -370,7 +372,7 @@ impl Services {
     }
 }
 
-/// A registered cancellation signal of one running turn (see `Services::turn_signal`).
+/// A registered cancellation signal of one running turn (see `RunService::turn_signal`).
 struct TurnSignal {
     running: std::sync::Arc<std::sync::Mutex<std::collections::HashMap<String, CancellationToken>>>,
     run_id: String,
@@ -414,13 +416,13 @@ mod tests {
     use crate::config::{Config, DefaultMode};
     use crate::executor::scripted::{ScriptedExecutor, Step};
 
-    fn services(executor: Arc<ScriptedExecutor>) -> Services {
+    fn services(executor: Arc<ScriptedExecutor>) -> RunService {
         let config = Config::from_lookup(DefaultMode::Development, &|name| match name {
             "HELIX_AGENT_OAUTH_JWKS_URL" => Some("http://127.0.0.1:9/jwks.json".into()),
             _ => None,
         })
         .expect("development defaults");
-        Services::new(config, Arc::new(crate::store::NoStore), executor)
+        crate::service::Services::new(config, Arc::new(crate::store::NoStore), executor).runs
     }
 
     fn request(run_id: &str) -> TurnRequest {

@@ -4,6 +4,7 @@
 
 use chrono::{DateTime, Utc};
 
+use super::RunService;
 use super::{Commit, OP_CANCEL, check_mutable, detached, owned, run_mutation};
 use crate::domain::event::{BudgetExhausted, EventData, EventLog, ExhaustionReason, RunCancelled};
 use crate::domain::ids::{IdempotencyKey, RunId};
@@ -11,14 +12,14 @@ use crate::domain::run::{CancelRequest, Run};
 use crate::domain::scopes::RUNS_WRITE;
 use crate::error::ApiError;
 use crate::service::records::run_unchanged;
-use crate::service::{Caller, Mutation, Services};
+use crate::service::{Caller, Mutation};
 use crate::store::Key;
 
 /// A claim taken between a cancel's read and its write changes `rev` but not the
 /// version: the cancel re-reads and tries again this many times.
 const CANCEL_ATTEMPTS: usize = 4;
 
-impl Services {
+impl RunService {
     pub async fn cancel_run(
         &self,
         p: &Caller,

@@ -3,12 +3,12 @@
 //! keeps its hash on the source and under the lookup ingress uses.
 //! Must not depend on `http` or `mcp`.
 
+use super::SourceService;
 use super::{CREDENTIAL_TTL_SECS, RACE_RETRIES, developer};
 use crate::domain::room::RoomId;
 use crate::domain::source::*;
 use crate::domain::time::{epoch_rfc3339, rfc3339};
 use crate::error::ApiError;
-use crate::service::Services;
 use crate::service::records::sources::{
     BearerLookup, Delivery, SourceRecord, active_under, awaiting_claim_of, bearer_key, check_room_owner,
     consume_delivery, delivery_key, source_in_room, status_still,
@@ -34,7 +34,7 @@ impl Issued {
     }
 }
 
-impl Services {
+impl SourceService {
     /// `POST /api/account/room-sources/credential-claims`: the signed-in developer room
     /// owner consumes the delivery once (conditional delete) and the source becomes
     /// credentialed with a fresh bearer, stored as its hash, in the same transaction.

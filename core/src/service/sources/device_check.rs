@@ -5,13 +5,14 @@
 use futures::{StreamExt, TryStreamExt};
 
 use super::MAX_LISTED_SOURCES;
+use super::SourceService;
 use crate::domain::room::FalseFlags;
 use crate::domain::source::*;
 use crate::domain::time::rfc3339;
 use crate::error::ApiError;
+use crate::service::Caller;
 use crate::service::records::observations::{HealthMarker, health_of_sources};
 use crate::service::records::sources::{SourceRecord, active_rooms_of_member, sources_of_room};
-use crate::service::{Caller, Services};
 
 /// Rooms whose sources Device Check reads at once.
 const DEVICE_CHECK_ROOM_CONCURRENCY: usize = 8;
@@ -42,7 +43,7 @@ fn health(
     }
 }
 
-impl Services {
+impl SourceService {
     /// One room's sources and their health markers: a Query, then a BatchGetItem.
     async fn sources_with_health(
         &self,

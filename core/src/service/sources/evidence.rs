@@ -8,13 +8,14 @@
 //! BatchGetItem: the binding and room are known by then).
 //! Must not depend on `http` or `mcp`.
 
+use super::SourceService;
 use super::{MAX_LISTED_SOURCES, SourceRecord, StoredObservation};
 use crate::domain::source::*;
 use crate::domain::turn::TurnFailure;
-use crate::service::accounts::policy_of;
+use crate::service::Caller;
+use crate::service::records::accounts::policy_of;
 use crate::service::records::bound_room::{BoundRoomRows, bound_room_rows, run_room_slot};
 use crate::service::records::sources::sources_of_room;
-use crate::service::{Caller, Services};
 
 /// The binding that authorized a turn, as rechecked.
 #[derive(Debug, Clone)]
@@ -96,7 +97,7 @@ fn feeds(s: &SourceRecord, bound: &BoundRoom, now: i64) -> bool {
         && s.room_id == bound.room_id
 }
 
-impl Services {
+impl SourceService {
     /// The binding, membership, consent, room and policy rechecks of a run's turn: the
     /// run's slot, then one BatchGetItem (binding, room, membership, account).
     pub async fn recheck_room_binding(&self, p: &Caller, run_id: &str) -> Result<BoundRoom, TurnFailure> {

@@ -4,13 +4,13 @@
 
 use chrono::{DateTime, Utc};
 
+use super::SourceService;
 use super::developer;
 use crate::domain::source::*;
 use crate::domain::time::rfc3339;
 use crate::error::ApiError;
-use crate::service::Services;
-use crate::service::accounts::policy_of;
 use crate::service::records::Tx;
+use crate::service::records::accounts::policy_of;
 use crate::service::records::sources::{
     BearerLookup, SourceRecord, bearer_key, check_still_admitted, may_register, source_in_room,
 };
@@ -78,7 +78,7 @@ impl SourceRecord {
     }
 }
 
-impl Services {
+impl SourceService {
     /// Authenticates a source bearer: hash lookup, then every boundary again (source
     /// active with this exact bearer hash, unexpired; room active and still owned by the
     /// source's owner, who is still its owner member; the owner's policy still a

@@ -4,8 +4,9 @@
 //! TTL and exact provenance, probe polls and answers), Device Check, and the bound-room
 //! evidence and probes a run's turn reads. Secrets exist here only as hashes; every
 //! credential check is repeated on every use. The table is the kernel's
-//! (`records::sources`, `records::observations`, `records::probes`).
-//! Must not depend on `http` or `mcp`.
+//! (`records::sources`, `records::observations`, `records::probes`). The service holds
+//! only the shared context: it reads sessions and policies as values of the accounts
+//! feature and must not depend on runs, nor on `http` or `mcp`.
 
 mod credentials;
 mod device_check;
@@ -18,6 +19,7 @@ mod sources;
 
 use crate::domain::account::AccountPolicy;
 use crate::error::ApiError;
+use crate::service::Ctx;
 
 pub use super::records::observations::StoredObservation;
 pub use super::records::sources::SourceRecord;
@@ -33,6 +35,26 @@ pub const MAX_LISTED_SOURCES: usize = 50;
 pub const CLAIM_PAGE_PATH: &str = "/account/room-sources/claim";
 /// Bounded re-reads of a credential write that lost a race with a concurrent writer.
 const RACE_RETRIES: usize = 6;
+
+/// Room sources, their credentials and ingress, Device Check, and the room evidence
+/// and probes a run's turn reads.
+#[derive(Clone)]
+pub struct SourceService {
+    ctx: Ctx,
+}
+
+impl std::ops::Deref for SourceService {
+    type Target = Ctx;
+    fn deref(&self) -> &Ctx {
+        &self.ctx
+    }
+}
+
+impl SourceService {
+    pub(crate) fn new(ctx: Ctx) -> Self {
+        Self { ctx }
+    }
+}
 
 /// Sources are a developer feature of an unlocked, non-guest account.
 fn developer(policy: &AccountPolicy) -> Result<(), ApiError> {

@@ -2,10 +2,10 @@
 //! lane reads. Must not depend on `http` or `mcp`.
 
 use super::AuthedSource;
+use super::SourceService;
 use crate::domain::source::*;
 use crate::domain::time::{epoch_rfc3339, rfc3339};
 use crate::error::ApiError;
-use crate::service::Services;
 use crate::service::records::observations::{
     HealthMarker, StoredObservation, commit_report, fresh_observations_of_source, is_duplicate,
 };
@@ -24,7 +24,7 @@ fn refused(f: TxFailure) -> ApiError {
     }
 }
 
-impl Services {
+impl SourceService {
     /// `POST …/ingress/observations`: a bounded batch under the admitted manifest and
     /// epoch, stored with a TTL and its exact provenance, all or nothing.
     pub async fn ingest_observations(

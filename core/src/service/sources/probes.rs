@@ -11,13 +11,13 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
+use super::SourceService;
 use super::evidence::{BoundRoom, projected, provenance_matches};
 use super::{AuthedSource, SourceRecord, StoredObservation};
 use crate::domain::source::*;
 use crate::domain::time::{from_millis, rfc3339};
 use crate::domain::turn::TurnFailure;
 use crate::error::ApiError;
-use crate::service::Services;
 use crate::service::records::observations::{
     HealthMarker, OBSERVATION_BODY_VERSION, commit_report, put_request_marker,
 };
@@ -40,7 +40,7 @@ struct Queued {
     until_ms: i64,
 }
 
-impl Services {
+impl SourceService {
     /// The bound room's paired source for `capability`: its one active, credentialed,
     /// admitted source whose adapter answers the capability. None is
     /// `room_source_not_admitted`; more than one is `room_probe_source_ambiguous`.

@@ -3,6 +3,7 @@
 
 use serde_json::Value;
 
+use super::SourceService;
 use super::{CLAIM_PAGE_PATH, DELIVERY_TTL_SECS, MAX_LISTED_SOURCES, developer};
 use crate::domain::hash_parts;
 use crate::domain::ids::IdempotencyKey;
@@ -13,7 +14,7 @@ use crate::domain::time::{epoch_rfc3339, rfc3339};
 use crate::error::ApiError;
 use crate::service::records::sources::{Delivery, SourceRecord, check_room_owner, room_owned_by, sources_of_room};
 use crate::service::records::{Committed, Completion, Role, Tx, commit_once, receipt_key};
-use crate::service::{Caller, Mutation, Services};
+use crate::service::{Caller, Mutation};
 
 const OP_CREATE: &str = "room_source.create";
 
@@ -44,7 +45,7 @@ impl SourceRecord {
     }
 }
 
-impl Services {
+impl SourceService {
     pub(super) fn plugin_config(&self, s: &SourceRecord) -> Result<PluginConfig, ApiError> {
         let profile =
             adapter(&s.adapter_profile).ok_or_else(|| ApiError::internal(std::io::Error::other("unknown profile")))?;
