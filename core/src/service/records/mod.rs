@@ -2,11 +2,14 @@
 //! and (de)serialisation, named queries, the transaction builder (actions carry a
 //! [`Role`]; a refusal names it) and the idempotent commit every create uses.
 //! Use cases above it speak records and roles, never attribute names or positions.
-//! One module per feature's items (`runs`, `receipts`, `accounts`, `sessions`, `sources`,
-//! `observations`, `probes`, `bound_room`); the
-//! names other features use are re-exported here. Must not depend on `http` or `mcp`.
+//! One module per feature's items (`runs`, `receipts`, `accounts`, `sessions`, `rooms`,
+//! `sources`, `observations`, `probes`, `bound_room`); every attribute name is spelled
+//! once, in `attrs`, and every key shape once, by its kind's key function; the one rule
+//! for body versions is `version`. The names other features use are re-exported here.
+//! Must not depend on `http` or `mcp`.
 
 pub mod accounts;
+mod attrs;
 pub mod bound_room;
 pub mod idempotent;
 pub mod layout;
@@ -19,6 +22,7 @@ pub mod runs;
 pub mod sessions;
 pub mod sources;
 pub mod tx;
+pub mod version;
 
 pub use accounts::{BINDING_ENTRY_PREFIX, account_key, binding_entry_key, binding_key, link_key};
 pub use idempotent::{Committed, Completion, answer_from_receipt, commit_once};
@@ -33,7 +37,7 @@ use serde::de::DeserializeOwned;
 /// The attribute holding an item's JSON body (runs, events, completed receipts, ...).
 pub const BODY: &str = "body";
 
-/// The stored string of a unit enum (its serde name).
+/// The stored string of a unit enum (its serde name: `active`, `run_room`, ...).
 fn enum_text<T: Serialize>(value: &T) -> String {
     match serde_json::to_value(value) {
         Ok(serde_json::Value::String(s)) => s,
