@@ -49,3 +49,43 @@ fn enum_text<T: Serialize>(value: &T) -> String {
 fn enum_parse<T: DeserializeOwned>(s: &str) -> Option<T> {
     serde_json::from_value(serde_json::Value::String(s.to_owned())).ok()
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::{Path, PathBuf};
+
+    /// What only the kernel (and the store beneath it) may write: a key, or an attribute
+    /// named by a literal.
+    const TABLE_KNOWLEDGE: [&str; 9] =
+        ["Key::new(", "with_s(\"", "with_n(\"", "eq_s(\"", "eq_n(\"", ".s(\"", ".n(\"", "Cond::Missing(", "Cond::Lt("];
+
+    fn sources_under(dir: &Path, out: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                sources_under(&path, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+
+    #[test]
+    fn no_key_or_attribute_name_is_spelled_outside_the_kernel_and_the_store() {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let allowed = [src.join("store"), src.join("service").join("records")];
+        let mut files = vec![];
+        sources_under(&src, &mut files);
+        let mut found = vec![];
+        for file in files.iter().filter(|f| !allowed.iter().any(|a| f.starts_with(a))) {
+            let text = std::fs::read_to_string(file).unwrap();
+            for (n, line) in text.lines().enumerate() {
+                for pattern in TABLE_KNOWLEDGE.iter().filter(|p| line.contains(**p)) {
+                    found.push(format!("{}:{}: {pattern}", file.strip_prefix(&src).unwrap().display(), n + 1));
+                }
+            }
+        }
+        assert!(files.len() > 50, "the scan reads the source tree");
+        assert!(found.is_empty(), "table knowledge outside the storage kernel:\n{}", found.join("\n"));
+    }
+}

@@ -91,9 +91,9 @@ mod tests {
 
     #[test]
     fn only_the_active_rooms_owner_member_acts_on_its_sources() {
-        let room =
-            |status: &str, owner: &str| Item::new("ROOM#r", "ROOM").with_s(STATUS, status).with_s(OWNER_ACCOUNT, owner);
-        let member = |role: &str| Item::new("ROOM#r", "MEM#a").with_s(ROLE, role);
+        let item = |k: Key| Item::new(k.pk, k.sk);
+        let room = |status: &str, owner: &str| item(room_key("r")).with_s(STATUS, status).with_s(OWNER_ACCOUNT, owner);
+        let member = |role: &str| item(member_key("r", "a")).with_s(ROLE, role);
         for (r, m, holds) in [
             (Some(room("active", "a")), Some(member("owner")), true),
             (Some(room("active", "a")), Some(member("participant")), false),
