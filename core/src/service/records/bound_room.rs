@@ -1,38 +1,19 @@
-//! The room rows a room-bound turn rechecks (the run's `RUNROOM#` slot, its run-room
+//! The room rows a room-bound turn rechecks (the run's run-room slot, its run-room
 //! binding, the room, the caller's membership, the caller's account), read as the typed
-//! values the source lane's rechecks need. The key strings and attribute names are the
-//! room lane's; they are restated here so that the rechecks depend on no use-case module.
+//! values the source lane's rechecks need. Keys, attribute names and stored strings are
+//! the rooms kernel's; these views only read them leniently (a damaged row reads as one
+//! that fails its recheck, never as an error).
 //! Must not depend on `http`, `mcp` or any use-case module.
 
-use super::account_key;
-use crate::domain::hash_parts;
+use super::accounts::account_key;
+use super::attrs::{
+    BINDING_REF, CONSENT_RECEIPT, CONSENT_VERSION, KIND, OWNER_ACCOUNT, OWNER_HASH, ROLE, ROOM_ID, RUN_ID, opt, text,
+};
+use super::enum_text;
+use super::rooms::{
+    BindingKind, bind_key, binding_active, member_key, room_active, room_key, run_room_slot as run_room_slot_key,
+};
 use crate::store::{Item, Key, Store, StoreError};
-
-fn run_room_slot_key(run_id: &str) -> Key {
-    Key::new(format!("RUNROOM#{run_id}"), "SLOT")
-}
-fn binding_key(binding_ref: &str) -> Key {
-    Key::new(format!("BIND#{}", hash_parts(&["room-binding.v1", binding_ref])), "BIND")
-}
-fn room_key(room_id: &str) -> Key {
-    Key::new(format!("ROOM#{room_id}"), "ROOM")
-}
-fn member_key(room_id: &str, account_id: &str) -> Key {
-    Key::new(format!("ROOM#{room_id}"), format!("MEM#{account_id}"))
-}
-
-const OWNER_HASH: &str = "owner_hash";
-const BINDING_REF: &str = "binding_ref";
-const ROOM_ID: &str = "room_id";
-const STATUS: &str = "status";
-const ROLE: &str = "role";
-const CONSENT_VERSION: &str = "consent_version";
-const CONSENT_RECEIPT: &str = "consent_receipt";
-const ACTIVE: &str = "active";
-
-fn text(item: &Item, name: &str) -> String {
-    item.s(name).unwrap_or_default().to_owned()
-}
 
 /// The one-active-run-room-binding slot of a run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -69,13 +50,14 @@ pub struct RunRoomBinding {
 impl RunRoomBinding {
     fn from_item(item: &Item) -> Self {
         RunRoomBinding {
-            active_run_room: item.s("kind") == Some("run_room") && item.s(STATUS) == Some(ACTIVE),
+            active_run_room: item.s(KIND) == Some(enum_text(&BindingKind::RunRoom).as_str())
+                && binding_active().holds(Some(item), 0),
             owner_hash: text(item, OWNER_HASH),
-            run_id: text(item, "run_id"),
+            run_id: text(item, RUN_ID),
             room_id: text(item, ROOM_ID),
-            role: item.s(ROLE).map(str::to_owned),
+            role: opt(item, ROLE),
             consent_version: item.n(CONSENT_VERSION),
-            consent_receipt: item.s(CONSENT_RECEIPT).map(str::to_owned),
+            consent_receipt: opt(item, CONSENT_RECEIPT),
         }
     }
 }
@@ -123,7 +105,7 @@ pub async fn bound_room_rows(
     account: &str,
 ) -> Result<BoundRoomRows, StoreError> {
     let mut keys: Vec<Key> = slot_of_run.map(run_room_slot_key).into_iter().collect();
-    keys.extend([binding_key(binding_ref), room_key(room_id), member_key(room_id, account), account_key(account)]);
+    keys.extend([bind_key(binding_ref), room_key(room_id), member_key(room_id, account), account_key(account)]);
     let mut got = store.batch_get(&keys).await?.into_iter();
     let slot = if slot_of_run.is_some() { got.next().flatten().as_ref().map(RunRoomSlot::from_item) } else { None };
     let (binding, room, member) = (got.next().flatten(), got.next().flatten(), got.next().flatten());
@@ -131,14 +113,14 @@ pub async fn bound_room_rows(
         slot,
         binding: binding.as_ref().map(RunRoomBinding::from_item),
         room: room.as_ref().map(|r| BoundRoomRow {
-            active: r.s(STATUS) == Some(ACTIVE),
-            owner_account: text(r, "owner_account"),
+            active: room_active().holds(Some(r), 0),
+            owner_account: text(r, OWNER_ACCOUNT),
             consent_version: r.n(CONSENT_VERSION),
         }),
         member: member.as_ref().map(|m| BoundMember {
-            role: m.s(ROLE).map(str::to_owned),
+            role: opt(m, ROLE),
             consent_version: m.n(CONSENT_VERSION),
-            consent_receipt: m.s(CONSENT_RECEIPT).map(str::to_owned),
+            consent_receipt: opt(m, CONSENT_RECEIPT),
         }),
         account: got.next().flatten(),
     })

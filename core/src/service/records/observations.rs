@@ -3,9 +3,9 @@
 //! and the connection-health marker that only moves forward; the freshness-window read and
 //! the one commit of a report. Must not depend on `http`, `mcp` or any use-case module.
 
-use super::BODY;
-use super::sources::set_s;
+use super::attrs::{LAST_OBSERVED_AT_MS, LAST_RECEIVED_AT, PROBE_ID, set_s, text};
 use super::tx::{Role, Tx, TxFailure};
+use super::{BODY, version};
 use crate::domain::source::{ObservationKind, ObservationProvenance};
 use crate::error::ApiError;
 use crate::store::{Cond, EXPIRES_AT, Item, Key, Store, StoreError};
@@ -30,25 +30,16 @@ pub fn health_key(source_id: &str) -> Key {
     Key::new(observations_pk(source_id), "HEALTH")
 }
 
-/// The version of a stored observation body this code writes. Version 1 is the flat
-/// shape without the field, so it is written only from version 2 on: a body stays
-/// readable by the code that wrote it before (its provenance refuses unknown fields).
-pub const OBSERVATION_BODY_VERSION: u32 = 1;
-
-fn body_v1() -> u32 {
-    1
-}
-
-fn is_v1(v: &u32) -> bool {
-    *v == 1
-}
+/// The version of a stored observation body this code writes (the rule is
+/// [`version`]'s: version 1, the flat shape, is written without the field).
+pub const OBSERVATION_BODY_VERSION: u32 = version::FIRST;
 
 /// One stored observation with its exact provenance. The provenance is the wire type,
 /// flattened: the stored JSON keeps one flat object, and the executor's projection hands
 /// the provenance on as it is.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct StoredObservation {
-    #[serde(default = "body_v1", skip_serializing_if = "is_v1")]
+    #[serde(default = "version::first", skip_serializing_if = "version::is_first")]
     pub schema_version: u32,
     pub observation_ref: String,
     pub credential_generation: u32,
@@ -66,7 +57,7 @@ impl StoredObservation {
     }
 
     pub fn from_body(body: &str) -> Result<Self, ApiError> {
-        serde_json::from_str(body).map_err(ApiError::internal)
+        version::read(body)
     }
 
     /// The observation item (new) and its request-identity marker (new), both with TTL.
@@ -86,7 +77,7 @@ impl StoredObservation {
 pub fn put_request_marker(tx: &mut Tx, source_id: &str, request_id: &str, expires_at: i64, probe_id: Option<&str>) {
     let key = request_marker_key(source_id, request_id);
     let mut item = Item::new(key.pk, key.sk).with_n(EXPIRES_AT, expires_at);
-    set_s(&mut item, "probe_id", probe_id);
+    set_s(&mut item, PROBE_ID, probe_id);
     tx.put(Role::RequestMarker, item, Cond::NotExists);
 }
 
@@ -131,8 +122,6 @@ pub async fn fresh_observations_of_source(
 
 // ---------- the health marker ----------
 
-const LAST_OBSERVED_AT_MS: &str = "last_observed_at_ms";
-
 /// A source's last report: when its newest observation was observed and received.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HealthMarker {
@@ -146,7 +135,7 @@ impl HealthMarker {
         let key = health_key(source_id);
         Item::new(key.pk, key.sk)
             .with_n(LAST_OBSERVED_AT_MS, self.last_observed_at_ms)
-            .with_s("last_received_at", &self.last_received_at)
+            .with_s(LAST_RECEIVED_AT, &self.last_received_at)
             .with_n(EXPIRES_AT, self.expires_at)
     }
 
@@ -154,7 +143,7 @@ impl HealthMarker {
     pub fn from_item(item: &Item) -> Option<Self> {
         Some(HealthMarker {
             last_observed_at_ms: item.n(LAST_OBSERVED_AT_MS)?,
-            last_received_at: item.s("last_received_at").unwrap_or_default().to_owned(),
+            last_received_at: text(item, LAST_RECEIVED_AT),
             expires_at: item.n(EXPIRES_AT).unwrap_or(0),
         })
     }

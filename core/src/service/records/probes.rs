@@ -5,9 +5,13 @@
 //! Must not depend on `http`, `mcp` or any use-case module.
 
 use super::BODY;
+use super::attrs::{
+    ANSWER_UNTIL_MS, BINDING_REF, CAPABILITY, OBSERVATION_REF, PROBE_ID, REQUESTED_AT_MS, ROOM_ID, RUN_ID, SOURCE_ID,
+    STATUS, STEP, WORLD_ID, set_s, text,
+};
 use super::observations::StoredObservation;
-use super::sources::{parse_stored, set_s, stored_str};
 use super::tx::{Role, Tx};
+use super::{enum_parse, enum_text};
 use crate::domain::source::ProbeStatus;
 use crate::error::ApiError;
 use crate::store::{Cond, EXPIRES_AT, Item, Key, Store, StoreError};
@@ -25,13 +29,6 @@ pub fn probe_key(source_id: &str, probe_id: &str) -> Key {
 pub fn pending_key(source_id: &str, probe_id: &str) -> Key {
     Key::new(probes_pk(source_id), format!("{PENDING_PREFIX}{probe_id}"))
 }
-
-const STATUS: &str = "status";
-const PROBE_ID: &str = "probe_id";
-const WORLD_ID: &str = "world_id";
-const CAPABILITY: &str = "capability";
-const REQUESTED_AT_MS: &str = "requested_at_ms";
-const ANSWER_UNTIL_MS: &str = "answer_until_ms";
 
 /// One probe as stored: what was asked of which source for which turn, until when, and
 /// (once answered) the answer as a stored observation.
@@ -62,37 +59,37 @@ impl ProbeRecord {
         let key = self.key();
         let mut item = Item::new(key.pk, key.sk)
             .with_s(PROBE_ID, &self.probe_id)
-            .with_s("source_id", &self.source_id)
-            .with_s("room_id", &self.room_id)
+            .with_s(SOURCE_ID, &self.source_id)
+            .with_s(ROOM_ID, &self.room_id)
             .with_s(WORLD_ID, &self.world_id)
-            .with_s("run_id", &self.run_id)
-            .with_n("step", self.step as i64)
-            .with_s("binding_ref", &self.binding_ref)
+            .with_s(RUN_ID, &self.run_id)
+            .with_n(STEP, self.step as i64)
+            .with_s(BINDING_REF, &self.binding_ref)
             .with_s(CAPABILITY, &self.capability)
             .with_n(REQUESTED_AT_MS, self.requested_at_ms)
             .with_n(ANSWER_UNTIL_MS, self.answer_until_ms)
             .with_n(EXPIRES_AT, self.expires_at);
-        set_s(&mut item, STATUS, self.status.map(|s| stored_str(&s)).as_deref());
+        set_s(&mut item, STATUS, self.status.map(|s| enum_text(&s)).as_deref());
         if let Some(answer) = &self.answer {
-            item = item.with_s(BODY, answer.to_body()?).with_s("observation_ref", &answer.observation_ref);
+            item = item.with_s(BODY, answer.to_body()?).with_s(OBSERVATION_REF, &answer.observation_ref);
         }
         Ok(item)
     }
 
     pub fn from_item(item: &Item) -> Result<Self, ApiError> {
-        let s = |n: &str| item.s(n).unwrap_or_default().to_owned();
+        let s = |n: &str| text(item, n);
         Ok(ProbeRecord {
             probe_id: s(PROBE_ID),
-            source_id: s("source_id"),
-            room_id: s("room_id"),
+            source_id: s(SOURCE_ID),
+            room_id: s(ROOM_ID),
             world_id: s(WORLD_ID),
-            run_id: s("run_id"),
-            step: item.n("step").unwrap_or(0) as u32,
-            binding_ref: s("binding_ref"),
+            run_id: s(RUN_ID),
+            step: item.n(STEP).unwrap_or(0) as u32,
+            binding_ref: s(BINDING_REF),
             capability: s(CAPABILITY),
             requested_at_ms: item.n(REQUESTED_AT_MS).unwrap_or(0),
             answer_until_ms: item.n(ANSWER_UNTIL_MS).unwrap_or(0),
-            status: parse_stored(item.s(STATUS)),
+            status: item.s(STATUS).and_then(enum_parse),
             expires_at: item.n(EXPIRES_AT).unwrap_or(0),
             answer: item.s(BODY).map(StoredObservation::from_body).transpose()?,
         })
@@ -132,12 +129,12 @@ impl ProbeRecord {
 
 /// The record is still pending: its answer and its close race on this condition.
 fn still_pending() -> Cond {
-    Cond::eq_s(STATUS, stored_str(&ProbeStatus::Pending))
+    Cond::eq_s(STATUS, enum_text(&ProbeStatus::Pending))
 }
 
 /// The status of a stored probe record (None: absent, or a status this code does not know).
 pub fn status_of(item: Option<&Item>) -> Option<ProbeStatus> {
-    parse_stored(item?.s(STATUS))
+    item?.s(STATUS).and_then(enum_parse)
 }
 
 /// A probe's pending marker: what its producer's poll sees.
@@ -164,7 +161,7 @@ impl PendingProbe {
     }
 
     pub fn from_item(item: &Item) -> Self {
-        let s = |n: &str| item.s(n).unwrap_or_default().to_owned();
+        let s = |n: &str| text(item, n);
         PendingProbe {
             probe_id: s(PROBE_ID),
             world_id: s(WORLD_ID),

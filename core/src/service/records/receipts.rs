@@ -3,16 +3,11 @@
 //! reservation is still the claimant's. Knows no use case.
 
 use super::BODY;
+use super::attrs::{CLAIM_TOKEN, LEASE_UNTIL, REQUEST_HASH, RUN_ID, STATE, STATUS};
 use crate::domain::hash_parts;
 use crate::error::ApiError;
 use crate::store::{Cond, EXPIRES_AT, Item, Key};
 
-const REQUEST_HASH: &str = "request_hash";
-const LEASE_UNTIL: &str = "lease_until";
-const RUN_ID: &str = "run_id";
-const STATE: &str = "state";
-const CLAIM_TOKEN: &str = "claim_token";
-const STATUS: &str = "status";
 const IN_PROGRESS: &str = "in_progress";
 const COMPLETED: &str = "completed";
 

@@ -3,22 +3,27 @@
 //! check of a run's owner) and the event page query. Knows no use case.
 
 use super::BODY;
+use super::attrs::{OWNER_HASH, REV, SEQ};
+use super::version;
 use crate::domain::event::Event;
 use crate::domain::run::Run;
 use crate::error::ApiError;
 use crate::store::{Cond, Item, Key, Store};
 
-const REV: &str = "rev";
-const OWNER_HASH: &str = "owner_hash";
-const SEQ: &str = "seq";
 const RUN_SK: &str = "RUN";
 const EVENT_PREFIX: &str = "EVT#";
+
+/// The version of the run body this code writes (see [`version`]); the run is also
+/// the domain's value, so the version lives on the stored side only.
+pub const RUN_BODY_VERSION: u32 = version::FIRST;
+/// The version of the event body this code writes; events are also the wire's.
+pub const EVENT_BODY_VERSION: u32 = version::FIRST;
 
 pub fn run_key(run_id: &str) -> Key {
     Key::new(run_pk(run_id), RUN_SK)
 }
 
-fn run_pk(run_id: &str) -> String {
+pub(super) fn run_pk(run_id: &str) -> String {
     format!("RUN#{run_id}")
 }
 
@@ -37,11 +42,11 @@ pub fn run_item(run: &Run) -> Result<Item, ApiError> {
     Ok(Item::new(key.pk, key.sk)
         .with_n(REV, run.rev as i64)
         .with_s(OWNER_HASH, &run.owner_hash)
-        .with_s(BODY, serde_json::to_string(run).map_err(ApiError::internal)?))
+        .with_s(BODY, version::write(run, RUN_BODY_VERSION)?))
 }
 
 pub fn run_from_item(item: &Item) -> Result<Run, ApiError> {
-    serde_json::from_str(item.s(BODY).unwrap_or_default()).map_err(ApiError::internal)
+    version::read(item.s(BODY).unwrap_or_default())
 }
 
 /// True when the run item belongs to `owner_hash` (read without parsing the body).
@@ -61,13 +66,11 @@ pub fn owned_by_cond(owner_hash: &str) -> Cond {
 
 pub fn event_item(e: &Event) -> Result<Item, ApiError> {
     let key = event_key(&e.run_id, e.seq);
-    Ok(Item::new(key.pk, key.sk)
-        .with_n(SEQ, e.seq as i64)
-        .with_s(BODY, serde_json::to_string(e).map_err(ApiError::internal)?))
+    Ok(Item::new(key.pk, key.sk).with_n(SEQ, e.seq as i64).with_s(BODY, version::write(e, EVENT_BODY_VERSION)?))
 }
 
 pub fn event_from_item(item: &Item) -> Result<Event, ApiError> {
-    serde_json::from_str(item.s(BODY).unwrap_or_default()).map_err(ApiError::internal)
+    version::read(item.s(BODY).unwrap_or_default())
 }
 
 /// One page of a run's events.
@@ -122,7 +125,10 @@ mod tests {
     fn an_event_round_trips_under_its_zero_padded_sort_key() {
         let r = run();
         let mut log = EventLog::after(&r.run_id, 0, chrono::Utc::now());
-        log.push(1, EventData::RunStarted(RunStarted { database_scope: vec!["research_library".into()], max_steps: 3 }));
+        log.push(
+            1,
+            EventData::RunStarted(RunStarted { database_scope: vec!["research_library".into()], max_steps: 3 }),
+        );
         let e = &log.events[0];
         let item = event_item(e).unwrap();
         assert_eq!(item.key(), event_key(&r.run_id, 1));

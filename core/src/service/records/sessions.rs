@@ -2,17 +2,10 @@
 //! conditions that guard a session's refresh and an intent's consumption. Knows no use
 //! case.
 
+use super::attrs::{ABSOLUTE_UNTIL, ACCOUNT_ID, BROWSER_HASH, CREATED_AT, PURPOSE, REFRESHED_AT, SESSION_HASH};
 use super::{enum_parse, enum_text};
 use crate::domain::account::IntentPurpose;
 use crate::store::{Cond, EXPIRES_AT, Item, Key};
-
-const ACCOUNT_ID: &str = "account_id";
-const CREATED_AT: &str = "created_at";
-const REFRESHED_AT: &str = "refreshed_at";
-const ABSOLUTE_UNTIL: &str = "absolute_until";
-const BROWSER_HASH: &str = "browser_hash";
-const PURPOSE: &str = "purpose";
-const SESSION_HASH: &str = "session_hash";
 
 /// A browser session, by the hash of its token.
 pub fn session_key(token_hash: &str) -> Key {

@@ -71,7 +71,11 @@ impl RoomService {
             let mut tx = Tx::new();
             tx.put(Role::Slot, slot.to_item(), Cond::NotExists)
                 .put(Role::Binding, binding.to_item(binding_ref.as_str()), Cond::NotExists)
-                .check(Role::RunOwner, run_key(&run.run_id), items::run_owned_by(&p.owner_hash()))
+                .check(
+                    Role::RunOwner,
+                    run_key(&run.run_id),
+                    crate::service::records::runs::owned_by_cond(&p.owner_hash()),
+                )
                 .check(
                     Role::Member,
                     items::member_key(room_id.as_str(), &p.account_id),

@@ -62,7 +62,11 @@ impl RoomService {
                 .put(Role::Slot, slot.to_item(), Cond::NotExists)
                 .put(Role::Binding, binding.to_item(binding_ref.as_str()), Cond::NotExists)
                 .put(Role::Observer, obs.to_item()?, items::observer_in(ObserverState::AwaitingClaim))
-                .check(Role::RunOwner, run_key(&run.run_id), items::run_owned_by(&p.owner_hash()));
+                .check(
+                    Role::RunOwner,
+                    run_key(&run.run_id),
+                    crate::service::records::runs::owned_by_cond(&p.owner_hash()),
+                );
             match tx.commit(&*self.store).await {
                 Ok(()) => {
                     return Ok(Redacted::new(ChatBindingReceipt {

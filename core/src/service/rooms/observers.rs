@@ -158,8 +158,9 @@ impl RoomService {
         if let (Some(binding_ref), Some(run_id), ObserverState::Bound) = (&obs.binding_ref, &obs.run_id, obs.status) {
             let b = items::read_binding(&*self.store, binding_ref).await?;
             if b.is_some_and(|b| b.is_active()) {
-                let (events, has_more) =
-                    items::run_events_after(&*self.store, run_id, after_seq, limit as usize).await?;
+                let crate::service::records::runs::EventPage { events, has_more } =
+                    crate::service::records::runs::events_after(&*self.store, run_id, after_seq, limit as usize)
+                        .await?;
                 page.receipts = events
                     .iter()
                     .map(|e| ProgressReceipt {

@@ -30,7 +30,7 @@ impl RunRoomSlot {
 
     pub fn from_item(item: &Item) -> Result<Self, ApiError> {
         Ok(RunRoomSlot {
-            run_id: item.pk.trim_start_matches("RUNROOM#").to_owned(),
+            run_id: item.pk.trim_start_matches(RUN_ROOM_PREFIX).to_owned(),
             binding_ref: item.s(BINDING_REF).ok_or_else(|| broken("slot without binding"))?.to_owned(),
             room_id: s_or_empty(item, ROOM_ID),
             owner_hash: s_or_empty(item, OWNER_HASH),
@@ -54,7 +54,7 @@ impl RunChatSlot {
 
     pub fn from_item(item: &Item) -> Result<Self, ApiError> {
         Ok(RunChatSlot {
-            run_id: item.pk.trim_start_matches("RUNCHAT#").to_owned(),
+            run_id: item.pk.trim_start_matches(RUN_CHAT_PREFIX).to_owned(),
             binding_ref: item.s(BINDING_REF).ok_or_else(|| broken("slot without binding"))?.to_owned(),
             owner_hash: s_or_empty(item, OWNER_HASH),
         })
@@ -143,7 +143,7 @@ impl Binding {
         let target = match kind {
             BindingKind::RunRoom => BindingTarget::Room {
                 room_id: s_or_empty(item, ROOM_ID),
-                role: if item.s(ROLE) == Some("owner") { RoomRole::Owner } else { RoomRole::Member },
+                role: role_of(item),
                 consent_version: item.n(CONSENT_VERSION).and_then(|n| u32::try_from(n).ok()).unwrap_or(0),
                 consent_receipt: s_or_empty(item, CONSENT_RECEIPT),
             },

@@ -15,11 +15,17 @@ pub use observer::{Claim, ObserverRecord, ObserverState, Snapshot};
 pub use reads::*;
 pub use room::{AccountRoom, Consent, Invite, Membership, RoomRecord, RoomStatus};
 
+pub(super) use super::attrs::{
+    ACCEPTED_AT, ACCOUNT_ID, BINDING_REF, CONSENT_RECEIPT, CONSENT_VERSION, CREATED_AT, CREATED_BY, KIND, OBSERVER_REF,
+    OWNER_ACCOUNT, OWNER_HASH, REVOKED_AT, ROLE, ROOM_ID, RUN_ID, STATUS,
+};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::BODY;
+use super::accounts::account_key;
 use crate::domain::hash_parts;
+use crate::domain::room::RoomRole;
 use crate::error::ApiError;
 use crate::store::{Cond, Item, Key};
 
@@ -27,28 +33,37 @@ use crate::store::{Cond, Item, Key};
 
 pub(super) const ROOM_PREFIX: &str = "ROOM#";
 pub(super) const MEMBER_PREFIX: &str = "MEM#";
+pub(super) const CONSENT_PREFIX: &str = "CONSENT#";
+pub(super) const RUN_ROOM_PREFIX: &str = "RUNROOM#";
+pub(super) const RUN_CHAT_PREFIX: &str = "RUNCHAT#";
+pub(super) const INVITE_PREFIX: &str = "INVITE#";
+pub(super) const OBSERVER_PREFIX: &str = "OBS#";
 
+/// The partition of a room: the room, its memberships, consent receipts and sources.
+pub fn room_pk(room_id: &str) -> String {
+    format!("{ROOM_PREFIX}{room_id}")
+}
 pub fn room_key(room_id: &str) -> Key {
-    Key::new(format!("{ROOM_PREFIX}{room_id}"), "ROOM")
+    Key::new(room_pk(room_id), "ROOM")
 }
 pub fn member_key(room_id: &str, account_id: &str) -> Key {
-    Key::new(format!("{ROOM_PREFIX}{room_id}"), format!("{MEMBER_PREFIX}{account_id}"))
+    Key::new(room_pk(room_id), format!("{MEMBER_PREFIX}{account_id}"))
 }
 /// The durable consent receipt of one member for one consent version.
 pub fn consent_key(room_id: &str, account_id: &str, version: u32) -> Key {
-    Key::new(format!("{ROOM_PREFIX}{room_id}"), format!("CONSENT#{account_id}#{version:010}"))
+    Key::new(room_pk(room_id), format!("{CONSENT_PREFIX}{account_id}#{version:010}"))
 }
 /// The account's listing entry of a room it belongs to (written with the membership).
 pub fn account_room_key(account_id: &str, room_id: &str) -> Key {
-    Key::new(account_pk(account_id), format!("{ROOM_PREFIX}{room_id}"))
+    Key::new(account_key(account_id).pk, format!("{ROOM_PREFIX}{room_id}"))
 }
 /// The one-active-run-room-binding slot of a run.
 pub fn run_room_slot(run_id: &str) -> Key {
-    Key::new(format!("RUNROOM#{run_id}"), "SLOT")
+    Key::new(format!("{RUN_ROOM_PREFIX}{run_id}"), "SLOT")
 }
 /// The one-active-run-chat-binding slot of a run.
 pub fn run_chat_slot(run_id: &str) -> Key {
-    Key::new(format!("RUNCHAT#{run_id}"), "SLOT")
+    Key::new(format!("{RUN_CHAT_PREFIX}{run_id}"), "SLOT")
 }
 /// A binding, by the hash of its opaque reference (the reference itself is never stored).
 pub fn bind_key(binding_ref: &str) -> Key {
@@ -60,81 +75,71 @@ pub fn claim_key(handle_hash: &str) -> Key {
 }
 /// An invite, by the hash of its show-once code (TTL; consumed by a conditional delete).
 pub fn invite_key(code_hash: &str) -> Key {
-    Key::new(format!("INVITE#{code_hash}"), "INVITE")
+    Key::new(format!("{INVITE_PREFIX}{code_hash}"), "INVITE")
 }
 /// The stored form of an invite code.
 pub fn invite_code_hash(code: &str) -> String {
     hash_parts(&["room-invite.v1", code])
 }
 pub fn observer_key(observer_ref: &str) -> Key {
-    Key::new(format!("OBS#{observer_ref}"), "OBS")
+    Key::new(format!("{OBSERVER_PREFIX}{observer_ref}"), "OBS")
 }
 pub fn snapshot_key(observer_ref: &str) -> Key {
-    Key::new(format!("OBS#{observer_ref}"), "SNAP")
+    Key::new(format!("{OBSERVER_PREFIX}{observer_ref}"), "SNAP")
 }
-
-pub(super) fn account_pk(account_id: &str) -> String {
-    format!("ACCOUNT#{account_id}")
-}
-
-// ---------- attribute names (the only place they are spelled) ----------
-
-pub(super) const OWNER_ACCOUNT: &str = "owner_account";
-pub(super) const STATUS: &str = "status";
-pub(super) const CONSENT_VERSION: &str = "consent_version";
-pub(super) const CONSENT_RECEIPT: &str = "consent_receipt";
-pub(super) const ACCEPTED_AT: &str = "accepted_at";
-pub(super) const ROLE: &str = "role";
-pub(super) const ROOM_ID: &str = "room_id";
-pub(super) const RUN_ID: &str = "run_id";
-pub(super) const OWNER_HASH: &str = "owner_hash";
-pub(super) const BINDING_REF: &str = "binding_ref";
-pub(super) const KIND: &str = "kind";
-pub(super) const CREATED_AT: &str = "created_at";
-pub(super) const REVOKED_AT: &str = "revoked_at";
-pub(super) const OBSERVER_REF: &str = "observer_ref";
-pub(super) const ACCOUNT_ID: &str = "account_id";
-pub(super) const CREATED_BY: &str = "created_by";
 
 pub(super) fn broken(what: &'static str) -> ApiError {
     ApiError::internal(std::io::Error::other(what))
 }
 
-/// The stored string of a serde enum value (`"active"`, `"run_room"`, ...).
-pub(super) fn tag(v: &impl Serialize) -> String {
-    serde_json::to_value(v).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
-}
+pub(super) use super::enum_text as tag;
+pub(super) use super::version;
 
+/// The stored enum an attribute names; a missing or unknown one is a broken item.
 pub(super) fn untag<T: DeserializeOwned>(s: Option<&str>, what: &'static str) -> Result<T, ApiError> {
-    serde_json::from_value(serde_json::Value::String(s.ok_or_else(|| broken(what))?.to_owned()))
-        .map_err(|_| broken(what))
+    s.and_then(super::enum_parse).ok_or_else(|| broken(what))
 }
 
+/// A room body of any kind; every room kind is at [`BODY_VERSION`].
 pub(super) fn body<T: DeserializeOwned>(item: &Item, what: &'static str) -> Result<T, ApiError> {
-    serde_json::from_str(item.s(BODY).ok_or_else(|| broken(what))?).map_err(ApiError::internal)
+    version::read(item.s(BODY).ok_or_else(|| broken(what))?)
 }
 
 pub(super) fn text(v: &impl Serialize) -> Result<String, ApiError> {
     serde_json::to_string(v).map_err(ApiError::internal)
 }
 
-pub(super) fn s_or_empty(item: &Item, name: &str) -> String {
-    item.s(name).unwrap_or_default().to_owned()
+pub(super) use super::attrs::text as s_or_empty;
+
+/// A stored role: only the owner's grants the owner's role; anything else is a member.
+pub(super) fn role_of(item: &Item) -> RoomRole {
+    if item.s(ROLE) == Some(tag(&RoomRole::Owner).as_str()) { RoomRole::Owner } else { RoomRole::Member }
 }
 
-/// The version of a stored body. Version 1 is also the shape written before bodies
-/// carried the field, hence the default.
-pub const BODY_VERSION: u32 = 1;
-
-pub(super) fn first_version() -> u32 {
-    1
-}
+/// The version of the room, observer and claim bodies this code writes (the rule is
+/// [`version`]'s: version 1 is written without the field).
+pub const BODY_VERSION: u32 = version::FIRST;
 
 // ---------- conditions ----------
 
 /// The room (or membership) still has this consent version.
 pub fn consent_is(version: u32) -> Cond {
     Cond::eq_n(CONSENT_VERSION, version as i64)
+}
+
+/// The room is still active.
+pub fn room_active() -> Cond {
+    Cond::eq_s(STATUS, tag(&RoomStatus::Active))
+}
+
+/// The room is still active and owned by `account`.
+pub fn room_active_and_owned_by(account: &str) -> Cond {
+    Cond::And(vec![room_active(), Cond::eq_s(OWNER_ACCOUNT, account)])
+}
+
+/// The membership is still the owner's.
+pub fn member_is_owner() -> Cond {
+    Cond::eq_s(ROLE, tag(&RoomRole::Owner))
 }
 
 /// The binding is still active.
@@ -155,12 +160,6 @@ pub fn claim_held_by(account_id: &str) -> Cond {
 /// The observer is still in this state.
 pub fn observer_in(state: ObserverState) -> Cond {
     Cond::eq_s(STATUS, tag(&state))
-}
-
-/// The run still belongs to this owner. A room write guards the run item with it, so a
-/// condition on the run's attributes is spelled beside the run key, not in the use case.
-pub fn run_owned_by(owner_hash: &str) -> Cond {
-    Cond::eq_s(OWNER_HASH, owner_hash)
 }
 
 #[cfg(test)]
@@ -265,7 +264,6 @@ mod tests {
         let room = RoomRecord::from_item(&Item::new("ROOM#room_a", "ROOM").with_s(BODY, body)).unwrap();
         assert_eq!(room.schema_version, 1);
         assert!(room.is_active());
-        let written: serde_json::Value = serde_json::from_str(room.to_item().unwrap().s(BODY).unwrap()).unwrap();
-        assert_eq!(written["schema_version"], BODY_VERSION);
+        assert_eq!(room.to_item().unwrap().s(BODY), Some(body), "version 1 is written as it was stored");
     }
 }

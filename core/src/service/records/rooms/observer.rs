@@ -36,7 +36,7 @@ pub struct ObserverRecord {
     pub snapshot_char_count: u32,
     pub created_at: DateTime<Utc>,
     pub claim_expires_at: i64,
-    #[serde(default = "first_version")]
+    #[serde(default = "version::first", skip_serializing_if = "version::is_first")]
     pub schema_version: u32,
 }
 
@@ -96,7 +96,7 @@ impl Snapshot {
 
     pub fn from_item(item: &Item) -> Result<Self, ApiError> {
         Ok(Snapshot {
-            observer_ref: item.pk.trim_start_matches("OBS#").to_owned(),
+            observer_ref: item.pk.trim_start_matches(OBSERVER_PREFIX).to_owned(),
             messages: body(item, "snapshot without body")?,
         })
     }

@@ -2,10 +2,9 @@
 //! round trips are these calls. Must not depend on the use cases above the kernel.
 
 use super::*;
-use crate::domain::event::Event;
 use crate::domain::run::Run;
 use crate::error::ApiError;
-use crate::service::records::{event_from_item, event_sk, run_from_item, run_key};
+use crate::service::records::{run_from_item, run_key};
 use crate::store::{Key, Store};
 
 // ---------- named reads ----------
@@ -16,7 +15,7 @@ pub async fn rooms_of_account(
     account_id: &str,
     limit: usize,
 ) -> Result<(Vec<String>, bool), ApiError> {
-    let page = store.query(&account_pk(account_id), ROOM_PREFIX, None, limit).await?;
+    let page = store.query(&account_key(account_id).pk, ROOM_PREFIX, None, limit).await?;
     Ok((page.items.iter().filter_map(AccountRoom::from_item).map(|e| e.room_id).collect(), page.has_more))
 }
 
@@ -134,16 +133,4 @@ pub async fn binding_and_run(
     let got = store.batch_get(&[bind_key(binding_ref), run_key(run_id)]).await?;
     let binding = got[0].as_ref().map(Binding::from_item).transpose()?;
     Ok((binding, got[1].as_ref().map(run_from_item).transpose()?))
-}
-
-/// A page of a run's events after `after_seq` (0: from the start), and whether more exist.
-pub async fn run_events_after(
-    store: &dyn Store,
-    run_id: &str,
-    after_seq: u64,
-    limit: usize,
-) -> Result<(Vec<Event>, bool), ApiError> {
-    let after = (after_seq > 0).then(|| event_sk(after_seq));
-    let page = store.query(&run_key(run_id).pk, "EVT#", after.as_deref(), limit).await?;
-    Ok((page.items.iter().map(event_from_item).collect::<Result<_, _>>()?, page.has_more))
 }

@@ -9,6 +9,7 @@ use crate::domain::hash_parts;
 use crate::domain::room::RoomRole;
 use crate::error::ApiError;
 use crate::service::records::BODY;
+use crate::service::records::accounts::ACCOUNT_PREFIX;
 use crate::store::{EXPIRES_AT, Item, Key};
 
 // ---------- rooms, memberships, consent receipts, listing entries ----------
@@ -31,7 +32,7 @@ pub struct RoomRecord {
     pub status: RoomStatus,
     pub consent_version: u32,
     pub created_at: DateTime<Utc>,
-    #[serde(default = "first_version")]
+    #[serde(default = "version::first", skip_serializing_if = "version::is_first")]
     pub schema_version: u32,
 }
 
@@ -80,8 +81,7 @@ impl Membership {
         Membership {
             room_id: item.pk.trim_start_matches(ROOM_PREFIX).to_owned(),
             account_id: item.sk.trim_start_matches(MEMBER_PREFIX).to_owned(),
-            // Only "owner" grants the owner's role; anything else is a member.
-            role: if item.s(ROLE) == Some("owner") { RoomRole::Owner } else { RoomRole::Member },
+            role: role_of(item),
             consent_version: item.n(CONSENT_VERSION).and_then(|n| u32::try_from(n).ok()).unwrap_or(0),
             consent_receipt: s_or_empty(item, CONSENT_RECEIPT),
             accepted_at: s_or_empty(item, ACCEPTED_AT),
@@ -112,7 +112,7 @@ impl Consent {
     }
 
     pub fn from_item(item: &Item) -> Result<Self, ApiError> {
-        let rest = item.sk.strip_prefix("CONSENT#").ok_or_else(|| broken("not a consent receipt"))?;
+        let rest = item.sk.strip_prefix(CONSENT_PREFIX).ok_or_else(|| broken("not a consent receipt"))?;
         let (account_id, version) = rest.rsplit_once('#').ok_or_else(|| broken("not a consent receipt"))?;
         Ok(Consent {
             room_id: item.pk.trim_start_matches(ROOM_PREFIX).to_owned(),
@@ -139,7 +139,7 @@ impl AccountRoom {
 
     pub fn from_item(item: &Item) -> Option<Self> {
         Some(AccountRoom {
-            account_id: item.pk.trim_start_matches("ACCOUNT#").to_owned(),
+            account_id: item.pk.trim_start_matches(ACCOUNT_PREFIX).to_owned(),
             room_id: item.s(ROOM_ID)?.to_owned(),
         })
     }
@@ -169,7 +169,7 @@ impl Invite {
 
     pub fn from_item(item: &Item) -> Option<Self> {
         Some(Invite {
-            code_hash: item.pk.trim_start_matches("INVITE#").to_owned(),
+            code_hash: item.pk.trim_start_matches(INVITE_PREFIX).to_owned(),
             room_id: item.s(ROOM_ID)?.to_owned(),
             created_by: s_or_empty(item, CREATED_BY),
             expires_at: item.n(EXPIRES_AT).unwrap_or(i64::MAX),

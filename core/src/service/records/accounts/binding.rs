@@ -1,206 +1,17 @@
-//! Accounts, links and agent bindings as stored: keys, typed records (statuses as serde
-//! enums with the stored strings), the conditions that guard their writes and the
+//! Agent account bindings and their listing entries under the account, as stored: the
+//! records, the conditions of a grant, a re-grant, a revocation and a repair, and the
 //! listing of an account's bindings. Knows no use case.
 
+use super::super::attrs::{
+    ACCOUNT_ID, BINDING_REF, CREATED_AT, GENERATION, ISSUER, PROVIDER, REVOKED_AT, STATUS, TENANT_REF, UPDATED_AT, opt,
+    text, with_opt,
+};
 use serde::{Deserialize, Serialize};
 
-use super::{enum_parse, enum_text};
-use crate::domain::account::AccountPolicy;
-use crate::domain::hash_parts;
+use super::super::{enum_parse, enum_text};
+use super::{BINDING_ENTRY_PREFIX, account_key, binding_entry_key, binding_key};
 use crate::error::ApiError;
-use crate::store::{Cond, Item, Key, Store};
-
-const ACCOUNT_ID: &str = "account_id";
-const STATUS: &str = "status";
-const CREATED_AT: &str = "created_at";
-const UPDATED_AT: &str = "updated_at";
-const REVOKED_AT: &str = "revoked_at";
-const GENERATION: &str = "generation";
-const BINDING_REF: &str = "binding_ref";
-const ISSUER: &str = "issuer";
-const PROVIDER: &str = "provider";
-const TENANT_REF: &str = "tenant_ref";
-const ROOMS_LOCKED: &str = "rooms_locked";
-const DEVELOPER: &str = "developer";
-const GUEST: &str = "guest";
-const DENIED_CAPABILITIES: &str = "denied_capabilities";
-
-pub fn link_key(provider: &str, subject: &str) -> Key {
-    Key::new(format!("LINK#{}", hash_parts(&["link.v1", provider, subject])), "LINK")
-}
-
-pub fn binding_key(binding_hash: &str) -> Key {
-    Key::new(format!("AGENTBIND#{binding_hash}"), "AGENTBIND")
-}
-
-/// The account item: status and the operator-held policy.
-pub fn account_key(account_id: &str) -> Key {
-    Key::new(format!("ACCOUNT#{account_id}"), "ACCOUNT")
-}
-
-/// Prefix of the account's binding entries (one per agent binding, for listing).
-pub const BINDING_ENTRY_PREFIX: &str = "AGENTBIND#";
-
-/// The listing entry of an agent binding under its account, written in the same
-/// transaction as the binding item itself.
-pub fn binding_entry_key(account_id: &str, binding_hash: &str) -> Key {
-    Key::new(account_key(account_id).pk, format!("{BINDING_ENTRY_PREFIX}{binding_hash}"))
-}
-
-fn text(item: &Item, name: &str) -> String {
-    item.s(name).unwrap_or_default().to_owned()
-}
-
-fn opt(item: &Item, name: &str) -> Option<String> {
-    item.s(name).map(str::to_owned)
-}
-
-fn with_opt(item: Item, name: &str, value: &Option<String>) -> Item {
-    match value {
-        Some(v) => item.with_s(name, v),
-        None => item,
-    }
-}
-
-/// A link's status: only `active` is written; anything else reads as not linked.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum LinkStatus {
-    Active,
-    #[serde(other)]
-    Inactive,
-}
-
-/// A provider subject's link to its account (`LINK#`), created once, never rewritten.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LinkRecord {
-    /// Absent only on a damaged link, which links nothing.
-    pub account_id: Option<String>,
-    pub status: LinkStatus,
-    pub created_at: String,
-}
-
-impl LinkRecord {
-    pub fn new(account_id: &str, created_at: &str) -> Self {
-        LinkRecord { account_id: Some(account_id.into()), status: LinkStatus::Active, created_at: created_at.into() }
-    }
-
-    /// The account of an active link.
-    pub fn linked_account(&self) -> Option<&str> {
-        self.account_id.as_deref().filter(|_| self.status == LinkStatus::Active)
-    }
-
-    pub fn to_item(&self, provider: &str, subject: &str) -> Item {
-        let key = link_key(provider, subject);
-        with_opt(Item::new(key.pk, key.sk), ACCOUNT_ID, &self.account_id)
-            .with_s(STATUS, enum_text(&self.status))
-            .with_s(CREATED_AT, &self.created_at)
-    }
-
-    pub fn from_item(item: &Item) -> Self {
-        LinkRecord {
-            account_id: opt(item, ACCOUNT_ID),
-            status: item.s(STATUS).and_then(enum_parse).unwrap_or(LinkStatus::Inactive),
-            created_at: text(item, CREATED_AT),
-        }
-    }
-}
-
-/// The check that a link is still active (beside a write that relies on it).
-pub fn link_is_active() -> Cond {
-    Cond::eq_s(STATUS, enum_text(&LinkStatus::Active))
-}
-
-/// An account's status, kept verbatim: only `active` is written; another value (set
-/// by hand) reads as not active and survives a policy change.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(from = "String", into = "String")]
-pub enum AccountStatus {
-    Active,
-    Other(String),
-}
-
-impl From<String> for AccountStatus {
-    fn from(s: String) -> Self {
-        if s == "active" { AccountStatus::Active } else { AccountStatus::Other(s) }
-    }
-}
-
-impl From<AccountStatus> for String {
-    fn from(s: AccountStatus) -> Self {
-        match s {
-            AccountStatus::Active => "active".into(),
-            AccountStatus::Other(s) => s,
-        }
-    }
-}
-
-/// The account item (`ACCOUNT#`/`ACCOUNT`): status, timestamps, the policy as flat
-/// attributes (flags as 0/1, denied capabilities comma-joined).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AccountRecord {
-    pub status: AccountStatus,
-    pub created_at: String,
-    pub updated_at: String,
-    pub policy: AccountPolicy,
-}
-
-impl AccountRecord {
-    pub fn new(now: &str) -> Self {
-        AccountRecord {
-            status: AccountStatus::Active,
-            created_at: now.into(),
-            updated_at: now.into(),
-            policy: AccountPolicy::default(),
-        }
-    }
-
-    pub fn is_active(&self) -> bool {
-        self.status == AccountStatus::Active
-    }
-
-    pub fn to_item(&self, account_id: &str) -> Item {
-        let key = account_key(account_id);
-        let p = &self.policy;
-        Item::new(key.pk, key.sk)
-            .with_s(STATUS, enum_text(&self.status))
-            .with_s(CREATED_AT, &self.created_at)
-            .with_s(UPDATED_AT, &self.updated_at)
-            .with_n(ROOMS_LOCKED, p.rooms_locked as i64)
-            .with_n(DEVELOPER, p.developer as i64)
-            .with_n(GUEST, p.guest as i64)
-            .with_s(DENIED_CAPABILITIES, p.denied_capabilities.join(","))
-    }
-
-    pub fn from_item(item: &Item) -> Self {
-        AccountRecord {
-            status: AccountStatus::from(text(item, STATUS)),
-            created_at: text(item, CREATED_AT),
-            updated_at: text(item, UPDATED_AT),
-            policy: policy_of(item),
-        }
-    }
-
-    /// Guards a rewrite of this account: nobody updated it since it was read, so two
-    /// operators cannot lose each other's change.
-    pub fn unchanged(&self) -> Cond {
-        Cond::eq_s(UPDATED_AT, &self.updated_at)
-    }
-}
-
-/// The policy of an account item (what a use case reading the account for its policy needs).
-pub fn policy_of(item: &Item) -> AccountPolicy {
-    let flag = |name: &str| item.n(name) == Some(1);
-    AccountPolicy {
-        rooms_locked: flag(ROOMS_LOCKED),
-        developer: flag(DEVELOPER),
-        guest: flag(GUEST),
-        denied_capabilities: item
-            .s(DENIED_CAPABILITIES)
-            .map(|s| s.split(',').filter(|c| !c.is_empty()).map(str::to_owned).collect())
-            .unwrap_or_default(),
-    }
-}
+use crate::store::{Cond, Item, Store};
 
 /// An agent binding's status: `active` or `revoked` (anything else reads as revoked).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -241,10 +52,10 @@ impl BindingRecord {
         let key = binding_key(identity_hash);
         let item =
             Item::new(key.pk, key.sk).with_s(ACCOUNT_ID, &self.account_id).with_s(STATUS, enum_text(&self.status));
-        let item = with_opt(item, GENERATION, &self.generation);
-        let item = with_opt(item, CREATED_AT, &self.created_at);
-        let item = with_opt(item, UPDATED_AT, &self.updated_at);
-        with_opt(item, REVOKED_AT, &self.revoked_at)
+        let item = with_opt(item, GENERATION, self.generation.as_deref());
+        let item = with_opt(item, CREATED_AT, self.created_at.as_deref());
+        let item = with_opt(item, UPDATED_AT, self.updated_at.as_deref());
+        with_opt(item, REVOKED_AT, self.revoked_at.as_deref())
     }
 
     pub fn from_item(item: &Item) -> Self {
@@ -326,7 +137,7 @@ impl BindingEntry {
             .with_s(STATUS, enum_text(&self.status))
             .with_s(CREATED_AT, &self.created_at)
             .with_s(UPDATED_AT, &self.updated_at);
-        with_opt(item, REVOKED_AT, &self.revoked_at)
+        with_opt(item, REVOKED_AT, self.revoked_at.as_deref())
     }
 
     pub fn from_item(item: &Item) -> Self {
@@ -407,16 +218,6 @@ mod tests {
     }
 
     #[test]
-    fn an_account_status_is_active_only_for_active_and_any_other_value_is_kept() {
-        for (stored, active) in [("active", true), ("disabled", false), ("", false), ("Active", false)] {
-            let item = AccountRecord::new("t").to_item("acct_a").with_s(STATUS, stored);
-            let record = AccountRecord::from_item(&item);
-            assert_eq!(record.is_active(), active, "{stored:?}");
-            assert_eq!(record.to_item("acct_a"), item, "{stored:?} survives a rewrite");
-        }
-    }
-
-    #[test]
     fn a_binding_status_reads_revoked_unless_it_is_active() {
         for (stored, status) in [
             (Some("active"), BindingStatus::Active),
@@ -433,47 +234,6 @@ mod tests {
         }
         assert_eq!(enum_text(&BindingStatus::Active), BindingStatus::Active.as_str());
         assert_eq!(enum_text(&BindingStatus::Revoked), BindingStatus::Revoked.as_str());
-    }
-
-    #[test]
-    fn a_link_links_its_account_only_while_active() {
-        let base = LinkRecord::new("acct_a", "t").to_item("p", "s");
-        for (item, linked) in [
-            (base.clone(), Some("acct_a")),
-            (base.clone().with_s(STATUS, "unlinked"), None),
-            (Item::new(&base.pk, &base.sk).with_s(STATUS, "active"), None),
-        ] {
-            assert_eq!(LinkRecord::from_item(&item).linked_account(), linked);
-        }
-        assert!(link_is_active().holds(Some(&base), 0));
-        assert!(!link_is_active().holds(None, 0));
-    }
-
-    #[test]
-    fn the_policy_round_trips_as_flags_and_a_comma_joined_list() {
-        let policies = [
-            AccountPolicy::default(),
-            AccountPolicy { rooms_locked: true, ..Default::default() },
-            AccountPolicy { developer: true, guest: true, ..Default::default() },
-            AccountPolicy { denied_capabilities: vec!["a".into(), "b".into()], ..Default::default() },
-        ];
-        for policy in policies {
-            let record = AccountRecord { policy: policy.clone(), ..AccountRecord::new("t") };
-            let item = record.to_item("acct_a");
-            assert_eq!(item.n(ROOMS_LOCKED), Some(policy.rooms_locked as i64));
-            assert_eq!(item.s(DENIED_CAPABILITIES), Some(policy.denied_capabilities.join(",").as_str()));
-            assert_eq!(AccountRecord::from_item(&item), record);
-            assert_eq!(policy_of(&item), policy);
-        }
-    }
-
-    #[test]
-    fn an_account_rewrite_holds_only_over_the_update_it_read() {
-        let read = AccountRecord::new("t1");
-        let stored = read.to_item("acct_a");
-        assert!(read.unchanged().holds(Some(&stored), 0));
-        let moved = AccountRecord { updated_at: "t2".into(), ..read.clone() }.to_item("acct_a");
-        assert!(!read.unchanged().holds(Some(&moved), 0));
     }
 
     #[test]

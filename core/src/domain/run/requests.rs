@@ -1,0 +1,268 @@
+//! The run's wire requests (start, continue, cancel), strict: unknown fields are refused,
+//! and each validates to what the run is created or moved with. Depends on the domain only.
+
+use serde::{Deserialize, Serialize};
+
+use super::*;
+
+#[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StartRequest {
+    pub objective: String,
+    #[serde(default)]
+    pub constraints: Vec<String>,
+    #[serde(default)]
+    pub database_scope: Vec<String>,
+    #[serde(default)]
+    pub completion_contract: Option<ContractRequest>,
+    #[serde(default)]
+    pub budget: Option<BudgetRequest>,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ContractRequest {
+    pub min_evidence_refs: Option<u32>,
+    pub require_terminal_authority: Option<bool>,
+    pub required_output_fields: Option<Vec<String>>,
+    pub max_unresolved_requirements: Option<u32>,
+    pub allow_conflicts: Option<bool>,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BudgetRequest {
+    pub max_steps: Option<u32>,
+    pub expires_in_seconds: Option<u64>,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ContinueRequest {
+    pub expected_version: u64,
+    #[serde(default)]
+    pub instruction: Option<String>,
+    #[serde(default)]
+    pub answers: Vec<Answer>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Answer {
+    pub question_id: String,
+    pub value: serde_json::Value,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CancelRequest {
+    pub expected_version: u64,
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
+/// A refused request field: which one and why (becomes `invalid_request`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {problem}")]
+pub struct Invalid {
+    pub field: &'static str,
+    pub problem: String,
+}
+
+fn invalid(field: &'static str, problem: impl Into<String>) -> Invalid {
+    Invalid { field, problem: problem.into() }
+}
+
+/// A validated start request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StartSpec {
+    pub objective: String,
+    pub constraints: Vec<String>,
+    pub database_scope: Vec<String>,
+    pub contract: CompletionContract,
+    pub max_steps: u32,
+    pub expires_in_seconds: u64,
+}
+
+impl StartRequest {
+    pub fn validate(self) -> Result<StartSpec, Invalid> {
+        let objective = self.objective.trim().to_owned();
+        if objective.is_empty() || objective.chars().count() > MAX_OBJECTIVE_CHARS {
+            return Err(invalid("objective", format!("must be 1-{MAX_OBJECTIVE_CHARS} characters")));
+        }
+        if self.constraints.len() > MAX_CONSTRAINTS
+            || self.constraints.iter().any(|c| c.trim().is_empty() || c.chars().count() > MAX_CONSTRAINT_CHARS)
+        {
+            return Err(invalid(
+                "constraints",
+                format!("at most {MAX_CONSTRAINTS} nonempty entries of {MAX_CONSTRAINT_CHARS} characters"),
+            ));
+        }
+        let mut scopes = self.database_scope.clone();
+        scopes.sort();
+        scopes.dedup();
+        if scopes.len() != self.database_scope.len() || scopes.len() > 7 {
+            return Err(invalid("database_scope", "entries must be distinct (at most 7)"));
+        }
+        let c = self.completion_contract.unwrap_or(ContractRequest {
+            min_evidence_refs: None,
+            require_terminal_authority: None,
+            required_output_fields: None,
+            max_unresolved_requirements: None,
+            allow_conflicts: None,
+        });
+        let fields = c.required_output_fields.unwrap_or_default();
+        if let Some(bad) = fields.iter().find(|f| !OUTPUT_FIELDS.contains(&f.as_str())) {
+            return Err(invalid(
+                "completion_contract.required_output_fields",
+                format!("unknown output field {bad:?}; known: {}", OUTPUT_FIELDS.join(", ")),
+            ));
+        }
+        let contract = CompletionContract {
+            min_evidence_refs: c.min_evidence_refs.unwrap_or(1),
+            require_terminal_authority: c.require_terminal_authority.unwrap_or(true),
+            required_output_fields: fields,
+            max_unresolved_requirements: c.max_unresolved_requirements.unwrap_or(0),
+            allow_conflicts: c.allow_conflicts.unwrap_or(false),
+        };
+        if contract.min_evidence_refs > 200 || contract.max_unresolved_requirements > 200 {
+            return Err(invalid("completion_contract", "counts are 0-200"));
+        }
+        let b = self.budget.unwrap_or(BudgetRequest { max_steps: None, expires_in_seconds: None });
+        let max_steps = b.max_steps.unwrap_or(12);
+        if !(1..=64).contains(&max_steps) {
+            return Err(invalid("budget.max_steps", "must be 1-64"));
+        }
+        let expires_in_seconds = b.expires_in_seconds.unwrap_or(3600);
+        if !(60..=604_800).contains(&expires_in_seconds) {
+            return Err(invalid("budget.expires_in_seconds", "must be 60-604800"));
+        }
+        Ok(StartSpec {
+            objective,
+            constraints: self.constraints,
+            database_scope: self.database_scope,
+            contract,
+            max_steps,
+            expires_in_seconds,
+        })
+    }
+}
+
+impl ContinueRequest {
+    /// Shape checks that need no run; answer references are checked against the run.
+    pub fn validate(&self) -> Result<(), Invalid> {
+        if self.expected_version == 0 {
+            return Err(invalid("expected_version", "must be a positive integer"));
+        }
+        let instruction = self.instruction.as_deref().map(str::trim).unwrap_or("");
+        if instruction.is_empty() && self.answers.is_empty() {
+            return Err(invalid("instruction", "a continuation needs a nonempty instruction, an answer, or both"));
+        }
+        if self.instruction.as_deref().is_some_and(|i| i.chars().count() > MAX_INSTRUCTION_CHARS) {
+            return Err(invalid("instruction", format!("at most {MAX_INSTRUCTION_CHARS} characters")));
+        }
+        if self.answers.len() > MAX_ANSWERS {
+            return Err(invalid("answers", format!("at most {MAX_ANSWERS}")));
+        }
+        if serde_json::to_string(&self.answers).map(|s| s.len()).unwrap_or(usize::MAX) > 16_384 {
+            return Err(invalid("answers", "answer values are at most 16 KiB in all"));
+        }
+        Ok(())
+    }
+
+    /// Every answer names an outstanding question, each at most once.
+    pub fn check_answers(&self, pending: &[Question]) -> Result<(), Invalid> {
+        let mut seen: Vec<&str> = Vec::new();
+        for a in &self.answers {
+            if !pending.iter().any(|q| q.question_id == a.question_id) {
+                return Err(invalid("answers", format!("{:?} is not an outstanding question", a.question_id)));
+            }
+            if seen.contains(&a.question_id.as_str()) {
+                return Err(invalid("answers", format!("{:?} is answered twice", a.question_id)));
+            }
+            seen.push(&a.question_id);
+        }
+        Ok(())
+    }
+}
+
+impl CancelRequest {
+    pub fn validate(&self) -> Result<(), Invalid> {
+        if self.expected_version == 0 {
+            return Err(invalid("expected_version", "must be a positive integer"));
+        }
+        if self.reason.as_deref().is_some_and(|r| r.chars().count() > MAX_REASON_CHARS) {
+            return Err(invalid("reason", format!("at most {MAX_REASON_CHARS} characters")));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn start(json: serde_json::Value) -> Result<StartSpec, Invalid> {
+        serde_json::from_value::<StartRequest>(json).unwrap().validate()
+    }
+
+    #[test]
+    fn start_defaults_follow_the_contract() {
+        let spec = start(serde_json::json!({"objective": "x"})).unwrap();
+        assert_eq!(spec.max_steps, 12);
+        assert_eq!(spec.expires_in_seconds, 3600);
+        assert_eq!(spec.contract.min_evidence_refs, 1);
+        assert!(spec.contract.require_terminal_authority);
+        assert!(spec.contract.required_output_fields.is_empty());
+        assert_eq!(spec.contract.max_unresolved_requirements, 0);
+        assert!(!spec.contract.allow_conflicts);
+    }
+
+    #[test]
+    fn start_refuses_out_of_range_budgets() {
+        for (steps, secs) in [(0, 3600), (65, 3600), (8, 59), (8, 604_801)] {
+            let r = start(
+                serde_json::json!({"objective": "x", "budget": {"max_steps": steps, "expires_in_seconds": secs}}),
+            );
+            assert!(r.is_err(), "{steps} steps, {secs} s");
+        }
+        assert!(
+            start(serde_json::json!({"objective": "x", "budget": {"max_steps": 64, "expires_in_seconds": 604800}}))
+                .is_ok()
+        );
+        assert!(
+            start(serde_json::json!({"objective": "x", "budget": {"max_steps": 1, "expires_in_seconds": 60}})).is_ok()
+        );
+    }
+
+    #[test]
+    fn unknown_fields_are_rejected_at_every_level() {
+        assert!(serde_json::from_value::<StartRequest>(serde_json::json!({"objective": "x", "owner": "me"})).is_err());
+        assert!(
+            serde_json::from_value::<StartRequest>(serde_json::json!({"objective": "x", "budget": {"max_step": 3}}))
+                .is_err()
+        );
+        assert!(
+            serde_json::from_value::<ContinueRequest>(
+                serde_json::json!({"expected_version": 1, "instruction": "go", "x": 1})
+            )
+            .is_err()
+        );
+    }
+
+    #[test]
+    fn continuation_needs_instruction_or_answer_and_known_questions() {
+        let empty = ContinueRequest { expected_version: 1, instruction: Some("  ".into()), answers: vec![] };
+        assert!(empty.validate().is_err());
+        let zero = ContinueRequest { expected_version: 0, instruction: Some("go".into()), answers: vec![] };
+        assert!(zero.validate().is_err());
+        let q = vec![Question { question_id: "q1".into(), prompt: "?".into() }];
+        let a = |id: &str| Answer { question_id: id.into(), value: serde_json::json!(true) };
+        let twice = ContinueRequest { expected_version: 1, instruction: None, answers: vec![a("q1"), a("q1")] };
+        assert!(twice.check_answers(&q).is_err());
+        let unknown = ContinueRequest { expected_version: 1, instruction: None, answers: vec![a("q2")] };
+        assert!(unknown.check_answers(&q).is_err());
+        let ok = ContinueRequest { expected_version: 1, instruction: None, answers: vec![a("q1")] };
+        assert!(ok.validate().is_ok() && ok.check_answers(&q).is_ok());
+    }
+}
