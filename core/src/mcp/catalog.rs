@@ -18,6 +18,7 @@ use crate::domain::room::{ChatBindingReceipt, RevocationReceipt, RoomList, RoomV
 use crate::domain::scopes::{ROOM_SOURCES_MANAGE, ROOMS_MANAGE, ROOMS_READ, RUNS_READ, RUNS_WRITE};
 use crate::domain::source::{DeviceCheckReport, SourceCreated, SourceList};
 use crate::domain::wire::{EventPageView, EvidenceBundleView, McpErrorView, RunView};
+use crate::http::Group;
 use crate::service::runs::RunMutation;
 
 #[derive(Debug, Clone, Copy)]
@@ -59,6 +60,14 @@ pub struct Server {
     pub name: &'static str,
     pub title: &'static str,
     pub instructions: &'static str,
+}
+
+/// One MCP server: where it is served, its route group (limits, metadata path) and the
+/// catalog it publishes.
+pub struct Front {
+    pub path: &'static str,
+    pub group: Group,
+    pub catalog: &'static Catalog,
 }
 
 /// The tools one front serves, and its server description.

@@ -20,20 +20,12 @@ use rmcp::transport::streamable_http_server::session::never::NeverSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::Value;
 
-use super::catalog::{Catalog, Prefetch};
+use super::catalog::{Catalog, Front, Prefetch};
 use super::preflight::{self, Checked, Envelope, Rejection};
 use super::server::{self, HelixMcp};
 use crate::error::ApiError;
-use crate::http::{AppState, Group, authenticate, pipeline, read_body};
+use crate::http::{AppState, authenticate, pipeline, read_body};
 use crate::service::runs::{RunMutation, prefetch_keys};
-
-/// One MCP server: where it is served, its route group (limits, metadata path) and the
-/// catalog it publishes.
-pub struct Front {
-    pub path: &'static str,
-    pub group: Group,
-    pub catalog: &'static Catalog,
-}
 
 type McpService = StreamableHttpService<HelixMcp, NeverSessionManager>;
 

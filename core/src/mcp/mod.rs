@@ -13,7 +13,7 @@ pub mod tools;
 use axum::Router;
 
 use crate::http::{AppState, Group};
-use front::Front;
+use catalog::Front;
 
 pub const PATH: &str = "/mcp";
 

@@ -15,8 +15,8 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Value, json};
 
+use super::catalog::Front;
 use super::catalog::ToolSpec;
-use super::front::Front;
 use super::tools::{Call, Outcome};
 use crate::domain::wire::{self, McpErrorView, NotAnAnswer};
 use crate::error::ApiError;
