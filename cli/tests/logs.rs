@@ -1,5 +1,5 @@
 //! `helix serve` under `RUST_LOG=trace`: the log never carries a bearer token, an
-//! idempotency key, a tool argument or a tool result (issue 7 item 8), and the
+//! idempotency key, a tool argument or a tool result, and the
 //! embedded store is created owner-only like the secrets beside it.
 
 use std::process::{Command, Stdio};

@@ -260,13 +260,13 @@ const CALL = 'tools/call inspect';
 if (others.includes('floor')) {
   const ratio = rps(a, CALL) / rps('floor', CALL);
   ratios['call/floor'] = ratio;
-  console.log(`${a} ${CALL} at ${fmt(ratio, 2)} of the rmcp floor's requests/s (issue 11 target: >= 0.65)`);
+  console.log(`${a} ${CALL} at ${fmt(ratio, 2)} of the rmcp floor's requests/s (target: >= 0.65)`);
 }
 if (values.rest) {
   // Cost per request is 1/throughput: the call's cost relative to REST's.
   const ratio = rps(a, REST_INSPECT.name) / rps(a, CALL);
   ratios['call cost/REST cost'] = ratio;
-  console.log(`${a} ${CALL} costs ${fmt(ratio, 2)}x ${REST_INSPECT.name} per request (issue 11 target: <= 1.25)`);
+  console.log(`${a} ${CALL} costs ${fmt(ratio, 2)}x ${REST_INSPECT.name} per request (target: <= 1.25)`);
   const cpu = (target, operation) => rows.find((x) => x.target === target && x.operation === operation)?.cpu_us ?? NaN;
   const cpuRatio = cpu(a, CALL) / cpu(a, REST_INSPECT.name);
   if (Number.isFinite(cpuRatio)) {

@@ -214,7 +214,7 @@ async fn a_repeated_tools_list_answers_identically_with_its_own_id() {
     assert_eq!(unauthenticated, 401, "the cache sits behind authentication");
 }
 
-// ----------------------------------------------------------------- hardening (issue 7)
+// ----------------------------------------------------------------- hardening
 
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -487,7 +487,7 @@ async fn the_metadata_resource_is_the_configured_audience() {
     assert_eq!(res.status(), 404, "tokens for that audience are accepted");
 }
 
-// ----------------------------------------------------------------- the direct tools/call path (issue 11)
+// ----------------------------------------------------------------- the direct tools/call path
 
 async fn tools_call(app: &TestApp, token: &str, body: Value, headers: &[(&str, &str)]) -> (u16, String) {
     let mut req = app.post("/mcp", token).header("Accept", "application/json, text/event-stream");

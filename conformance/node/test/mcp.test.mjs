@@ -223,7 +223,7 @@ test('cancel at version 1, then continue is run_not_continuable', () => withHeli
 
 // (g) The SDK validates every structuredContent against the tool's published outputSchema
 // (isError results included). Every tool, in the states a run passes through, and an
-// inspect while a turn is live (recommended_next_action "wait", issue 7 item 9).
+// inspect while a turn is live (recommended_next_action "wait").
 test('every tool result validates in the SDK, an inspect during a live turn included', async () => {
   const ask = await slowHelixAsk(1500);
   try {
