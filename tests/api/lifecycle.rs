@@ -664,7 +664,7 @@ async fn terminal_candidate_ref_follows_the_latest_turn(backend: Backend) {
     assert_eq!(evidence_of(&app, &token, &id).await["terminal_candidate_ref"], Value::Null);
 }
 
-/// a run holding a room-bound scope (`bound_room_evidence` or
+/// A run holding a room-bound scope (`bound_room_evidence` or
 /// `bound_room_environment_probe`) but no room binding ends its turn blocked with
 /// `room_binding_missing`, without the executor (and without queueing a probe).
 async fn a_run_holding_a_room_scope_without_a_binding_is_blocked_at_continue(backend: Backend) {

@@ -262,7 +262,7 @@ async fn every_mutation_response_carries_idempotency_replayed_errors_included() 
     assert_eq!(replay.headers()["idempotency-replayed"], "true");
 }
 
-/// both room-bound scopes start (a run is bound to a room after it
+/// Both room-bound scopes start (a run is bound to a room after it
 /// exists, and every turn rechecks the binding); neither is admitted unless enabled.
 #[tokio::test]
 async fn room_bound_scopes_start_when_enabled_and_are_refused_when_not() {
