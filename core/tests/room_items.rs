@@ -5,6 +5,8 @@
 //! attribute; a body is written back with the same fields and values (version 1 is
 //! written without `schema_version`).
 
+mod support;
+
 use std::collections::BTreeMap;
 
 use helix_core::domain::room::RoomRole;
@@ -225,21 +227,7 @@ async fn stored_room_items_are_read_by_the_kernel_on_the_embedded_store() {
 
 #[tokio::test]
 async fn stored_room_items_are_read_by_the_kernel_on_dynamodb() {
-    use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
-    let Ok(endpoint) = std::env::var("HELIX_TEST_DYNAMODB_ENDPOINT") else {
-        eprintln!("skipping: HELIX_TEST_DYNAMODB_ENDPOINT is not set");
-        return;
-    };
-    let config = aws_sdk_dynamodb::config::Builder::new()
-        .behavior_version(BehaviorVersion::latest())
-        .region(Region::new("us-east-1"))
-        .credentials_provider(Credentials::new("test", "test", None, None, "helix-tests"))
-        .endpoint_url(endpoint)
-        .build();
-    let client = aws_sdk_dynamodb::Client::from_conf(config);
-    let store =
-        helix_core::store::dynamo::DynamoStore::new(client.clone(), format!("helix-test-{}", uuid::Uuid::new_v4()));
-    store.create_table().await.expect("create table");
+    let Some((client, store)) = support::dynamo::fresh_store().await else { return };
     check_all(&store).await;
-    client.delete_table().table_name(store.table()).send().await.expect("delete test table");
+    support::dynamo::drop_table(&client, &store).await;
 }

@@ -4,6 +4,8 @@
 //! backend (and on DynamoDB when `HELIX_TEST_DYNAMODB_ENDPOINT` is set), come back through
 //! the kernel's named reads.
 
+mod support;
+
 use std::collections::BTreeMap;
 
 use helix_core::domain::source::{ObservationKind, ProbeStatus, SourceStatus};
@@ -14,7 +16,6 @@ use helix_core::service::records::probes::{PendingProbe, ProbeRecord, pending_pr
 use helix_core::service::records::sources::{BearerLookup, Delivery, SourceRecord, sources_of_room};
 use helix_core::store::{Attr, EXPIRES_AT, Item, Store, now_epoch};
 
-const ENDPOINT_VAR: &str = "HELIX_TEST_DYNAMODB_ENDPOINT";
 const ROOM: &str = "room_a931b7fdcd52e8906986";
 const SOURCE: &str = "src_ea2f33ffb1a92273cab7";
 
@@ -200,24 +201,7 @@ async fn stored_source_items_read_back_on_the_embedded_store() {
 
 #[tokio::test]
 async fn stored_source_items_read_back_on_dynamodb() {
-    let endpoint = match std::env::var(ENDPOINT_VAR) {
-        Ok(e) if !e.is_empty() => e,
-        _ => {
-            eprintln!("skipping: {ENDPOINT_VAR} is not set");
-            return;
-        }
-    };
-    use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
-    let config = aws_sdk_dynamodb::config::Builder::new()
-        .behavior_version(BehaviorVersion::latest())
-        .region(Region::new("us-east-1"))
-        .credentials_provider(Credentials::new("test", "test", None, None, "helix-tests"))
-        .endpoint_url(endpoint)
-        .build();
-    let client = aws_sdk_dynamodb::Client::from_conf(config);
-    let store =
-        helix_core::store::dynamo::DynamoStore::new(client.clone(), format!("helix-test-{}", uuid::Uuid::new_v4()));
-    store.create_table().await.expect("create table");
+    let Some((client, store)) = support::dynamo::fresh_store().await else { return };
     stored_items_come_back_through_the_kernel_reads(&store).await;
-    client.delete_table().table_name(store.table()).send().await.expect("delete test table");
+    support::dynamo::drop_table(&client, &store).await;
 }

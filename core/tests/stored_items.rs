@@ -3,6 +3,8 @@
 //! the decoded record gives the same item again (so a rewrite keeps the stored shape).
 //! Runs on the embedded store, and on DynamoDB when `HELIX_TEST_DYNAMODB_ENDPOINT` is set.
 
+mod support;
+
 use std::collections::BTreeMap;
 
 use helix_core::domain::account::IntentPurpose;
@@ -185,21 +187,7 @@ async fn fixtures_read_back_on_the_embedded_store() {
 #[cfg(feature = "dynamodb")]
 #[tokio::test]
 async fn fixtures_read_back_on_dynamodb() {
-    use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
-    use helix_core::store::dynamo::DynamoStore;
-    let Some(endpoint) = std::env::var("HELIX_TEST_DYNAMODB_ENDPOINT").ok().filter(|e| !e.is_empty()) else {
-        eprintln!("skipping the DynamoDB fixture read: HELIX_TEST_DYNAMODB_ENDPOINT is not set");
-        return;
-    };
-    let config = aws_sdk_dynamodb::config::Builder::new()
-        .behavior_version(BehaviorVersion::latest())
-        .region(Region::new("us-east-1"))
-        .credentials_provider(Credentials::new("test", "test", None, None, "helix-tests"))
-        .endpoint_url(endpoint)
-        .build();
-    let client = aws_sdk_dynamodb::Client::from_conf(config);
-    let store = DynamoStore::new(client.clone(), format!("helix-test-{}", uuid::Uuid::new_v4()));
-    store.create_table().await.expect("create table");
+    let Some((client, store)) = support::dynamo::fresh_store().await else { return };
     every_fixture_reads_back_through(&store).await;
-    client.delete_table().table_name(store.table()).send().await.expect("delete test table");
+    support::dynamo::drop_table(&client, &store).await;
 }

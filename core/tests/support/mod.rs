@@ -1,0 +1,3 @@
+//! Helpers shared by the core integration tests.
+
+pub mod dynamo;
