@@ -427,7 +427,7 @@ const DEVICE_CHECK_ROWS: &[ToolSpec] = &[ToolSpec {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mcp::schema::unsupported_keywords;
+    use crate::mcp::schema::{unportable_forms, unsupported_keywords};
 
     fn every_row() -> impl Iterator<Item = &'static ToolSpec> {
         MCP.rows.iter().chain(DEVICE_CHECK.rows)
@@ -483,6 +483,16 @@ mod tests {
         let events = MCP.input_schema("helix_run_list_events").unwrap();
         assert_eq!(events["required"], json!(["run_id"]));
         assert!(events["properties"].get("after_seq").is_some() && events["properties"].get("limit").is_some());
+    }
+
+    /// Gemini's function declarations reject `type` arrays, `$ref`/`$defs` and boolean
+    /// schemas; Copilot's hosts are as strict. Every published input schema avoids them.
+    #[test]
+    fn every_published_input_schema_avoids_forms_strict_clients_reject() {
+        let found: Vec<String> = every_row()
+            .flat_map(|spec| unportable_forms(catalog_of(spec).input_schema(spec.name).unwrap(), spec.name))
+            .collect();
+        assert!(found.is_empty(), "{} unportable forms:\n{}", found.len(), found.join("\n"));
     }
 
     #[test]

@@ -25,6 +25,7 @@ pub(crate) const SUPPORTED: &[&str] = &[
     "anyOf",
     "oneOf",
     "allOf",
+    "not",
     "minimum",
     "maximum",
     "minLength",
@@ -37,12 +38,14 @@ pub(crate) const SUPPORTED: &[&str] = &[
 /// no `$schema`/`title`/`description` at the root (the tool describes itself), `true`
 /// subschemas spelled `{}` (some hosts reject boolean schemas), and no integer `format`
 /// (`uint64` is not a JSON Schema format; strict validators refuse unknown ones).
+/// Then [`portable`]: the form every client's function declarations accept.
 pub fn input_schema<T: JsonSchema>() -> Map<String, Value> {
     let settings = SchemaSettings::draft2020_12().with(|s| s.inline_subschemas = true);
     let schema = settings.into_generator().into_root_schema_for::<T>();
     let mut value = serde_json::to_value(schema).expect("schemars output is JSON");
     spell_out_boolean_schemas(&mut value);
     drop_integer_formats(&mut value);
+    portable(&mut value);
     let Value::Object(mut root) = value else { panic!("argument schemas are objects") };
     for noise in ["$schema", "title", "description"] {
         root.remove(noise);
@@ -114,6 +117,147 @@ fn spell_out_boolean_schemas(schema: &mut Value) {
     }
 }
 
+/// Rewrites a schema into the subset Gemini's and Copilot's function declarations accept,
+/// admitting exactly the same values: `$ref`s replaced by their `$defs`/`definitions`
+/// entry (and those dropped), boolean subschemas spelled `{}` / `{"not": {}}`, and a
+/// `type` array split into an `anyOf` of single-type branches, so an explicit `null`
+/// still validates where the server accepts it. `nullable` is not used: it is OpenAPI,
+/// and JSON Schema validators (the SDKs') ignore it.
+pub(crate) fn portable(schema: &mut Value) {
+    let mut defs = Map::new();
+    if let Value::Object(root) = schema {
+        for key in ["$defs", "definitions"] {
+            if let Some(Value::Object(d)) = root.remove(key) {
+                defs.extend(d);
+            }
+        }
+    }
+    rewrite(schema, &defs, 0);
+}
+
+/// Annotations stay on the outer schema when a `type` array becomes an `anyOf`.
+const OUTER: &[&str] = &["title", "description", "default", "examples", "readOnly", "writeOnly", "deprecated"];
+
+fn rewrite(schema: &mut Value, defs: &Map<String, Value>, depth: usize) {
+    let Value::Object(map) = schema else { return };
+    if let Some(Value::String(target)) = map.remove("$ref") {
+        let name = target.rsplit('/').next().unwrap_or_default();
+        assert!(depth < 32, "recursive schema {target} cannot be inlined");
+        let Some(Value::Object(def)) = defs.get(name) else { panic!("unresolved schema reference {target}") };
+        for (k, v) in def {
+            map.entry(k.clone()).or_insert_with(|| v.clone());
+        }
+        return rewrite(schema, defs, depth + 1);
+    }
+    map.remove("$defs");
+    map.remove("definitions");
+    for (key, sub) in map.iter_mut() {
+        match key.as_str() {
+            "properties" | "patternProperties" => {
+                if let Value::Object(props) = sub {
+                    props.values_mut().for_each(|s| subschema(s, defs, depth));
+                }
+            }
+            // `additionalProperties: false` is the keyword that closes an object: kept.
+            "additionalProperties" if sub.is_boolean() => {}
+            "items" | "additionalProperties" | "not" | "contains" | "propertyNames" => subschema(sub, defs, depth),
+            "anyOf" | "oneOf" | "allOf" | "prefixItems" => {
+                if let Value::Array(list) = sub {
+                    list.iter_mut().for_each(|s| subschema(s, defs, depth));
+                }
+            }
+            _ => {}
+        }
+    }
+    if let Some(Value::Array(types)) = map.get("type").cloned() {
+        split_type_array(map, &types);
+    }
+}
+
+fn subschema(s: &mut Value, defs: &Map<String, Value>, depth: usize) {
+    match s {
+        Value::Bool(true) => *s = Value::Object(Map::new()),
+        Value::Bool(false) => *s = serde_json::json!({"not": {}}),
+        _ => rewrite(s, defs, depth),
+    }
+}
+
+/// `{"type": [A, B], ...}` becomes `{"anyOf": [{"type": A, ...}, {"type": B, ...}]}`; every
+/// assertion goes into every branch (they are type-specific or apply to all alike), except
+/// that a `null` branch is the bare `{"type": "null"}` when `null` is admitted at all.
+fn split_type_array(map: &mut Map<String, Value>, types: &[Value]) {
+    map.remove("type");
+    let mut inner = Map::new();
+    for (k, v) in std::mem::take(map) {
+        if OUTER.contains(&k.as_str()) {
+            map.insert(k, v)
+        } else {
+            inner.insert(k, v)
+        };
+    }
+    let admits_null = inner.get("enum").and_then(Value::as_array).is_none_or(|e| e.contains(&Value::Null))
+        && inner.get("const").is_none_or(Value::is_null);
+    let mut branches = Vec::new();
+    for t in types {
+        if *t == "null" {
+            if admits_null {
+                branches.push(serde_json::json!({"type": "null"}));
+            }
+            continue;
+        }
+        let mut branch = Map::new();
+        branch.insert("type".into(), t.clone());
+        for (k, v) in &inner {
+            let v = match (k.as_str(), v) {
+                ("enum", Value::Array(e)) => Value::Array(e.iter().filter(|x| !x.is_null()).cloned().collect()),
+                _ => v.clone(),
+            };
+            branch.insert(k.clone(), v);
+        }
+        branches.push(Value::Object(branch));
+    }
+    if branches.len() == 1 {
+        map.extend(branches.pop().and_then(|b| b.as_object().cloned()).unwrap_or_default());
+    } else {
+        map.insert("anyOf".into(), Value::Array(branches));
+    }
+}
+
+/// Every form some MCP client's function declarations reject, found anywhere in
+/// `schema`: a `type` array, `$ref`, `$defs`, `definitions`, or a boolean schema (other
+/// than `additionalProperties: false|true`, the keyword form).
+#[cfg(test)]
+pub(crate) fn unportable_forms(schema: &Value, at: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let Value::Object(map) = schema else {
+        out.push(format!("{at}: schema is not an object: {schema}"));
+        return out;
+    };
+    for (key, sub) in map {
+        let here = format!("{at}/{key}");
+        match key.as_str() {
+            "type" if sub.is_array() => out.push(format!("{here}: type array {sub}")),
+            "$ref" | "$defs" | "definitions" => out.push(format!("{here}: {key}")),
+            "properties" | "patternProperties" => {
+                for (name, s) in sub.as_object().into_iter().flatten() {
+                    out.extend(unportable_forms(s, &format!("{here}/{name}")));
+                }
+            }
+            "additionalProperties" if sub.is_boolean() => {}
+            "items" | "additionalProperties" | "not" | "contains" | "propertyNames" => {
+                out.extend(unportable_forms(sub, &here))
+            }
+            "anyOf" | "oneOf" | "allOf" | "prefixItems" => {
+                for (i, s) in sub.as_array().into_iter().flatten().enumerate() {
+                    out.extend(unportable_forms(s, &format!("{here}/{i}")));
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
 fn type_matches(name: &str, value: &Value) -> bool {
     match name {
         "object" => value.is_object(),
@@ -136,7 +280,7 @@ fn count(schema: &Map<String, Value>, key: &str) -> Option<usize> {
 }
 
 /// True when `value` satisfies `schema`. Implements exactly: type, enum, const, properties,
-/// required, additionalProperties, items, anyOf, oneOf, allOf, minimum, maximum,
+/// required, additionalProperties, items, anyOf, oneOf, allOf, not, minimum, maximum,
 /// minLength, maxLength, minItems, maxItems (other keywords are ignored).
 pub fn validate(schema: &Value, value: &Value) -> bool {
     let schema = match schema {
@@ -214,6 +358,9 @@ pub fn validate(schema: &Value, value: &Value) -> bool {
     if list("oneOf").is_some_and(|one| one.iter().filter(|s| validate(s, value)).count() != 1) {
         return false;
     }
+    if schema.get("not").is_some_and(|not| validate(not, value)) {
+        return false;
+    }
     true
 }
 
@@ -230,7 +377,7 @@ pub(crate) fn unsupported_keywords(schema: &Value) -> Vec<String> {
             "properties" => {
                 sub.as_object().into_iter().flat_map(|m| m.values()).for_each(|s| out.extend(unsupported_keywords(s)))
             }
-            "items" | "additionalProperties" => out.extend(unsupported_keywords(sub)),
+            "items" | "additionalProperties" | "not" => out.extend(unsupported_keywords(sub)),
             "anyOf" | "oneOf" | "allOf" => {
                 sub.as_array().into_iter().flatten().for_each(|s| out.extend(unsupported_keywords(s)))
             }
@@ -284,6 +431,38 @@ mod tests {
         assert_eq!(s["properties"]["d"]["format"], "date-time");
         assert_eq!(s["properties"]["a"]["items"]["anyOf"][0], json!({"type": "integer"}));
         assert_eq!(s["properties"]["type"]["format"], "email", "a property named type is not a keyword");
+    }
+
+    #[test]
+    fn portable_schemas_split_type_arrays_inline_refs_and_spell_booleans() {
+        let mut s = json!({
+            "type": "object",
+            "properties": {
+                "n": {"type": ["integer", "null"], "minimum": 0, "description": "d", "default": null},
+                "e": {"type": ["string", "null"], "enum": ["a", "b", null]},
+                "r": {"$ref": "#/$defs/Inner"},
+                "i": {"type": "array", "items": false},
+                "x": true
+            },
+            "additionalProperties": false,
+            "$defs": {"Inner": {"type": "object", "properties": {"k": {"type": ["boolean", "null"]}}}}
+        });
+        portable(&mut s);
+        let p = &s["properties"];
+        assert_eq!(
+            p["n"],
+            json!({"description": "d", "default": null, "anyOf": [{"type": "integer", "minimum": 0}, {"type": "null"}]})
+        );
+        assert_eq!(p["e"], json!({"anyOf": [{"type": "string", "enum": ["a", "b"]}, {"type": "null"}]}));
+        assert_eq!(p["r"]["properties"]["k"], json!({"anyOf": [{"type": "boolean"}, {"type": "null"}]}));
+        assert_eq!(p["i"]["items"], json!({"not": {}}));
+        assert_eq!(p["x"], json!({}));
+        assert_eq!(s["additionalProperties"], false);
+        assert!(s.get("$defs").is_none());
+        assert_eq!(unportable_forms(&s, ""), Vec::<String>::new());
+        for (value, ok) in [(json!({"n": null}), true), (json!({"n": 1}), true), (json!({"n": -1}), false)] {
+            assert_eq!(validate(&s, &value), ok, "{value}");
+        }
     }
 
     #[test]
