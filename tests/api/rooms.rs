@@ -614,8 +614,61 @@ async fn commands_are_never_executed(backend: Backend) {
     assert_eq!((status, code(&err)), (403, "insufficient_scope"));
 }
 
+/// `Idempotency-Replayed` on every room create response, refusals and pipeline errors
+/// included, as on the agent runs: `true` only for a replay; reads and the mutations
+/// without a key never carry it.
+async fn every_room_create_response_carries_idempotency_replayed_errors_included(backend: Backend) {
+    let app = TestApp::spawn_with(backend, &[]).await;
+    let alice = app.token_for("alice", "tenant-a", ALL).await;
+    let replayed =
+        |res: &reqwest::Response| res.headers().get("idempotency-replayed").map(|v| v.to_str().unwrap().to_owned());
+    let create = |key: &str, body: Value| app.post("/api/v1/rooms", &alice).header("Idempotency-Key", key).json(&body);
+    let first = create("room-replayed-01", json!({ "name": "Lab" })).send().await.unwrap();
+    assert_eq!((first.status().as_u16(), replayed(&first).as_deref()), (201, Some("false")));
+    let again = create("room-replayed-01", json!({ "name": "Lab" })).send().await.unwrap();
+    assert_eq!((again.status().as_u16(), replayed(&again).as_deref()), (201, Some("true")));
+    let cases: Vec<(&str, reqwest::RequestBuilder, u16, &str)> = vec![
+        (
+            "the same key with another body",
+            create("room-replayed-01", json!({ "name": "Other" })),
+            422,
+            "idempotency_conflict",
+        ),
+        (
+            "an unknown field",
+            create("room-replayed-02", json!({ "name": "Lab", "owner": "me" })),
+            400,
+            "invalid_request",
+        ),
+        ("no key", app.post("/api/v1/rooms", &alice).json(&json!({ "name": "Lab" })), 400, "invalid_idempotency_key"),
+        (
+            "no bearer",
+            app.http
+                .post(format!("{}/api/v1/rooms", app.base))
+                .header("Idempotency-Key", "room-replayed-03")
+                .json(&json!({ "name": "Lab" })),
+            401,
+            "",
+        ),
+    ];
+    for (name, req, status, error) in cases {
+        let res = req.send().await.unwrap();
+        assert_eq!((res.status().as_u16(), replayed(&res).as_deref()), (status, Some("false")), "{name}");
+        let body: Value = res.json().await.unwrap();
+        assert_eq!(body["schema"], "helix.agent_api.error.v1", "{name}");
+        if !error.is_empty() {
+            assert_eq!(code(&body), error, "{name}");
+        }
+    }
+    let list = app.get("/api/v1/rooms", &alice).send().await.unwrap();
+    assert_eq!((list.status().as_u16(), replayed(&list)), (200, None));
+    let claim = app.post("/api/v1/rooms/chat-bindings/claim", &alice).json(&json!({})).send().await.unwrap();
+    assert_eq!(replayed(&claim), None);
+}
+
 on_both_backends!(
     rooms_are_created_idempotently_listed_and_inspected_by_members_only,
+    every_room_create_response_carries_idempotency_replayed_errors_included,
     room_routes_need_their_scopes,
     hostile_room_input_is_refused_before_any_mutation,
     a_run_binds_once_retries_return_it_and_rebinding_elsewhere_conflicts,

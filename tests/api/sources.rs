@@ -516,8 +516,40 @@ async fn device_check_publishes_one_tool_and_reports_source_health_only(backend:
     assert!(v["result"]["_meta"]["mcp/www_authenticate"][0].as_str().unwrap().contains("/mcp/device-check"), "{v}");
 }
 
+/// `Idempotency-Replayed` on every source create response, refusals included, as on the
+/// agent runs: `true` only for a replay; the list never carries it.
+async fn every_source_create_response_carries_idempotency_replayed_errors_included(backend: Backend) {
+    let app = TestApp::spawn_with(backend, &[]).await;
+    let (token, _cookie, room_id) = owner(&app).await;
+    let path = format!("/api/v1/rooms/{room_id}/sources");
+    let replayed =
+        |res: &reqwest::Response| res.headers().get("idempotency-replayed").map(|v| v.to_str().unwrap().to_owned());
+    let create = |key: &str, body: Value| app.post(&path, &token).header("Idempotency-Key", key).json(&body);
+    let body = json!({ "adapter_profile": "minecraft", "world_id": "overworld-1", "label": "Survival" });
+    let first = create("source-replay-01", body.clone()).send().await.unwrap();
+    assert_eq!((first.status().as_u16(), replayed(&first).as_deref()), (201, Some("false")));
+    let again = create("source-replay-01", body.clone()).send().await.unwrap();
+    assert_eq!((again.status().as_u16(), replayed(&again).as_deref()), (201, Some("true")));
+    let other = json!({ "adapter_profile": "fixture", "world_id": "overworld-1" });
+    let unknown = json!({ "adapter_profile": "minecraft", "world_id": "overworld-2", "owner": "me" });
+    let cases: Vec<(&str, reqwest::RequestBuilder, u16, &str)> = vec![
+        ("the same key with another body", create("source-replay-01", other), 422, "idempotency_conflict"),
+        ("an unknown field", create("source-replay-02", unknown), 400, "invalid_request"),
+        ("no key", app.post(&path, &token).json(&body), 400, "invalid_idempotency_key"),
+    ];
+    for (name, req, status, error) in cases {
+        let res = req.send().await.unwrap();
+        assert_eq!((res.status().as_u16(), replayed(&res).as_deref()), (status, Some("false")), "{name}");
+        let v: Value = res.json().await.unwrap();
+        assert_eq!((v["schema"].as_str(), code(&v)), (Some("helix.agent_api.error.v1"), error), "{name}");
+    }
+    let list = app.get(&path, &token).send().await.unwrap();
+    assert_eq!((list.status().as_u16(), replayed(&list)), (200, None));
+}
+
 on_both_backends!(
     sources_are_created_with_a_deferred_delivery_and_listed_without_credentials,
+    every_source_create_response_carries_idempotency_replayed_errors_included,
     source_creation_checks_scope_profile_ownership_and_the_developer_flag,
     sixteen_concurrent_claims_of_one_delivery_show_exactly_one_bearer,
     only_the_same_origin_developer_owner_may_claim,

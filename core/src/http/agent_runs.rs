@@ -4,39 +4,25 @@ use axum::extract::{Path, RawQuery, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Extension, Router};
-use http::{HeaderValue, StatusCode};
 
+use super::idempotent::{self, Created};
 use super::{AppState, Authed, Group, IdemKey, Invocation, JsonBody, pipeline, run_json_response, run_response};
 use crate::domain::run::{CancelRequest, ContinueRequest, StartRequest};
 use crate::error::ApiError;
 use crate::service::Mutation;
 use crate::service::runs::DEFAULT_EVENT_LIMIT;
 
-const IDEMPOTENCY_REPLAYED: &str = "idempotency-replayed";
-
 pub fn router(state: AppState) -> Router {
-    Router::new()
+    let routes = Router::new()
         .route("/api/v1/agent-runs", post(start).fallback(method_not_allowed_post))
         .route("/api/v1/agent-runs/{run_id}", get(inspect).fallback(method_not_allowed_get))
         .route("/api/v1/agent-runs/{run_id}/continue", post(continue_run).fallback(method_not_allowed_post))
         .route("/api/v1/agent-runs/{run_id}/cancel", post(cancel).fallback(method_not_allowed_post))
         .route("/api/v1/agent-runs/{run_id}/events", get(events).fallback(method_not_allowed_get))
         .route("/api/v1/agent-runs/{run_id}/evidence", get(evidence).fallback(method_not_allowed_get))
-        .layer(axum::middleware::from_fn_with_state((state.clone(), Group::AgentRuns), pipeline))
-        .route_layer(axum::middleware::from_fn(replayed_false_by_default))
-        .with_state(state)
-}
-
-/// Every mutation response carries `Idempotency-Replayed`, refusals included: a
-/// response that is not a receipt's replay says `false`. Outside the pipeline, so it
-/// also marks the errors the pipeline renders (admission, authentication, parsing).
-async fn replayed_false_by_default(req: axum::extract::Request, next: axum::middleware::Next) -> Response {
-    let mutation = req.method() == http::Method::POST;
-    let mut res = next.run(req).await;
-    if mutation {
-        res.headers_mut().entry(IDEMPOTENCY_REPLAYED).or_insert(HeaderValue::from_static("false"));
-    }
-    res
+        .layer(axum::middleware::from_fn_with_state((state.clone(), Group::AgentRuns), pipeline));
+    // Every route here takes an `Idempotency-Key` on POST.
+    idempotent::replayed_on_every_post(routes).with_state(state)
 }
 
 async fn method_not_allowed_post() -> ApiError {
@@ -47,20 +33,9 @@ async fn method_not_allowed_get() -> ApiError {
     ApiError::MethodNotAllowed { allow: "GET" }
 }
 
-/// A mutation's answer: fresh or replayed, with `Idempotency-Replayed` and, for a
-/// fresh or replayed start, `Location`.
+/// A start, continue or cancel answer; a fresh or replayed start also says where its run lives.
 fn mutation_response(m: Mutation) -> Response {
-    let status = StatusCode::from_u16(m.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let location = (status == StatusCode::CREATED)
-        .then(|| m.body.get("run_id").and_then(|v| v.as_str()).map(|id| format!("/api/v1/agent-runs/{id}")))
-        .flatten();
-    let mut res = run_response(status, m.body);
-    let h = res.headers_mut();
-    h.insert(IDEMPOTENCY_REPLAYED, HeaderValue::from_static(if m.replayed { "true" } else { "false" }));
-    if let Some(loc) = location {
-        h.insert(http::header::LOCATION, HeaderValue::from_str(&loc).expect("run ids are ascii"));
-    }
-    res
+    idempotent::mutation_response(m, run_response, Some(Created { id_field: "run_id", under: "/api/v1/agent-runs" }))
 }
 
 async fn start(

@@ -12,6 +12,7 @@ pub mod dev_oidc;
 pub mod discovery;
 #[cfg(test)]
 mod fuzz;
+pub mod idempotent;
 pub mod observer;
 pub mod pages;
 pub mod ratelimit;

@@ -8,23 +8,28 @@ use axum::extract::{Path, RawQuery, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
 use axum::{Json, Router};
-use http::{HeaderValue, StatusCode};
+use http::StatusCode;
 
+use super::idempotent::{self, Created};
 use super::{AppState, Authed, Group, IdemKey, JsonBody, pipeline};
 use crate::domain::room::{ChatClaimRequest, CreateRoomRequest, RunBindingRequest};
 use crate::error::ApiError;
 
 pub fn router(state: AppState) -> Router {
-    Router::new()
+    let group_pipeline = || axum::middleware::from_fn_with_state((state.clone(), Group::Rooms), pipeline);
+    // Only the create takes an `Idempotency-Key`; the other mutations never carry the header.
+    let creates = Router::new()
         .route("/api/v1/rooms", get(list).post(create).fallback(method_not_allowed_get_post))
+        .layer(group_pipeline());
+    let rest = Router::new()
         .route("/api/v1/rooms/run-bindings", post(bind_run).fallback(method_not_allowed_post))
         .route("/api/v1/rooms/run-bindings/{binding_ref}", delete(unbind_run).fallback(method_not_allowed_delete))
         .route("/api/v1/rooms/chat-bindings/claim", post(claim_chat).fallback(method_not_allowed_post))
         .route("/api/v1/rooms/chat-bindings/{binding_ref}", delete(unbind_chat).fallback(method_not_allowed_delete))
         .route("/api/v1/rooms/{room_id}", get(inspect).fallback(method_not_allowed_get))
         .route("/api/v1/rooms/{room_id}/commands", post(command).fallback(method_not_allowed_post))
-        .layer(axum::middleware::from_fn_with_state((state.clone(), Group::Rooms), pipeline))
-        .with_state(state)
+        .layer(group_pipeline());
+    idempotent::replayed_on_every_post(creates).merge(rest).with_state(state)
 }
 
 async fn method_not_allowed_get_post() -> ApiError {
@@ -73,15 +78,7 @@ async fn create(
     JsonBody(req): JsonBody<CreateRoomRequest>,
 ) -> Result<Response, ApiError> {
     let m = app.services.rooms.create_room(&p, &key, req).await?;
-    let status = StatusCode::from_u16(m.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let location = m.body.get("room_id").and_then(|v| v.as_str()).map(|id| format!("/api/v1/rooms/{id}"));
-    let mut res = json(status, m.body);
-    let h = res.headers_mut();
-    h.insert("idempotency-replayed", HeaderValue::from_static(if m.replayed { "true" } else { "false" }));
-    if let Some(loc) = location.filter(|_| status == StatusCode::CREATED) {
-        h.insert(http::header::LOCATION, HeaderValue::from_str(&loc).expect("room ids are ascii"));
-    }
-    Ok(res)
+    Ok(idempotent::mutation_response(m, json, Some(Created { id_field: "room_id", under: "/api/v1/rooms" })))
 }
 
 async fn inspect(

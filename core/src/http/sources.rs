@@ -11,9 +11,10 @@ use axum::extract::{FromRequestParts, Path, RawQuery, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
+use http::StatusCode;
 use http::request::Parts;
-use http::{HeaderValue, StatusCode};
 
+use super::idempotent;
 use super::pages::{Asset, BrowserSession, Csp, Page, Referrer, SameOriginSession, page_headers};
 use super::ratelimit::WindowKey;
 use super::{AppState, Authed, Group, IdemKey, JsonBody, pipeline};
@@ -43,10 +44,11 @@ async fn method_not_allowed_get() -> ApiError {
 
 /// `/api/v1/rooms/{room_id}/sources`, behind the room group's pipeline.
 pub fn router(state: AppState) -> Router {
-    Router::new()
+    let routes = Router::new()
         .route("/api/v1/rooms/{room_id}/sources", get(list).post(create).fallback(method_not_allowed_get_post))
-        .layer(axum::middleware::from_fn_with_state((state.clone(), Group::Rooms), pipeline))
-        .with_state(state)
+        .layer(axum::middleware::from_fn_with_state((state.clone(), Group::Rooms), pipeline));
+    // The create takes an `Idempotency-Key`.
+    idempotent::replayed_on_every_post(routes).with_state(state)
 }
 
 async fn list(
@@ -68,11 +70,7 @@ async fn create(
     JsonBody(req): JsonBody<CreateSourceRequest>,
 ) -> Result<Response, ApiError> {
     let m = app.services.sources.create_source(&p, &room_id, &key, req).await?;
-    let status = StatusCode::from_u16(m.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let mut res = (status, Json(m.body)).into_response();
-    res.headers_mut()
-        .insert("idempotency-replayed", HeaderValue::from_static(if m.replayed { "true" } else { "false" }));
-    Ok(res)
+    Ok(idempotent::mutation_response(m, |status, body| (status, Json(body)).into_response(), None))
 }
 
 // ---------- the browser credential lane (cookie) ----------
