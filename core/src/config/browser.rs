@@ -127,24 +127,11 @@ pub fn origin_of(url: &str) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use crate::config::{Config, ConfigError, DefaultMode};
+    use crate::config::tests::{PROD, cfg};
+    use crate::config::{ConfigError, DefaultMode};
 
     use super::*;
 
-    fn cfg(mode: DefaultMode, vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
-        let vars: Vec<(String, String)> = vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-        Config::from_lookup(mode, &move |k| vars.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()))
-    }
-
-    const PROD: &[(&str, &str)] = &[
-        ("CASIMIR_PUBLIC_BASE_URL", "https://api.example.com"),
-        ("HELIX_AGENT_OAUTH_ISSUER", "https://issuer.example.com/"),
-        ("HELIX_AGENT_OAUTH_AUDIENCE", "https://api.example.com/mcp"),
-        ("HELIX_AGENT_OAUTH_JWKS_URL", "https://issuer.example.com/.well-known/jwks.json"),
-        ("HELIX_AGENT_OAUTH_PROVIDER", "auth0"),
-        ("HELIX_AGENT_ALLOWED_HOSTS", "api.example.com"),
-        ("TRUST_PROXY", "apigateway"),
-    ];
     const DEV: &[(&str, &str)] =
         &[("HELIX_AGENT_ALLOW_LOCAL_HS256", "1"), ("HELIX_AGENT_LOCAL_JWT_SECRET", "0123456789abcdef0123456789abcdef")];
 
