@@ -18,13 +18,7 @@ impl RoomService {
         unlocked(s.policy.rooms_locked)?;
         let (room, mut member) = self.room_and_member(room_id, &s.account_id).await?;
         rules::accepts_current(&room, consent_version)?;
-        let consent = Consent {
-            room_id: room.room_id.clone(),
-            account_id: s.account_id.clone(),
-            version: consent_version,
-            consent_receipt: Consent::receipt_ref(&room.room_id, &s.account_id, consent_version),
-            accepted_at: rfc3339(self.clock.now()),
-        };
+        let consent = Consent::accepted(&room.room_id, &s.account_id, consent_version, rfc3339(self.clock.now()));
         member.consent_version = consent_version;
         member.consent_receipt = consent.consent_receipt.clone();
         member.accepted_at = consent.accepted_at.clone();
@@ -50,13 +44,7 @@ impl RoomService {
         let (mut room, mut owner) = self.owned_room(s, room_id).await?;
         let old = room.consent_version;
         room.consent_version = rules::raised(&room);
-        let consent = Consent {
-            room_id: room.room_id.clone(),
-            account_id: s.account_id.clone(),
-            version: room.consent_version,
-            consent_receipt: Consent::receipt_ref(&room.room_id, &s.account_id, room.consent_version),
-            accepted_at: rfc3339(self.clock.now()),
-        };
+        let consent = Consent::accepted(&room.room_id, &s.account_id, room.consent_version, rfc3339(self.clock.now()));
         // The owner's membership keeps the time it first accepted; the receipt has this one.
         owner.consent_version = room.consent_version;
         owner.consent_receipt = consent.consent_receipt.clone();

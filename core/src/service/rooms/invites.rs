@@ -66,13 +66,7 @@ impl RoomService {
         unlocked(s.policy.rooms_locked)?;
         let (invite, room) = self.live_invite(code).await?;
         rules::accepts_current(&room, consent_version)?;
-        let consent = Consent {
-            room_id: room.room_id.clone(),
-            account_id: s.account_id.clone(),
-            version: consent_version,
-            consent_receipt: Consent::receipt_ref(&room.room_id, &s.account_id, consent_version),
-            accepted_at: rfc3339(self.clock.now()),
-        };
+        let consent = Consent::accepted(&room.room_id, &s.account_id, consent_version, rfc3339(self.clock.now()));
         let member = Membership {
             room_id: room.room_id.clone(),
             account_id: s.account_id.clone(),

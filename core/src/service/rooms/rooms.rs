@@ -67,13 +67,7 @@ impl RoomService {
             created_at: now,
             schema_version: BODY_VERSION,
         };
-        let consent = Consent {
-            room_id: room.room_id.clone(),
-            account_id: p.account_id.clone(),
-            version: FIRST_CONSENT,
-            consent_receipt: Consent::receipt_ref(&room.room_id, &p.account_id, FIRST_CONSENT),
-            accepted_at: rfc3339(now),
-        };
+        let consent = Consent::accepted(&room.room_id, &p.account_id, FIRST_CONSENT, rfc3339(now));
         let member = Membership {
             room_id: room.room_id.clone(),
             account_id: p.account_id.clone(),

@@ -100,6 +100,17 @@ pub struct Consent {
 }
 
 impl Consent {
+    /// A member's acceptance of `version` at `accepted_at`, under its stable reference.
+    pub fn accepted(room_id: &str, account_id: &str, version: u32, accepted_at: String) -> Self {
+        Consent {
+            room_id: room_id.to_owned(),
+            account_id: account_id.to_owned(),
+            version,
+            consent_receipt: Self::receipt_ref(room_id, account_id, version),
+            accepted_at,
+        }
+    }
+
     /// The opaque reference of a member's acceptance of a version (stable: the same
     /// acceptance always has the same reference).
     pub fn receipt_ref(room_id: &str, account_id: &str, version: u32) -> String {
