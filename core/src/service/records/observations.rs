@@ -176,7 +176,8 @@ pub async fn health_of_sources(
 /// transaction is committed again without it, so the report is stored and the newer
 /// marker kept.
 pub async fn commit_report(store: &dyn Store, mut tx: Tx) -> Result<(), TxFailure> {
-    match tx.commit(store).await {
+    // The first attempt keeps a copy: a retry without the marker needs the rest.
+    match tx.clone().commit(store).await {
         Err(f) if f.failed(Role::HealthMarker) && !refused_otherwise(&f) => {
             tx.without(Role::HealthMarker);
             tx.commit(store).await

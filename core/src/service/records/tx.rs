@@ -119,12 +119,10 @@ impl Tx {
 
     /// Commits every action or none. A cancelled transaction is a [`TxFailure`] that
     /// names the roles whose conditions failed.
-    pub async fn commit(&self, store: &dyn Store) -> Result<(), TxFailure> {
-        let ops = self.ops.iter().map(|(_, op)| op.clone()).collect();
-        store
-            .transact(ops)
-            .await
-            .map_err(|error| TxFailure { roles: self.ops.iter().map(|(r, _)| *r).collect(), error })
+    /// The transaction is consumed: its items move into the store request, uncopied.
+    pub async fn commit(self, store: &dyn Store) -> Result<(), TxFailure> {
+        let (roles, ops): (Vec<Role>, Vec<WriteOp>) = self.ops.into_iter().unzip();
+        store.transact(ops).await.map_err(|error| TxFailure { roles, error })
     }
 }
 

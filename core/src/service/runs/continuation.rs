@@ -322,7 +322,7 @@ impl RunService {
         // A cancellation without a failed condition (DynamoDB's TransactionConflict when
         // a competing claim touches the run at the same instant) is retried.
         for attempt in 1..=FINALIZE_ATTEMPTS {
-            let failure = match tx.commit(&*self.store).await {
+            let failure = match tx.clone().commit(&*self.store).await {
                 Ok(()) => return Ok(completed(200, &response, false)),
                 Err(f) => f,
             };
