@@ -2,6 +2,7 @@
 //! this binary parses flags, builds state and wires the routers onto one port.
 
 mod local;
+mod room_acceptance;
 mod source_sim;
 
 use std::net::SocketAddr;
@@ -100,6 +101,11 @@ enum Command {
         #[command(flatten)]
         args: source_sim::SimArgs,
     },
+    /// Shared Live Room live acceptance: a zero-network dry run that prints the plan by
+    /// default; live only with the HELIX_SHARED_ROOM_ACCEPTANCE_* opt-ins (no flags, no
+    /// cookie, chat claim or source bearer). Exit 0 pass/plan, 1 check failed, 2 config
+    /// refused, 3 incomplete under REQUIRE_COMPLETE, 4 release failure.
+    RoomAcceptance,
     /// Create the DynamoDB table (pk/sk, TTL on expires_at); idempotent.
     CreateTable {
         #[arg(long)]
@@ -183,6 +189,7 @@ async fn main() -> anyhow::Result<()> {
             local::link_account(&store, &issuer, &tenant, &provider, &subject).await
         }
         Command::SourceSim { args } => source_sim::run(args).await,
+        Command::RoomAcceptance => std::process::exit(room_acceptance::run().await.into()),
         Command::CreateTable { table } => {
             let store = helix_core::store::dynamo::DynamoStore::from_env(table.clone()).await;
             store.create_table().await.with_context(|| format!("creating table {table}"))?;
