@@ -304,6 +304,8 @@ struct Faults {
     drop_first_start_response: AtomicBool,
     /// Answer this many withdrawals 503 without forwarding them.
     fail_deletes: AtomicU32,
+    /// Never answer an evidence read (hold the connection open).
+    hang_evidence: AtomicBool,
 }
 
 /// Reads one request (or response) with its Content-Length body.
@@ -351,6 +353,10 @@ async fn proxy(upstream: u16, faults: Arc<Faults>) -> u16 {
                         body.len()
                     );
                     let _ = client.write_all(format!("{head}{body}").as_bytes()).await;
+                    return;
+                }
+                if line.contains("/evidence ") && faults.hang_evidence.load(Ordering::SeqCst) {
+                    tokio::time::sleep(Duration::from_secs(120)).await;
                     return;
                 }
                 let mut server = TcpStream::connect(("127.0.0.1", upstream)).await.unwrap();
@@ -405,4 +411,31 @@ async fn a_withdrawal_that_keeps_failing_is_a_release_failure() {
     let run_id = r["run"]["run_id"].as_str().unwrap();
     assert_eq!(get(port, &token, &format!("/api/v1/agent-runs/{run_id}")).await["lifecycle_status"], "cancelled");
     assert_no_token(&out, &token);
+}
+
+/// A request that never answers uses up the automated phase, not the cleanup window: with
+/// a 30 s total and a 600 s request timeout, the read gives up at the phase deadline
+/// (total minus the 15 s reserve) and cleanup still withdraws and cancels in time.
+#[tokio::test]
+async fn a_hanging_request_leaves_the_reserved_cleanup_window_to_cleanup() {
+    let (_server, _dir, port, token) = serve().await;
+    let faults = Arc::new(Faults::default());
+    faults.hang_evidence.store(true, Ordering::SeqCst);
+    let via = proxy(port, faults).await;
+    let base = format!("http://127.0.0.1:{via}");
+    let mut vars = live_vars(&base, &token);
+    vars.retain(|(k, _)| !k.contains("TIMEOUT"));
+    vars.extend([("TIMEOUT_MS", "600000"), ("TOTAL_TIMEOUT_MS", "30000")]);
+    let out = harness(&vars).await;
+    assert_eq!(out.code, 1, "a failed check, not a release failure: {}", out.raw);
+    let r = &out.report;
+    assert_eq!(r["budget"]["cleanup_reserve_ms"], 15_000);
+    assert_eq!(step(r, "run_evidence")["status"], "timed_out");
+    for id in ["cleanup_unbind", "cleanup_cancel", "cleanup_verify"] {
+        assert_eq!(step(r, id)["status"], "passed", "{id}: {r:#}");
+    }
+    let elapsed = r["budget"]["elapsed_ms"].as_u64().unwrap();
+    assert!((14_000..30_000).contains(&elapsed), "{elapsed} ms");
+    let run_id = r["run"]["run_id"].as_str().unwrap();
+    assert_eq!(get(port, &token, &format!("/api/v1/agent-runs/{run_id}")).await["lifecycle_status"], "cancelled");
 }

@@ -19,7 +19,7 @@ pub enum Reply {
     },
     /// No answer (connect failure, reset, closed before the response, timeout).
     Transport(&'static str),
-    /// The phase's deadline had passed; nothing was sent.
+    /// The phase's deadline passed before an answer (or before the request was sent).
     Deadline,
 }
 
@@ -119,6 +119,13 @@ impl Http {
             return Reply::Deadline;
         }
         let Ok(url) = self.base.join(&req.path) else { return Reply::Transport("bad path") };
+        // A timeout cut short by the phase deadline is the deadline, not a transient failure.
+        let clamped = left < self.request_timeout;
+        let timed_out = |e: reqwest::Error| match (e.is_timeout(), clamped) {
+            (true, true) => Reply::Deadline,
+            (true, false) => Reply::Transport("timeout"),
+            (false, _) => Reply::Transport("connection"),
+        };
         let mut b = self
             .client
             .request(req.method.clone(), url)
@@ -132,7 +139,7 @@ impl Http {
         }
         let res = match b.send().await {
             Ok(r) => r,
-            Err(e) => return Reply::Transport(if e.is_timeout() { "timeout" } else { "connection" }),
+            Err(e) => return timed_out(e),
         };
         let status = res.status().as_u16();
         let replayed = res.headers().get("idempotency-replayed").and_then(|v| v.to_str().ok()).map(|v| v == "true");
@@ -140,7 +147,7 @@ impl Http {
             Ok(bytes) => {
                 Reply::Answer { status, replayed, body: serde_json::from_slice(&bytes).unwrap_or(Value::Null) }
             }
-            Err(e) => Reply::Transport(if e.is_timeout() { "timeout" } else { "connection" }),
+            Err(e) => timed_out(e),
         }
     }
 
