@@ -158,8 +158,12 @@ enum AccountCommand {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    helix_core::wiring::init_tracing(false);
-    match Cli::parse().command {
+    let cli = Cli::parse();
+    // The harness's stdout is its report alone, and it logs nothing (no request, no header).
+    if !matches!(cli.command, Command::RoomAcceptance) {
+        helix_core::wiring::init_tracing(false);
+    }
+    match cli.command {
         Command::Serve { addr, store, corpus } => local::serve(addr, &store, corpus).await,
         Command::DevToken { store, subject, tenant, scope, ttl_seconds } => {
             let scopes: Vec<String> = scope.split_whitespace().map(str::to_owned).collect();
