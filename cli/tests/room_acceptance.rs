@@ -433,6 +433,7 @@ async fn a_hanging_request_leaves_the_reserved_cleanup_window_to_cleanup() {
     let r = &out.report;
     assert_eq!(r["budget"]["cleanup_reserve_ms"], 15_000);
     assert_eq!(step(r, "run_evidence")["status"], "timed_out");
+    assert_eq!(step(r, "run_events")["detail"], "not_reached", "every step is in the report");
     for id in ["cleanup_unbind", "cleanup_cancel", "cleanup_verify"] {
         assert_eq!(step(r, id)["status"], "passed", "{id}: {r:#}");
     }
