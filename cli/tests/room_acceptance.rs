@@ -308,6 +308,18 @@ struct Faults {
     fail_deletes: AtomicU32,
     /// Never answer an evidence read (hold the connection open).
     hang_evidence: AtomicBool,
+    /// Answer every cancel `409 outcome_unknown` without forwarding it.
+    cancel_outcome_unknown: AtomicBool,
+}
+
+fn canned(status: &str, code: &str) -> String {
+    let body = format!(
+        r#"{{"schema":"helix.agent_api.error.v1","error":{{"code":"{code}","message":"injected","retryable":false}}}}"#
+    );
+    format!(
+        "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    )
 }
 
 /// Reads one request (or response) with its Content-Length body.
@@ -349,12 +361,11 @@ async fn proxy(upstream: u16, faults: Arc<Faults>) -> u16 {
                         .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
                         .is_ok()
                 {
-                    let body = r#"{"schema":"helix.agent_api.error.v1","error":{"code":"unavailable","message":"injected","retryable":true}}"#;
-                    let head = format!(
-                        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
-                        body.len()
-                    );
-                    let _ = client.write_all(format!("{head}{body}").as_bytes()).await;
+                    let _ = client.write_all(canned("503 Service Unavailable", "unavailable").as_bytes()).await;
+                    return;
+                }
+                if line.contains("/cancel ") && faults.cancel_outcome_unknown.load(Ordering::SeqCst) {
+                    let _ = client.write_all(canned("409 Conflict", "outcome_unknown").as_bytes()).await;
                     return;
                 }
                 if line.contains("/evidence ") && faults.hang_evidence.load(Ordering::SeqCst) {
@@ -441,4 +452,23 @@ async fn a_hanging_request_leaves_the_reserved_cleanup_window_to_cleanup() {
     assert!((14_000..30_000).contains(&elapsed), "{elapsed} ms");
     let run_id = r["run"]["run_id"].as_str().unwrap();
     assert_eq!(get(port, &token, &format!("/api/v1/agent-runs/{run_id}")).await["lifecycle_status"], "cancelled");
+}
+
+#[tokio::test]
+async fn an_unknown_cancel_outcome_is_a_release_failure() {
+    let (_server, _dir, port, token) = serve().await;
+    let faults = Arc::new(Faults::default());
+    faults.cancel_outcome_unknown.store(true, Ordering::SeqCst);
+    let via = proxy(port, faults).await;
+    let base = format!("http://127.0.0.1:{via}");
+    let out = harness(&live_vars(&base, &token)).await;
+    assert_eq!(out.code, 4, "{}", out.raw);
+    assert_eq!(out.report["outcome"], "release_failure");
+    let cancel = step(&out.report, "cleanup_cancel");
+    assert_eq!(
+        (cancel["status"].as_str(), cancel["error_code"].as_str()),
+        (Some("outcome_unknown"), Some("outcome_unknown"))
+    );
+    assert_eq!(step(&out.report, "cleanup_unbind")["status"], "passed", "the withdrawal still ran");
+    assert_no_token(&out, &token);
 }
