@@ -2,6 +2,7 @@
 //! this binary parses flags, builds state and wires the routers onto one port.
 
 mod local;
+mod room_acceptance;
 mod source_sim;
 
 use std::net::SocketAddr;
@@ -100,6 +101,11 @@ enum Command {
         #[command(flatten)]
         args: source_sim::SimArgs,
     },
+    /// Shared Live Room live acceptance: a zero-network dry run that prints the plan by
+    /// default; live only with the HELIX_SHARED_ROOM_ACCEPTANCE_* opt-ins (no flags, no
+    /// cookie, chat claim or source bearer). Exit 0 pass/plan, 1 check failed, 2 config
+    /// refused, 3 incomplete under REQUIRE_COMPLETE, 4 release failure.
+    RoomAcceptance,
     /// Create the DynamoDB table (pk/sk, TTL on expires_at); idempotent.
     CreateTable {
         #[arg(long)]
@@ -152,8 +158,12 @@ enum AccountCommand {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    helix_core::wiring::init_tracing(false);
-    match Cli::parse().command {
+    let cli = Cli::parse();
+    // The harness's stdout is its report alone, and it logs nothing (no request, no header).
+    if !matches!(cli.command, Command::RoomAcceptance) {
+        helix_core::wiring::init_tracing(false);
+    }
+    match cli.command {
         Command::Serve { addr, store, corpus } => local::serve(addr, &store, corpus).await,
         Command::DevToken { store, subject, tenant, scope, ttl_seconds } => {
             let scopes: Vec<String> = scope.split_whitespace().map(str::to_owned).collect();
@@ -183,6 +193,7 @@ async fn main() -> anyhow::Result<()> {
             local::link_account(&store, &issuer, &tenant, &provider, &subject).await
         }
         Command::SourceSim { args } => source_sim::run(args).await,
+        Command::RoomAcceptance => std::process::exit(room_acceptance::run().await.into()),
         Command::CreateTable { table } => {
             let store = helix_core::store::dynamo::DynamoStore::from_env(table.clone()).await;
             store.create_table().await.with_context(|| format!("creating table {table}"))?;
