@@ -16,6 +16,8 @@ from typing import Any, AsyncIterator
 import httpx2
 import pytest
 from mcp import ClientSession
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS
 from mcp.client.streamable_http import streamable_http_client
 
 pytestmark = pytest.mark.anyio
@@ -450,3 +452,44 @@ async def test_cancel_then_continue_is_rejected(helix):
 
         kinds = [e["kind"] for e in await list_all_events(session, run_id)]
         assert "run_cancelled" in kinds, kinds
+
+
+# (g) ---------------------------------------------------------------------------------------------
+
+
+async def test_argument_errors_name_the_path_and_rule(helix):
+    """Arguments off the input schema come back as JSON-RPC -32602 naming the path and the
+    rule, which the SDK raises as MCPError; nothing the caller sent is repeated."""
+    async with mcp_session(helix.mcp_url, helix.tokens["full"]) as (session, _):
+        cases = [
+            ("helix_run_inspect", {}, "run_id: missing", None),
+            (
+                "helix_run_start",
+                {"idempotency_key": key("args"), "request": {**start_request(), "budget": {"max_steps": "eight_steps"}}},
+                "request.budget.max_steps: must be an integer or null",
+                "eight_steps",
+            ),
+            (
+                "helix_run_start",
+                {"idempotency_key": key("args"), "request": {**start_request(), "tenant_override": "t-9"}},
+                "request: unknown field (allowed: budget, completion_contract, constraints, database_scope, objective)",
+                "tenant_override",
+            ),
+            (
+                "helix_run_continue",
+                {"run_id": "run_" + "0" * 32, "idempotency_key": key("args"),
+                 "request": {"expected_version": 1, "answers": [{"value": "seventeen"}]}},
+                "request.answers[0].question_id: missing",
+                "seventeen",
+            ),
+        ]
+        for name, args, want, caller in cases:
+            with pytest.raises(MCPError) as raised:
+                await session.call_tool(name, args)
+            assert raised.value.code == INVALID_PARAMS, (name, raised.value.code, raised.value.message)
+            assert raised.value.message == f"Invalid params: {want}", raised.value.message
+            if caller is not None:
+                assert caller not in raised.value.message
+        # The session is still usable after an argument error.
+        listing = await session.list_tools()
+        assert any(t.name == "helix_run_inspect" for t in listing.tools)

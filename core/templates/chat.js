@@ -1,12 +1,42 @@
 // The /chat page: local chats (localStorage), the observer lane (same-origin fetch with the
 // session cookie), a progress lane, and the one terminal assistant message appended once
-// by its stable id. Text is always inserted as text, never as HTML.
+// by its stable id. Text is always inserted as text, never as HTML. Binding changes (attach,
+// disconnect) reach the page's other open tabs (BroadcastChannel, else a storage event);
+// the claim handle never leaves the tab it was shown in.
 (function () {
   "use strict";
   var KEY = "helix.chats.v1";
   var BASE = "/api/agi/agent-run-observer/bindings";
   // The claim handle is shown once: kept in memory for the page's life, never stored.
   var state = { chats: load(), current: null, timer: null, claim: null };
+  var SYNC = "helix.chat-bindings.v1";
+  var channel = typeof BroadcastChannel === "function" ? new BroadcastChannel(SYNC) : null;
+
+  // Tells the other tabs that a chat's binding changed: its id, observer ref and status only.
+  function announce(c) {
+    var event = { chatId: c.id, observer: c.observer || null, status: c.status || null, at: Date.now() };
+    if (channel) channel.postMessage(event);
+    else try { localStorage.setItem(SYNC, JSON.stringify(event)); } catch (e) { /* storage full or blocked */ }
+  }
+  // Another tab bound or withdrew a chat: take its binding (the chat itself from storage
+  // when this tab has not seen it yet), then restart or stop this tab's polling.
+  function adopt(event) {
+    if (!event || typeof event.chatId !== "string") return;
+    var c = state.chats.find(function (x) { return x.id === event.chatId; });
+    if (!c) {
+      c = load().find(function (x) { return x.id === event.chatId; });
+      if (!c) return;
+      state.chats.push(c);
+    }
+    if (c.observer !== event.observer) { c.seen = 0; c.progress = []; }
+    c.observer = event.observer; c.status = event.status;
+    if (state.claim && state.claim.chatId === c.id && c.status !== "awaiting_claim") state.claim = null;
+    if (state.current === c.id) { render(); poll(); } else render();
+  }
+  if (channel) channel.onmessage = function (m) { adopt(m.data); };
+  else window.addEventListener("storage", function (e) {
+    if (e.key === SYNC && e.newValue) try { adopt(JSON.parse(e.newValue)); } catch (err) { /* not ours */ }
+  });
 
   function load() {
     try { return JSON.parse(localStorage.getItem(KEY)) || []; } catch (e) { return []; }
@@ -78,7 +108,7 @@
       if (r.status !== 201) { $("binding-status").textContent = "error: " + r.body.error.code; return; }
       c.observer = r.body.observer_binding_ref; c.status = "awaiting_claim"; c.seen = 0; c.progress = [];
       state.claim = { chatId: c.id, handle: r.body.claim_handle, expires: r.body.expires_at };
-      save(); render();
+      save(); render(); announce(c);
       poll();
     });
   });
@@ -86,7 +116,7 @@
   $("disconnect").addEventListener("click", function () {
     var c = chat(); if (!c || !c.observer) return;
     api("DELETE", BASE + "/" + c.observer).then(function (r) {
-      if (r.status === 200) { c.status = "disconnected"; c.observer = null; save(); render(); }
+      if (r.status === 200) { c.status = "disconnected"; c.observer = null; save(); render(); announce(c); }
     });
   });
 

@@ -187,6 +187,7 @@ fn request(deadline_ms: i64) -> TurnRequest {
         deadline: Utc::now() + chrono::Duration::milliseconds(deadline_ms),
         room_evidence: None,
         room_probe: None,
+        conversation_context: None,
     }
 }
 

@@ -79,6 +79,7 @@ async fn turn(
         deadline: Utc::now() + Duration::seconds(20),
         room_evidence: None,
         room_probe: None,
+        conversation_context: None,
     };
     let outcome = ex.execute(request, CancellationToken::new()).await;
     let required = vec![EVIDENCE_FAMILY.to_string()];
@@ -175,6 +176,7 @@ async fn a_candidate_signed_by_another_local_key_is_rejected() {
         deadline: Utc::now() + Duration::seconds(20),
         room_evidence: None,
         room_probe: None,
+        conversation_context: None,
     };
     let a = impostor.execute(request.clone(), CancellationToken::new()).await.unwrap();
     assert_eq!(a.solver_status, SolverStatus::Succeeded);
@@ -217,6 +219,7 @@ async fn embedded_documents_give_the_same_evidence_as_the_directory() {
         deadline: Utc::now() + Duration::seconds(20),
         room_evidence: None,
         room_probe: None,
+        conversation_context: None,
     };
     let a = embedded.execute(request.clone(), CancellationToken::new()).await.unwrap();
     let b = dir.execute(request, CancellationToken::new()).await.unwrap();
@@ -253,6 +256,7 @@ async fn a_cancelled_turn_is_a_timeout_failure() {
         deadline: Utc::now() + Duration::seconds(20),
         room_evidence: None,
         room_probe: None,
+        conversation_context: None,
     };
     assert_eq!(ex.execute(request, cancel).await, Err(TurnFailure::TurnTimeout));
 }

@@ -9,7 +9,7 @@ use helix_core::config::{Config, DefaultMode};
 use helix_core::domain::authority::TerminalSigner;
 use helix_core::executor::scripted::{ScriptedExecutor, Step};
 use helix_core::http::AppState;
-use helix_core::mcp::schema::validate;
+use helix_core::mcp::validate::validate;
 use helix_core::service::accounts::LinkIdentity;
 use http::{Method, Request, StatusCode};
 use http_body_util::BodyExt;
@@ -191,7 +191,7 @@ async fn preflight_refuses_bad_envelopes_with_a_static_error_and_null_id() {
         json!({"jsonrpc": "2.0", "id": jwt_id, "method": "tools/list"}),
         json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "helix_shell_exec", "arguments": {}}}),
         json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "helix_run_inspect",
-            "arguments": {"run_id": "run_0123456789", "tenant_id": "t-9"}}}),
+            "arguments": {"run_id": "run_0123456789", "token_id": "sk-live-0123456789abcdef"}}}),
         json!([{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}]),
     ];
     for msg in cases {
@@ -202,13 +202,49 @@ async fn preflight_refuses_bad_envelopes_with_a_static_error_and_null_id() {
             assert_eq!(reply.body["id"], Value::Null);
             assert_eq!(reply.body["error"]["code"], -32600);
             let text = reply.body.to_string();
-            for echoed in ["owner", jwt_id, "helix_shell_exec", "tenant_id"] {
+            for echoed in ["owner", jwt_id, "helix_shell_exec", "token_id", "sk-live"] {
                 assert!(!text.contains(echoed), "{text} echoes {echoed}");
             }
         }
     }
     let reply = app.post_raw(Some(&token), "{not json".into(), &[]).await;
     assert_eq!((reply.status, reply.body["error"]["code"].clone()), (StatusCode::BAD_REQUEST, json!(-32700)));
+}
+
+/// Arguments off the input schema are `-32602 Invalid params` naming the path and the rule
+/// (so a client, or a model, can correct the call), before authentication, with `id: null`
+/// and nothing of the call repeated: not a value, not an unknown key.
+#[tokio::test]
+async fn argument_errors_name_the_path_and_rule_with_invalid_params() {
+    let app = App::new();
+    let token = app.token("alice", FULL).await;
+    let call = |name: &str, arguments: Value| json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": name, "arguments": arguments}});
+    let start =
+        |request: Value| call("helix_run_start", json!({"idempotency_key": "mcp-args-0001", "request": request}));
+    let cases = [
+        (call("helix_room_inspect", json!({"note": 1})), "arguments: unknown field (allowed: room_id)", "note"),
+        (
+            start(json!({"objective": "x", "budget": {"max_steps": "lots_of_steps"}})),
+            "request.budget.max_steps: must be an integer or null",
+            "lots_of_steps",
+        ),
+        (
+            start(json!({"objective": "x", "tenant_override": "t-9"})),
+            "request: unknown field (allowed: budget, completion_contract, constraints, database_scope, objective)",
+            "tenant_override",
+        ),
+        (call("helix_room_bind_run", json!({"request": {"room_id": "room_1"}})), "request.run_id: missing", "room_1"),
+    ];
+    for (msg, want, caller) in cases {
+        for token in [Some(token.as_str()), None] {
+            let reply = app.post(token, msg.clone()).await;
+            assert_eq!(reply.status, StatusCode::BAD_REQUEST, "{msg}");
+            assert_eq!(reply.body["id"], Value::Null);
+            assert_eq!(reply.body["error"]["code"], -32602);
+            assert_eq!(reply.body["error"]["message"], format!("Invalid params: {want}"));
+            assert!(!reply.body.to_string().contains(caller), "{} repeats {caller}", reply.body);
+        }
+    }
 }
 
 #[tokio::test]

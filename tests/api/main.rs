@@ -17,6 +17,7 @@ macro_rules! on_both_backends {
 
 mod account;
 mod auth;
+mod chat_context;
 mod lambda_events;
 mod lifecycle;
 mod limits;

@@ -50,7 +50,7 @@ async fn call(app: &TestApp, token: &str, name: &str, arguments: Value) -> Value
     let listed = tools(app, token).await;
     let schema = &listed.iter().find(|t| t["name"] == name).unwrap()["outputSchema"];
     assert!(
-        helix_core::mcp::schema::validate(schema, &result["structuredContent"]),
+        helix_core::mcp::validate::validate(schema, &result["structuredContent"]),
         "{name}: {} does not match its outputSchema",
         result["structuredContent"]
     );

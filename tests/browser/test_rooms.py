@@ -103,12 +103,26 @@ def main():
         driver.find_element(By.ID, "message-input").send_keys("What force did Lamoreaux measure?")
         driver.find_element(By.ID, "send").click()
         WebDriverWait(driver, 10).until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#messages li.user")) == 1)
+        # A second tab of /chat, open before the attach: binding changes reach it, the
+        # one-time claim handle does not.
+        status = lambda d: d.find_element(By.ID, "binding-status").text  # noqa: E731
+        first = driver.current_window_handle
+        driver.switch_to.new_window("tab")
+        second = driver.current_window_handle
+        driver.get(f"{url}/chat")
+        base.expect(driver, "the chat in a second tab, unbound", status, lambda t: t == "none")
+        driver.switch_to.window(first)
         driver.find_element(By.ID, "attach").click()
         WebDriverWait(driver, 10).until(lambda d: d.find_element(By.ID, "claim-handle").text.startswith("hcc_"))
         handle = driver.find_element(By.ID, "claim-handle").get_attribute("textContent").strip()
         check(len(handle) == 68, f"a claim handle of the issued shape ({len(handle)} characters)")
         check(driver.find_element(By.ID, "binding-status").text == "awaiting_claim", "awaiting the agent's claim")
         shot(driver, "rooms-01-claim-handle")
+        driver.switch_to.window(second)
+        base.expect(driver, "the attach reached the second tab", status, lambda t: t == "awaiting_claim")
+        check(not driver.find_element(By.ID, "claim").is_displayed() and handle not in driver.page_source,
+              "the claim handle stays in the tab that attached")
+        driver.switch_to.window(first)
 
         # The agent claims the chat over MCP and continues its run to completion.
         claimed = agent.call("helix_room_claim_chat_binding", {"request": {"claim_handle": handle, "run_id": run_id}})
@@ -154,6 +168,23 @@ def main():
         WebDriverWait(driver, 10).until(lambda d: d.find_element(By.ID, "binding-status").text == "revoked")
         check(len(assistant_messages(driver)) == 1, "the answer stays, once")
         shot(driver, "rooms-04-withdrawn")
+
+        # A chat attached and then disconnected in the second tab: the first tab follows both.
+        driver.find_element(By.ID, "new-chat").click()
+        driver.find_element(By.ID, "attach").click()
+        base.expect(driver, "a second chat attached", status, lambda t: t == "awaiting_claim")
+        driver.switch_to.window(second)
+        base.expect(driver, "the second chat reached the second tab", lambda d: len(d.find_elements(By.CSS_SELECTOR, ".chat-item")), lambda n: n == 2)
+        driver.find_elements(By.CSS_SELECTOR, ".chat-item")[-1].click()
+        base.expect(driver, "the second tab sees the attach", status, lambda t: t == "awaiting_claim")
+        driver.find_element(By.ID, "disconnect").click()
+        base.expect(driver, "disconnected in the second tab", status, lambda t: t == "disconnected")
+        driver.switch_to.window(first)
+        base.expect(driver, "the disconnect reached the first tab", status, lambda t: t == "disconnected")
+        check(not driver.find_element(By.ID, "disconnect").is_displayed(), "nothing left to disconnect")
+        driver.switch_to.window(second)
+        driver.close()
+        driver.switch_to.window(first)
 
         driver.get(f"{url}/rooms")
         # Read through waits: a one-shot read right after get() raced the page under load.

@@ -16,7 +16,10 @@ use super::run::{
 };
 use super::sha256_hex;
 
+mod conversation;
 mod evidence;
+
+pub use conversation::{ConversationContext, QuotedMessage, conversation_context};
 
 use evidence::{ReentryAudit, project_evidence, rebuild_requirements};
 

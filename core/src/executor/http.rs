@@ -258,6 +258,7 @@ mod tests {
             deadline: Utc::now() + chrono::Duration::seconds(5),
             room_evidence: None,
             room_probe: None,
+            conversation_context: None,
         };
         let ex = HttpExecutor::new("::");
         assert_eq!(ex.execute(req, CancellationToken::new()).await, Err(TurnFailure::ExecutorUnavailable));

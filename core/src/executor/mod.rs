@@ -21,6 +21,9 @@ pub const TURN_REQUEST_SCHEMA: &str = "helix.turn_request.v1";
 pub const TURN_REQUEST_SCHEMA_V2: &str = "helix.turn_request.v2";
 /// v2 plus `room_probe`: sent only for a turn that carries an answered environment probe.
 pub const TURN_REQUEST_SCHEMA_V3: &str = "helix.turn_request.v3";
+/// v3 plus `conversation_context`: sent only for a turn of a run bound to a browser chat
+/// whose snapshot is stored.
+pub const TURN_REQUEST_SCHEMA_V4: &str = "helix.turn_request.v4";
 
 /// One turn's input (the `http` executor's request body, versioned).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -47,13 +50,20 @@ pub struct TurnRequest {
     /// The answered environment probe of this turn (v3 only; absent in v1 and v2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub room_probe: Option<crate::domain::source::RoomProbeInput>,
+    /// The bound chat's snapshot as quoted, redacted, untrusted context (v4 only): never
+    /// an instruction, a capability or evidence.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conversation_context: Option<crate::domain::turn::ConversationContext>,
 }
 
 impl TurnRequest {
-    /// The schema version this request is: v3 exactly when it carries a probe answer,
-    /// else v2 exactly when it carries room evidence, else v1.
+    /// The schema version this request is: v4 exactly when it carries conversation
+    /// context, else v3 exactly when it carries a probe answer, else v2 exactly when it
+    /// carries room evidence, else v1.
     pub fn schema_version(&self) -> &'static str {
-        if self.room_probe.is_some() {
+        if self.conversation_context.is_some() {
+            TURN_REQUEST_SCHEMA_V4
+        } else if self.room_probe.is_some() {
             TURN_REQUEST_SCHEMA_V3
         } else if self.room_evidence.is_some() {
             TURN_REQUEST_SCHEMA_V2

@@ -427,7 +427,8 @@ const DEVICE_CHECK_ROWS: &[ToolSpec] = &[ToolSpec {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mcp::schema::{unportable_forms, unsupported_keywords};
+    use crate::mcp::schema::unportable_forms;
+    use crate::mcp::validate::unsupported_keywords;
 
     fn every_row() -> impl Iterator<Item = &'static ToolSpec> {
         MCP.rows.iter().chain(DEVICE_CHECK.rows)

@@ -9,6 +9,7 @@ pub mod preflight;
 pub mod schema;
 pub mod server;
 pub mod tools;
+pub mod validate;
 
 use axum::Router;
 

@@ -1,6 +1,8 @@
 //! The JSON-RPC envelope preflight: runs on the raw body before authentication and
 //! before the MCP SDK sees anything. A refusal is an HTTP 400 JSON-RPC error with
-//! `id: null` and a fixed message: nothing from the request is ever echoed.
+//! `id: null` and a fixed message: nothing from the request is ever echoed. Arguments
+//! that do not match the tool's input schema are `-32602 Invalid params` naming the path
+//! and the rule (from the schema alone, see [`super::validate`]).
 //! Pure: no I/O, no state beyond the static tool catalogs.
 
 use std::borrow::Cow;
@@ -10,7 +12,7 @@ use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visit
 use serde_json::{Map, Value};
 
 use super::catalog::{self, Catalog};
-use super::schema::validate;
+use super::validate::{Violation, check as check_schema};
 use crate::http::redact::{identifier_carries_credential, looks_like_credential};
 
 /// Longest JSON-RPC string id admitted.
@@ -40,8 +42,9 @@ pub const NOTIFICATION_METHODS: &[&str] = &[
     "notifications/roots/list_changed",
 ];
 
-/// Why an envelope was refused. Each maps to one fixed message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Why an envelope was refused. Each maps to one fixed message, except
+/// [`Rejection::InvalidParams`], whose message is built from the schema's names.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Rejection {
     Parse,
     Batch,
@@ -55,17 +58,25 @@ pub enum Rejection {
     Params,
     CallParams,
     ToolName,
+    /// Credential-shaped arguments: the static refusal the contract asks for.
     Arguments,
+    /// Arguments that do not match the tool's input schema: where and which rule.
+    InvalidParams(Violation),
 }
 
 impl Rejection {
-    /// JSON-RPC error code: -32700 for a body that is not JSON, else -32600.
-    pub fn code(self) -> i64 {
-        if self == Rejection::Parse { -32700 } else { -32600 }
+    /// JSON-RPC error code: -32700 for a body that is not JSON, -32602 for arguments that
+    /// do not match the input schema, else -32600.
+    pub fn code(&self) -> i64 {
+        match self {
+            Rejection::Parse => -32700,
+            Rejection::InvalidParams(_) => -32602,
+            _ => -32600,
+        }
     }
 
-    pub fn message(self) -> &'static str {
-        match self {
+    pub fn message(&self) -> Cow<'static, str> {
+        Cow::Borrowed(match self {
             Rejection::Parse => "Parse error: the body is not valid JSON",
             Rejection::Batch => "Invalid Request: batches are not accepted",
             Rejection::NotObject => "Invalid Request: the body must be one JSON-RPC object",
@@ -79,10 +90,11 @@ impl Rejection {
             Rejection::CallParams => "Invalid Request: tools/call params admit only name, arguments and _meta",
             Rejection::ToolName => "Invalid Request: unknown tool",
             Rejection::Arguments => "Invalid Request: arguments do not match the tool's inputSchema",
-        }
+            Rejection::InvalidParams(v) => return Cow::Owned(format!("Invalid params: {v}")),
+        })
     }
 
-    pub fn body(self) -> Value {
+    pub fn body(&self) -> Value {
         serde_json::json!({
             "jsonrpc": "2.0",
             "id": null,
@@ -192,18 +204,13 @@ fn check_tool_call(params: &Map<String, Value>, tools: &'static Catalog) -> Resu
     }
     let schema = tools.input_schema(name).ok_or(Rejection::ToolName)?;
     let empty = Value::Object(Map::new());
-    let arguments = match params.get("arguments") {
-        None => &empty,
-        Some(a @ Value::Object(_)) => a,
-        Some(_) => return Err(Rejection::Arguments),
-    };
-    if !validate(schema, arguments) {
-        return Err(Rejection::Arguments);
-    }
+    let arguments = params.get("arguments").unwrap_or(&empty);
+    // The credential check comes first, so credential-shaped arguments always get the
+    // static refusal, whatever else is wrong with them.
     if carries_credential(None, &without_admitted_claim(name, arguments)) {
         return Err(Rejection::Arguments);
     }
-    Ok(())
+    check_schema(schema, arguments).map_err(Rejection::InvalidParams)
 }
 
 /// The one credential-shaped argument admitted: the browser-issued chat claim handle,
@@ -373,17 +380,70 @@ mod tests {
         );
         assert_eq!(run(with_params(json!({"name": "helix_shell", "arguments": {}}))), Err(Rejection::ToolName));
         assert_eq!(run(with_params(json!({"name": "sk-live-0123456789"}))), Err(Rejection::ToolName));
-        assert_eq!(run(call(json!({"run_id": "r", "owner": "me"}))), Err(Rejection::Arguments));
-        assert_eq!(run(call(json!({}))), Err(Rejection::Arguments));
-        assert_eq!(run(call(json!({"run_id": 5}))), Err(Rejection::Arguments));
         let start = |request: Value| {
             with_params(
                 json!({"name": "helix_run_start", "arguments": {"idempotency_key": "k-12345678", "request": request}}),
             )
         };
         assert!(run(start(json!({"objective": "x", "budget": {"max_steps": 3}}))).is_ok());
-        assert_eq!(run(start(json!({"objective": "x", "tenant": "t"}))), Err(Rejection::Arguments));
-        assert_eq!(run(start(json!({"objective": "x", "budget": {"max_step": 3}}))), Err(Rejection::Arguments));
+        let named = |msg: Value| match run(msg) {
+            Err(r @ Rejection::InvalidParams(_)) => {
+                assert_eq!((r.code(), r.body()["id"].clone()), (-32602, Value::Null));
+                r.message().into_owned()
+            }
+            other => panic!("expected invalid params, got {other:?}"),
+        };
+        let run_fields = "unknown field (allowed: run_id)";
+        let request_fields =
+            "unknown field (allowed: budget, completion_contract, constraints, database_scope, objective)";
+        for (msg, want) in [
+            (call(json!({"run_id": "r", "owner": "me"})), format!("arguments: {run_fields}")),
+            (call(json!({})), "run_id: missing".into()),
+            (call(json!({"run_id": 5})), "run_id: must be a string".into()),
+            (
+                with_params(json!({"name": "helix_run_inspect", "arguments": [1]})),
+                "arguments: must be an object".into(),
+            ),
+            (start(json!({"objective": "x", "tenant": "t"})), format!("request: {request_fields}")),
+            (
+                start(json!({"objective": "x", "budget": {"max_step": 3}})),
+                "request.budget: unknown field (allowed: expires_in_seconds, max_steps)".into(),
+            ),
+            (
+                start(json!({"objective": "x", "budget": {"max_steps": "3"}})),
+                "request.budget.max_steps: must be an integer or null".into(),
+            ),
+            (
+                start(json!({"objective": "x", "budget": {"max_steps": -3}})),
+                "request.budget.max_steps: must be at least 0".into(),
+            ),
+            (start(json!({"constraints": []})), "request.objective: missing".into()),
+            (
+                start(json!({"objective": "x", "constraints": ["a", 2]})),
+                "request.constraints[1]: must be a string".into(),
+            ),
+        ] {
+            assert_eq!(named(msg.clone()), format!("Invalid params: {want}"), "{msg}");
+        }
+    }
+
+    /// An argument error is built from the schema: no value, and no unknown key, of the call.
+    #[test]
+    fn argument_errors_never_repeat_what_the_caller_sent() {
+        let start = |request: Value| {
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params":
+            {"name": "helix_run_start", "arguments": {"idempotency_key": "k-12345678", "request": request}}})
+        };
+        for (msg, caller) in [
+            (start(json!({"objective": "x", "tenant_of_record": "t"})), "tenant_of_record"),
+            (start(json!({"objective": 31337})), "31337"),
+            (start(json!({"objective": "x", "budget": {"max_steps": "many_many_steps"}})), "many_many_steps"),
+            (start(json!({"objective": "x", "budget": {"max_steps": 2.75}})), "2.75"),
+        ] {
+            let r = run(msg).expect_err("refused");
+            assert!(matches!(r, Rejection::InvalidParams(_)), "{r:?}");
+            assert!(!r.body().to_string().contains(caller), "{} repeats {caller}", r.body());
+        }
     }
 
     #[test]
@@ -409,6 +469,11 @@ mod tests {
             cont(json!({"nested": ["sk-live-abcdef"]})),
             cont(json!({jwt: true})),
             call(json!({"run_id": jwt})),
+            // Credential-shaped and also off-schema (an unknown key, a wrong type): still the
+            // static refusal, never a named one.
+            start("k-12345678", json!({"objective": "x", jwt: 1})),
+            start("k-12345678", json!({"objective": 5, "note": "sk-live-0123456789abcdef"})),
+            with_params(json!({"name": "helix_run_inspect", "arguments": [jwt]})),
         ] {
             assert_eq!(run(refused.clone()), Err(Rejection::Arguments), "{refused}");
         }
@@ -442,9 +507,10 @@ mod tests {
     #[test]
     fn messages_never_echo_input() {
         for r in [Rejection::Parse, Rejection::Id, Rejection::ToolName, Rejection::Arguments] {
+            assert!(matches!(r.message(), Cow::Borrowed(_)), "{r:?} has a fixed message");
             let body = r.body();
             assert_eq!(body["id"], Value::Null);
-            assert_eq!(body["error"]["message"], r.message());
+            assert_eq!(body["error"]["message"], *r.message());
         }
     }
 }

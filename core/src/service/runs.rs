@@ -69,7 +69,8 @@ fn run_mutation(
 }
 
 /// The keys a run route reads first, for the transport to fetch with the principal:
-/// the run, and for a mutation the receipt of its key (scoped by the token identity).
+/// the run, for a mutation the receipt of its key (scoped by the token identity), and
+/// for a continue the run's chat slot (whether a bound chat's snapshot is to be framed).
 pub fn prefetch_keys(identity_hash: &str, run_id: &str, mutation: Option<(RunMutation, &str)>) -> Vec<Key> {
     let Some(id) = RunId::parse(run_id) else { return vec![] };
     let mut keys = vec![run_key(id.as_str())];
@@ -79,6 +80,9 @@ pub fn prefetch_keys(identity_hash: &str, run_id: &str, mutation: Option<(RunMut
             RunMutation::Cancel => OP_CANCEL,
         };
         keys.push(receipt_key(identity_hash, op, idem));
+        if op == OP_CONTINUE {
+            keys.push(crate::service::records::rooms::run_chat_slot(id.as_str()));
+        }
     }
     keys
 }

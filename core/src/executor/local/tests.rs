@@ -38,6 +38,7 @@ pub(super) fn request(objective: &str, instruction: Option<&str>, answers: Vec<A
         deadline: Utc::now() + Duration::seconds(30),
         room_evidence: None,
         room_probe: None,
+        conversation_context: None,
     }
 }
 

@@ -92,7 +92,8 @@ impl RunService {
         let step = turn.claimed.budget.steps_used + 1;
         let (budget, deadline) = self.deadline(&turn.claimed, c.invocation);
         let started = Instant::now();
-        let request = turn_request(&turn, &c.req, step, deadline);
+        let mut request = turn_request(&turn, &c.req, step, deadline);
+        request.conversation_context = self.conversation_context(p, &request.run_id).await;
         let (outcome, issued) = if admitted.iter().any(|s| s.room_bound) {
             match self.execute_room_turn(p, request, budget, &admitted).await {
                 Ok((artifact, issued)) => (Ok(artifact), issued),
@@ -176,6 +177,21 @@ impl RunService {
                 })
             }
             Err(f) => Err(f.into()),
+        }
+    }
+
+    /// The bound chat's snapshot, framed as quoted untrusted context (`None` for a run
+    /// without an active chat binding or snapshot). The context is optional and grants
+    /// nothing, so a failed read leaves it out rather than failing the turn.
+    async fn conversation_context(&self, p: &Caller, run_id: &str) -> Option<crate::domain::turn::ConversationContext> {
+        let slot = p.prefetched(&crate::service::records::rooms::run_chat_slot(run_id));
+        let owner = p.owner_hash();
+        match crate::service::records::rooms::bound_chat_snapshot(&*self.store, slot, run_id, &owner).await {
+            Ok(snapshot) => crate::domain::turn::conversation_context(&snapshot),
+            Err(e) => {
+                tracing::warn!(run_id, error = %e, "chat snapshot unreadable: the turn goes without conversation context");
+                None
+            }
         }
     }
 
@@ -404,6 +420,7 @@ fn turn_request(turn: &ClaimedTurn, req: &ContinueRequest, step: u32, deadline: 
         deadline,
         room_evidence: None,
         room_probe: None,
+        conversation_context: None,
     }
 }
 
@@ -441,6 +458,7 @@ mod tests {
             deadline: Utc::now(),
             room_evidence: None,
             room_probe: None,
+            conversation_context: None,
         }
     }
 

@@ -2,10 +2,11 @@
 //! round trips are these calls. Must not depend on the use cases above the kernel.
 
 use super::*;
+use crate::domain::room::SnapshotMessage;
 use crate::domain::run::Run;
 use crate::error::ApiError;
 use crate::service::records::{run_from_item, run_key};
-use crate::store::{Key, Store};
+use crate::store::{Item, Key, Store};
 
 // ---------- named reads ----------
 
@@ -133,4 +134,39 @@ pub async fn binding_and_run(
     let got = store.batch_get(&[bind_key(binding_ref), run_key(run_id)]).await?;
     let binding = got[0].as_ref().map(Binding::from_item).transpose()?;
     Ok((binding, got[1].as_ref().map(run_from_item).transpose()?))
+}
+
+/// The stored snapshot of a run's active chat binding, for the turn's conversation
+/// context: the run-chat slot (`slot`, when the caller already read it with the principal,
+/// else one GetItem), then, only for a chat-bound run, its binding (GetItem) and the
+/// observer with its snapshot (BatchGetItem). Nothing unless every link still holds: the
+/// slot and binding of this owner and run, the binding active, the observer bound to it.
+pub async fn bound_chat_snapshot(
+    store: &dyn Store,
+    slot: Option<Option<Item>>,
+    run_id: &str,
+    owner_hash: &str,
+) -> Result<Vec<SnapshotMessage>, ApiError> {
+    let slot = match slot {
+        Some(item) => item,
+        None => store.get(&run_chat_slot(run_id)).await?,
+    };
+    let Some(slot) = slot.as_ref().map(RunChatSlot::from_item).transpose()? else { return Ok(vec![]) };
+    if slot.owner_hash != owner_hash {
+        return Ok(vec![]);
+    }
+    let Some(binding) = read_binding(store, &slot.binding_ref).await? else { return Ok(vec![]) };
+    let BindingTarget::Chat { observer_ref } = &binding.target else { return Ok(vec![]) };
+    if !binding.is_active() || binding.owner_hash != owner_hash || binding.run_id != run_id {
+        return Ok(vec![]);
+    }
+    let got = store.batch_get(&[observer_key(observer_ref), snapshot_key(observer_ref)]).await?;
+    let observer = got[0].as_ref().map(ObserverRecord::from_item).transpose()?;
+    let bound = observer.is_some_and(|o| {
+        o.status == ObserverState::Bound && o.binding_ref.as_deref() == Some(slot.binding_ref.as_str())
+    });
+    if !bound {
+        return Ok(vec![]);
+    }
+    Ok(got[1].as_ref().map(Snapshot::from_item).transpose()?.map(|s| s.messages).unwrap_or_default())
 }

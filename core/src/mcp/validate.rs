@@ -1,0 +1,420 @@
+//! The small JSON Schema validator the preflight applies to `tools/call` arguments, and
+//! the one violation it reports when they do not match: where (a path of the schema's
+//! own property names and item indexes) and which rule. It knows exactly the keywords
+//! our published input schemas use; a unit test keeps it that way.
+//!
+//! A [`Violation`] is built from the schema and the value's JSON type only: no caller
+//! string, number or unknown key is ever part of it (an unknown key is reported at its
+//! parent, with the names the schema allows).
+
+use std::fmt;
+
+use serde_json::{Map, Value};
+
+/// Keywords that only annotate (no assertion).
+#[cfg(test)]
+const ANNOTATIONS: &[&str] =
+    &["title", "description", "format", "default", "examples", "readOnly", "writeOnly", "deprecated"];
+
+/// Assertion and applicator keywords [`check`] implements.
+#[cfg(test)]
+pub(crate) const SUPPORTED: &[&str] = &[
+    "type",
+    "enum",
+    "const",
+    "properties",
+    "required",
+    "additionalProperties",
+    "items",
+    "anyOf",
+    "oneOf",
+    "allOf",
+    "not",
+    "minimum",
+    "maximum",
+    "minLength",
+    "maxLength",
+    "minItems",
+    "maxItems",
+];
+
+/// Longest schema-derived text (an enum, a const, the allowed field names) put in a rule.
+const MAX_LISTED_CHARS: usize = 200;
+
+/// One step into the arguments: a property the schema names, an array item, or an entry
+/// of an open map (whose key is the caller's, so it is never repeated).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    Field(String),
+    Item(usize),
+    Entry,
+}
+
+/// The first way a value fails its schema: where (from the arguments' root) and the rule.
+/// Displays as `request.budget.max_steps: must be an integer or null`; the root itself is
+/// `arguments`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Violation {
+    pub path: Vec<Step>,
+    pub rule: String,
+}
+
+impl Violation {
+    fn here(rule: impl Into<String>) -> Self {
+        Violation { path: Vec::new(), rule: rule.into() }
+    }
+
+    fn under(mut self, step: Step) -> Self {
+        self.path.insert(0, step);
+        self
+    }
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.path.is_empty() {
+            f.write_str("arguments")?;
+        }
+        for (i, step) in self.path.iter().enumerate() {
+            let dot = if i == 0 { "" } else { "." };
+            match step {
+                Step::Field(name) => write!(f, "{dot}{name}")?,
+                Step::Item(n) => write!(f, "[{n}]")?,
+                Step::Entry => write!(f, "{dot}*")?,
+            }
+        }
+        write!(f, ": {}", self.rule)
+    }
+}
+
+fn type_matches(name: &str, value: &Value) -> bool {
+    match name {
+        "object" => value.is_object(),
+        "array" => value.is_array(),
+        "string" => value.is_string(),
+        "integer" => value.is_i64() || value.is_u64(),
+        "number" => value.is_number(),
+        "boolean" => value.is_boolean(),
+        "null" => value.is_null(),
+        _ => false,
+    }
+}
+
+fn type_name(name: &str) -> &str {
+    match name {
+        "object" => "an object",
+        "array" => "an array",
+        "string" => "a string",
+        "integer" => "an integer",
+        "number" => "a number",
+        "boolean" => "a boolean",
+        other => other,
+    }
+}
+
+/// `must be an integer or null`.
+fn must_be<'a>(types: impl IntoIterator<Item = &'a str>) -> String {
+    let names: Vec<&str> = types.into_iter().map(type_name).collect();
+    format!("must be {}", names.join(" or "))
+}
+
+/// Schema-derived values listed in a rule, bounded.
+fn listed(values: impl IntoIterator<Item = String>) -> Option<String> {
+    let text = values.into_iter().collect::<Vec<_>>().join(", ");
+    (text.chars().count() <= MAX_LISTED_CHARS).then_some(text)
+}
+
+fn number<'a>(schema: &'a Map<String, Value>, key: &str) -> Option<(f64, &'a Value)> {
+    schema.get(key).and_then(|v| v.as_f64().map(|n| (n, v)))
+}
+
+fn count(schema: &Map<String, Value>, key: &str) -> Option<usize> {
+    schema.get(key).and_then(Value::as_u64).map(|n| n as usize)
+}
+
+/// The single JSON types a schema declares (`type` as a string or an array of strings).
+fn declared_types(schema: &Map<String, Value>) -> Option<Vec<&str>> {
+    match schema.get("type")? {
+        Value::String(t) => Some(vec![t.as_str()]),
+        Value::Array(ts) => Some(ts.iter().filter_map(Value::as_str).collect()),
+        _ => None,
+    }
+}
+
+/// True when `value` satisfies `schema`.
+pub fn validate(schema: &Value, value: &Value) -> bool {
+    check(schema, value).is_ok()
+}
+
+/// `Ok` when `value` satisfies `schema`, else its first violation. Implements exactly:
+/// type, enum, const, properties, required, additionalProperties, items, anyOf, oneOf,
+/// allOf, not, minimum, maximum, minLength, maxLength, minItems, maxItems (other keywords
+/// are ignored). For an object, unknown fields are reported first, then missing ones,
+/// then the fields' values (in name order).
+pub fn check(schema: &Value, value: &Value) -> Result<(), Violation> {
+    let schema = match schema {
+        Value::Bool(true) => return Ok(()),
+        Value::Object(m) => m,
+        _ => return Err(Violation::here("is not allowed")),
+    };
+    if let Some(types) = declared_types(schema)
+        && !types.iter().any(|t| type_matches(t, value))
+    {
+        return Err(Violation::here(must_be(types)));
+    }
+    if let Some(Value::Array(options)) = schema.get("enum")
+        && !options.contains(value)
+    {
+        let rule = listed(options.iter().map(Value::to_string));
+        return Err(Violation::here(
+            rule.map_or("must be one of the listed values".into(), |l| format!("must be one of {l}")),
+        ));
+    }
+    if let Some(c) = schema.get("const")
+        && c != value
+    {
+        return Err(Violation::here(
+            listed([c.to_string()]).map_or("must be the listed value".into(), |l| format!("must be {l}")),
+        ));
+    }
+    if let Some(n) = value.as_f64() {
+        if let Some((min, v)) = number(schema, "minimum")
+            && n < min
+        {
+            return Err(Violation::here(format!("must be at least {v}")));
+        }
+        if let Some((max, v)) = number(schema, "maximum")
+            && n > max
+        {
+            return Err(Violation::here(format!("must be at most {v}")));
+        }
+    }
+    if let Some(s) = value.as_str() {
+        let len = s.chars().count();
+        if let Some(min) = count(schema, "minLength").filter(|min| len < *min) {
+            return Err(Violation::here(format!("must be at least {min} characters")));
+        }
+        if let Some(max) = count(schema, "maxLength").filter(|max| len > *max) {
+            return Err(Violation::here(format!("must be at most {max} characters")));
+        }
+    }
+    if let Some(items) = value.as_array() {
+        check_items(schema, items)?;
+    }
+    if let Some(object) = value.as_object() {
+        check_object(schema, object)?;
+    }
+    check_applicators(schema, value)
+}
+
+fn check_items(schema: &Map<String, Value>, items: &[Value]) -> Result<(), Violation> {
+    if let Some(min) = count(schema, "minItems").filter(|min| items.len() < *min) {
+        return Err(Violation::here(format!("must have at least {min} items")));
+    }
+    if let Some(max) = count(schema, "maxItems").filter(|max| items.len() > *max) {
+        return Err(Violation::here(format!("must have at most {max} items")));
+    }
+    if let Some(item_schema) = schema.get("items") {
+        for (i, item) in items.iter().enumerate() {
+            check(item_schema, item).map_err(|v| v.under(Step::Item(i)))?;
+        }
+    }
+    Ok(())
+}
+
+fn check_object(schema: &Map<String, Value>, object: &Map<String, Value>) -> Result<(), Violation> {
+    let empty = Map::new();
+    let props = schema.get("properties").and_then(Value::as_object).unwrap_or(&empty);
+    let extra = schema.get("additionalProperties");
+    if extra == Some(&Value::Bool(false)) && object.keys().any(|k| !props.contains_key(k)) {
+        // The caller's key is not repeated (it may be anything, a credential included):
+        // the parent is named, with the fields the schema admits there.
+        let rule = match listed(props.keys().cloned()) {
+            _ if props.is_empty() => "unknown field (no fields are allowed here)".to_owned(),
+            Some(names) => format!("unknown field (allowed: {names})"),
+            None => "unknown field".to_owned(),
+        };
+        return Err(Violation::here(rule));
+    }
+    for name in schema.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str) {
+        if !object.contains_key(name) {
+            return Err(Violation::here("missing").under(Step::Field(name.to_owned())));
+        }
+    }
+    for (name, sub) in props {
+        if let Some(v) = object.get(name) {
+            check(sub, v).map_err(|e| e.under(Step::Field(name.clone())))?;
+        }
+    }
+    if let Some(extra) = extra {
+        for (_, v) in object.iter().filter(|(k, _)| !props.contains_key(*k)) {
+            check(extra, v).map_err(|e| e.under(Step::Entry))?;
+        }
+    }
+    Ok(())
+}
+
+fn check_applicators(schema: &Map<String, Value>, value: &Value) -> Result<(), Violation> {
+    let list = |key: &str| schema.get(key).and_then(Value::as_array);
+    for sub in list("allOf").into_iter().flatten() {
+        check(sub, value)?;
+    }
+    if let Some(any) = list("anyOf") {
+        let results: Vec<_> = any.iter().map(|s| check(s, value)).collect();
+        if !results.iter().any(Result::is_ok) {
+            return Err(no_branch(any, results, value));
+        }
+    }
+    if let Some(one) = list("oneOf") {
+        let results: Vec<_> = one.iter().map(|s| check(s, value)).collect();
+        match results.iter().filter(|r| r.is_ok()).count() {
+            0 => return Err(no_branch(one, results, value)),
+            1 => {}
+            _ => return Err(Violation::here("matches more than one allowed form")),
+        }
+    }
+    if schema.get("not").is_some_and(|not| validate(not, value)) {
+        return Err(Violation::here("is not allowed"));
+    }
+    Ok(())
+}
+
+/// The violation of an `anyOf`/`oneOf` no branch admits: the one branch whose type admits
+/// the value (a nullable integer given `-1`: `must be at least 0`), else the union of the
+/// branches' types (given `"x"`: `must be an integer or null`).
+fn no_branch(branches: &[Value], results: Vec<Result<(), Violation>>, value: &Value) -> Violation {
+    let admits_type = |b: &Value| {
+        b.as_object().and_then(declared_types).is_none_or(|types| types.iter().any(|t| type_matches(t, value)))
+    };
+    let mut candidates: Vec<Violation> =
+        branches.iter().zip(results).filter(|(b, _)| admits_type(b)).filter_map(|(_, r)| r.err()).collect();
+    if candidates.len() == 1 {
+        return candidates.remove(0);
+    }
+    if candidates.is_empty() {
+        let types: Option<Vec<Vec<&str>>> = branches.iter().map(|b| b.as_object().and_then(declared_types)).collect();
+        if let Some(types) = types {
+            return Violation::here(must_be(types.into_iter().flatten()));
+        }
+    }
+    if let Some(first) = candidates.first()
+        && candidates.iter().all(|c| c == first)
+    {
+        return first.clone();
+    }
+    Violation::here("matches none of the allowed forms")
+}
+
+/// Every keyword of `schema` (recursively) that neither annotates nor is supported.
+#[cfg(test)]
+pub(crate) fn unsupported_keywords(schema: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    let Value::Object(map) = schema else { return out };
+    for (key, sub) in map {
+        if !SUPPORTED.contains(&key.as_str()) && !ANNOTATIONS.contains(&key.as_str()) {
+            out.push(key.clone());
+        }
+        match key.as_str() {
+            "properties" => {
+                sub.as_object().into_iter().flat_map(|m| m.values()).for_each(|s| out.extend(unsupported_keywords(s)))
+            }
+            "items" | "additionalProperties" | "not" => out.extend(unsupported_keywords(sub)),
+            "anyOf" | "oneOf" | "allOf" => {
+                sub.as_array().into_iter().flatten().for_each(|s| out.extend(unsupported_keywords(s)))
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn schema() -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "a": {"type": "string", "minLength": 2},
+                "b": {"anyOf": [{"type": "integer", "minimum": 0}, {"type": "null"}]},
+                "c": {"type": "array", "items": {"type": "object", "properties": {"k": {"type": "boolean"}}, "required": ["k"], "additionalProperties": false}},
+                "d": {"anyOf": [{"const": "x"}, {"type": "null"}]},
+                "e": {"type": "string", "enum": ["on", "off"]},
+                "f": {"type": "object", "properties": {}, "additionalProperties": false},
+                "m": {"type": "object", "additionalProperties": {"type": "integer"}}
+            },
+            "required": ["a"],
+            "additionalProperties": false
+        })
+    }
+
+    fn violation(value: Value) -> String {
+        check(&schema(), &value).expect_err("a violation").to_string()
+    }
+
+    #[test]
+    fn validator_checks_types_required_and_unknown_keys() {
+        let schema = schema();
+        assert!(validate(&schema, &json!({"a": "ab"})));
+        assert!(validate(&schema, &json!({"a": "ab", "b": null, "c": [{"k": true}], "d": "x", "m": {"z": 1}})));
+        assert!(!validate(&schema, &json!({"a": "a"})), "minLength");
+        assert!(!validate(&schema, &json!({"b": 1})), "required");
+        assert!(!validate(&schema, &json!({"a": "ab", "z": 1})), "unknown key");
+        assert!(!validate(&schema, &json!({"a": "ab", "b": -1})), "minimum");
+        assert!(!validate(&schema, &json!({"a": "ab", "b": 1.5})), "integer");
+        assert!(!validate(&schema, &json!({"a": "ab", "c": [{"k": true, "x": 1}]})), "nested unknown key");
+        assert!(!validate(&schema, &json!({"a": "ab", "d": "y"})), "anyOf");
+    }
+
+    #[test]
+    fn a_violation_names_the_path_and_the_rule() {
+        let cases = [
+            (json!({}), "a: missing"),
+            (json!({"a": 7}), "a: must be a string"),
+            (json!({"a": "x"}), "a: must be at least 2 characters"),
+            (json!({"a": "ab", "b": "seven"}), "b: must be an integer or null"),
+            (json!({"a": "ab", "b": 2.5}), "b: must be an integer or null"),
+            (json!({"a": "ab", "b": -1}), "b: must be at least 0"),
+            (json!({"a": "ab", "c": {}}), "c: must be an array"),
+            (json!({"a": "ab", "c": [{"k": true}, {}]}), "c[1].k: missing"),
+            (json!({"a": "ab", "c": [{"k": "yes"}]}), "c[0].k: must be a boolean"),
+            (json!({"a": "ab", "c": [{"k": true, "kk": 1}]}), "c[0]: unknown field (allowed: k)"),
+            (json!({"a": "ab", "d": "y"}), "d: must be \"x\""),
+            (json!({"a": "ab", "e": "maybe"}), "e: must be one of \"on\", \"off\""),
+            (json!({"a": "ab", "f": {"g": 1}}), "f: unknown field (no fields are allowed here)"),
+            (json!({"a": "ab", "m": {"z": "one"}}), "m.*: must be an integer"),
+            (json!({"a": "ab", "zzz": 1}), "arguments: unknown field (allowed: a, b, c, d, e, f, m)"),
+        ];
+        for (value, want) in cases {
+            assert_eq!(violation(value.clone()), want, "{value}");
+        }
+        assert_eq!(check(&schema(), &json!([1])).unwrap_err().to_string(), "arguments: must be an object");
+    }
+
+    #[test]
+    fn unknown_fields_come_before_missing_ones_and_values() {
+        assert_eq!(violation(json!({"aa": "x"})), "arguments: unknown field (allowed: a, b, c, d, e, f, m)");
+        assert_eq!(violation(json!({"b": "x"})), "a: missing");
+    }
+
+    /// Nothing the caller sent is repeated: not a string, a number, or an unknown key.
+    #[test]
+    fn a_violation_never_repeats_a_caller_value() {
+        let secret = "sk-live-0123456789abcdefghij";
+        for value in [
+            json!({"a": secret, "b": secret}),
+            json!({"a": "ab", secret: 1}),
+            json!({"a": "ab", "c": [{secret: true, "k": true}]}),
+            json!({"a": "ab", "m": {secret: "x"}}),
+            json!({"a": "ab", "e": secret}),
+            json!({"a": "ab", "b": 987654321.5}),
+        ] {
+            let text = check(&schema(), &value).expect_err("a violation").to_string();
+            for echoed in [secret, "987654321"] {
+                assert!(!text.contains(echoed), "{text} repeats {echoed}");
+            }
+        }
+    }
+}
