@@ -17,6 +17,7 @@ use super::run::{
 use super::sha256_hex;
 
 mod evidence;
+mod redaction;
 
 use evidence::{ReentryAudit, project_evidence, rebuild_requirements};
 
@@ -181,7 +182,7 @@ pub fn apply_turn(
         log.push(v, EventData::IssueResolved(IssueResolved { question_id: a.question_id.clone() }));
     }
     match outcome {
-        Ok(artifact) => apply_artifact(run, ctx, artifact, keys, log),
+        Ok(artifact) => apply_artifact(run, ctx, redaction::screened(artifact), keys, log),
         Err(failure) => apply_failure(run, ctx, failure),
     }
     if !run.is_terminal() && run.budget.steps_used >= run.budget.max_steps {
@@ -270,6 +271,7 @@ fn evaluate_authority(
         Some(c) if c.text.chars().count() > MAX_TERMINAL_TEXT_CHARS => {
             verdict(Authority::Rejected, Some("text_too_long"))
         }
+        Some(c) if redaction::carries_credential(&c.text) => verdict(Authority::Rejected, Some("text_carries_credential")),
         Some(c) => match keys.verify(c, &run.run_id, ctx.step, ctx.claim_token, &audit.current_refs()) {
             Ok(()) => AuthorityVerdict {
                 authority: Authority::Authorized,
