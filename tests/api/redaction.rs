@@ -87,8 +87,9 @@ async fn an_observation_summary_with_a_credential_never_reaches_a_run_or_the_cha
     assert_eq!(status, 202, "{v}");
 
     // A bound run reads the room and completes; its chat shows the terminal message.
-    let run_id =
-        app.started_and_bound(&token, &room_id, "What is happening in the shared world?", &["bound_room_evidence"]).await;
+    let run_id = app
+        .started_and_bound(&token, &room_id, "What is happening in the shared world?", &["bound_room_evidence"])
+        .await;
     let (status, obs) =
         browser_post(&app, &cookie, "/api/agi/agent-run-observer/bindings", json!({ "chat_id": "c1" })).await;
     assert_eq!(status, 201, "{obs}");
@@ -166,7 +167,8 @@ async fn rest_refuses_a_credential_shaped_run_objective_as_mcp_does(backend: Bac
         assert_eq!((status, code(&v)), (400, "credential_rejected"), "REST: {form:?} {v}");
         assert_no_secret("the REST error", &v.to_string());
         let arguments = json!({ "idempotency_key": format!("mcp-cred-{i:04}"), "request": { "objective": objective } });
-        let (_, m) = app.rpc("/mcp", &token, "tools/call", json!({ "name": "helix_run_start", "arguments": arguments })).await;
+        let (_, m) =
+            app.rpc("/mcp", &token, "tools/call", json!({ "name": "helix_run_start", "arguments": arguments })).await;
         assert_eq!(m["error"]["code"], -32600, "MCP: {form:?} {m}");
         assert_no_secret("the MCP error", &m.to_string());
     }
@@ -179,9 +181,11 @@ async fn a_400_never_quotes_a_callers_question_id(backend: Backend) {
     let token = app.token().await;
     let run = app.started(&token, research_run()).await;
     let run_id = run["run_id"].as_str().unwrap();
-    for (i, question_id) in ["password=hunter2-question", "api token: tok3n-question", "q-unknown-4242"].iter().enumerate()
+    for (i, question_id) in
+        ["password=hunter2-question", "api token: tok3n-question", "q-unknown-4242"].iter().enumerate()
     {
-        let body = json!({ "expected_version": run["version"], "answers": [{ "question_id": question_id, "value": "yes" }] });
+        let body =
+            json!({ "expected_version": run["version"], "answers": [{ "question_id": question_id, "value": "yes" }] });
         let (status, v) = read(app.continue_run(&token, run_id, &format!("cont-q-{i:04}"), body).await).await;
         assert_eq!(status, 400, "{v}");
         let text = v.to_string();

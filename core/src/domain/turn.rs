@@ -271,7 +271,9 @@ fn evaluate_authority(
         Some(c) if c.text.chars().count() > MAX_TERMINAL_TEXT_CHARS => {
             verdict(Authority::Rejected, Some("text_too_long"))
         }
-        Some(c) if redaction::carries_credential(&c.text) => verdict(Authority::Rejected, Some("text_carries_credential")),
+        Some(c) if redaction::carries_credential(&c.text) => {
+            verdict(Authority::Rejected, Some("text_carries_credential"))
+        }
         Some(c) => match keys.verify(c, &run.run_id, ctx.step, ctx.claim_token, &audit.current_refs()) {
             Ok(()) => AuthorityVerdict {
                 authority: Authority::Authorized,

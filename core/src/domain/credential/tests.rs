@@ -27,7 +27,10 @@ fn name_value_forms_are_found_and_only_their_values_redacted() {
     assert_eq!(redacts("dbPassword := letmein", "letmein"), "dbPassword := [redacted]");
     assert_eq!(redacts("private-key: 'abc def'", "abc def"), "private-key: '[redacted]'");
     assert_eq!(redacts("access token:abcdefgh, then", "abcdefgh"), "access token:[redacted], then");
-    assert_eq!(redacts("the passphrase is set; passphrase=correct horse", "correct"), "the passphrase is set; passphrase=[redacted] horse");
+    assert_eq!(
+        redacts("the passphrase is set; passphrase=correct horse", "correct"),
+        "the passphrase is set; passphrase=[redacted] horse"
+    );
 }
 
 #[test]
