@@ -109,7 +109,7 @@ pub enum ApiError {
 
 impl From<Invalid> for ApiError {
     fn from(e: Invalid) -> Self {
-        ApiError::InvalidRequest(e.to_string())
+        if e.credential { ApiError::CredentialRejected(e.to_string()) } else { ApiError::InvalidRequest(e.to_string()) }
     }
 }
 

@@ -23,6 +23,7 @@ mod lifecycle;
 mod limits;
 mod pipeline;
 mod probes;
+mod redaction;
 mod room_evidence;
 mod rooms;
 mod rooms_mcp;

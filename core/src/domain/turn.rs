@@ -18,6 +18,7 @@ use super::sha256_hex;
 
 mod conversation;
 mod evidence;
+mod redaction;
 
 pub use conversation::{ConversationContext, QuotedMessage, conversation_context};
 
@@ -184,7 +185,7 @@ pub fn apply_turn(
         log.push(v, EventData::IssueResolved(IssueResolved { question_id: a.question_id.clone() }));
     }
     match outcome {
-        Ok(artifact) => apply_artifact(run, ctx, artifact, keys, log),
+        Ok(artifact) => apply_artifact(run, ctx, redaction::screened(artifact), keys, log),
         Err(failure) => apply_failure(run, ctx, failure),
     }
     if !run.is_terminal() && run.budget.steps_used >= run.budget.max_steps {
@@ -272,6 +273,9 @@ fn evaluate_authority(
         None => verdict(Authority::Missing, None),
         Some(c) if c.text.chars().count() > MAX_TERMINAL_TEXT_CHARS => {
             verdict(Authority::Rejected, Some("text_too_long"))
+        }
+        Some(c) if redaction::carries_credential(&c.text) => {
+            verdict(Authority::Rejected, Some("text_carries_credential"))
         }
         Some(c) => match keys.verify(c, &run.run_id, ctx.step, ctx.claim_token, &audit.current_refs()) {
             Ok(()) => AuthorityVerdict {

@@ -35,7 +35,7 @@ pub const ROOM_NAME_MAX_CHARS: usize = 120;
 pub const CHAT_ID_MAX_CHARS: usize = 200;
 
 /// What replaces redacted material.
-pub const REDACTED: &str = "[redacted]";
+pub const REDACTED: &str = crate::domain::credential::REDACTED;
 
 /// The four answer-authority flags every room and binding receipt carries, always false:
 /// a room receipt is an observation or control receipt, never an answer.
@@ -88,13 +88,13 @@ mod tests {
         let room = RoomId::generate();
         let v = redact(json!({
             "name": "fine",
-            "nested": [{ "x": jwt, jwt: 1, "note": format!("use Bearer abc and {jwt} now") }],
+            "nested": [{ "x": jwt, jwt: 1, "note": format!("use Bearer abcdefgh1 and {jwt} now") }],
             "room_id": room.as_str(),
             "sk-live-abcdef": "v",
         }));
         let text = v.to_string();
         assert!(!text.contains("eyJ"), "{text}");
-        assert!(!text.contains("abc and"), "the word after Bearer is redacted: {text}");
+        assert!(!text.contains("abcdefgh1"), "the word after Bearer is redacted: {text}");
         assert!(!text.contains("sk-live"), "{text}");
         assert_eq!(v["room_id"], room.as_str());
         assert_eq!(v["name"], "fine");

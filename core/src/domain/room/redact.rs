@@ -7,43 +7,32 @@ use super::{REDACTED, is_claim_handle, is_own_identifier};
 
 // ---------- credential shapes and redaction ----------
 
-/// True when a value carries a credential (the shared rule the MCP preflight applies to
-/// free text: credential-shaped words, `Bearer <value>`, `password=…`), or a claim handle
-/// anywhere. Plain words such as "token" stay admissible in names and chat text.
+/// True when a value carries a credential (the one whole-text rule of
+/// `crate::domain::credential`: credential-shaped words, `Bearer <value>`, `name: value`
+/// for a secret name, after format characters are removed), or a claim handle anywhere. Plain words such as "token" stay admissible in names and chat text.
 pub fn credential_shaped(value: &str) -> bool {
     crate::domain::credential::text_carries_credential(value) || value.split_whitespace().any(is_claim_handle)
 }
 
-/// Redacts a free-text value word by word: credential-shaped words, and the word after
-/// `Bearer`/`Basic`, become `[redacted]`.
+/// Redacts a free-text value by the one credential rule (`crate::domain::credential`):
+/// credential-shaped words, the value after `Bearer`, the value of `name: value` for a
+/// secret name; claim handles always, the server's own identifiers never.
 pub fn redact_text(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut redact_next = false;
-    let mut rest = text;
-    while !rest.is_empty() {
-        let ws = rest.len() - rest.trim_start().len();
-        out.push_str(&rest[..ws]);
-        rest = &rest[ws..];
-        let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
-        let word = &rest[..end];
-        rest = &rest[end..];
-        if word.is_empty() {
-            continue;
-        }
-        let lower = word.to_ascii_lowercase();
-        let scheme = lower == "bearer" || lower == "basic";
-        if redact_next || (!scheme && credential_shaped(word) && !is_own_identifier(word)) {
-            out.push_str(REDACTED);
+    let verdict = |w: &str| {
+        if is_claim_handle(w) {
+            Some(true)
+        } else if is_own_identifier(w) {
+            Some(false)
         } else {
-            out.push_str(word);
+            None
         }
-        redact_next = scheme;
-    }
-    out
+    };
+    crate::domain::credential::redact_text_with(text, &verdict).into_owned()
 }
 
 /// Redacts a projection recursively, object keys included: any string value or key
-/// shaped like a credential is replaced; the server's own identifiers stay.
+/// shaped like a credential is replaced, and so is the value of a secret-named key
+/// (`{"password": "…"}`); the server's own identifiers stay.
 pub fn redact(value: serde_json::Value) -> serde_json::Value {
     use serde_json::Value;
     match value {
@@ -52,8 +41,9 @@ pub fn redact(value: serde_json::Value) -> serde_json::Value {
         Value::Object(map) => {
             let mut out = serde_json::Map::new();
             for (k, v) in map {
+                let secret = matches!(&v, Value::String(s) if crate::domain::credential::secret_value(&k, s));
                 let key = if credential_shaped(&k) && !is_own_identifier(&k) { redacted_key(&out) } else { k };
-                out.insert(key, redact(v));
+                out.insert(key, if secret { Value::String(REDACTED.to_owned()) } else { redact(v) });
             }
             Value::Object(out)
         }
@@ -83,15 +73,7 @@ impl<T: Serialize> Serialize for Redacted<T> {
 }
 
 fn redact_string(s: String) -> String {
-    if is_own_identifier(&s) {
-        s
-    } else if s.contains(char::is_whitespace) {
-        redact_text(&s)
-    } else if credential_shaped(&s) {
-        REDACTED.to_owned()
-    } else {
-        s
-    }
+    if is_own_identifier(&s) { s } else { redact_text(&s) }
 }
 
 /// A unique key for a redacted object key (two redacted keys must not collide).

@@ -61,16 +61,40 @@ pub struct CancelRequest {
     pub reason: Option<String>,
 }
 
-/// A refused request field: which one and why (becomes `invalid_request`).
+/// A refused request field: which one and why (becomes `invalid_request`, or
+/// `credential_rejected` when the field carries a credential). The message names the
+/// field and never quotes its value.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{field}: {problem}")]
 pub struct Invalid {
     pub field: &'static str,
     pub problem: String,
+    pub credential: bool,
 }
 
 fn invalid(field: &'static str, problem: impl Into<String>) -> Invalid {
-    Invalid { field, problem: problem.into() }
+    Invalid { field, problem: problem.into(), credential: false }
+}
+
+/// A field that carries a credential by the one rule of `domain::credential` (the rule
+/// the MCP preflight applies to every argument): refused, whichever front sent it.
+fn credential(field: &'static str) -> Invalid {
+    Invalid { field, problem: "credential-shaped values are refused".into(), credential: true }
+}
+
+/// True when any string of a JSON value (object keys included) carries a credential.
+fn value_carries_credential(v: &serde_json::Value) -> bool {
+    use crate::domain::credential::{secret_value, text_carries_credential};
+    match v {
+        serde_json::Value::String(s) => text_carries_credential(s),
+        serde_json::Value::Array(a) => a.iter().any(value_carries_credential),
+        serde_json::Value::Object(o) => o.iter().any(|(k, v)| {
+            text_carries_credential(k)
+                || matches!(v, serde_json::Value::String(s) if secret_value(k, s))
+                || value_carries_credential(v)
+        }),
+        _ => false,
+    }
 }
 
 /// A validated start request.
@@ -90,6 +114,9 @@ impl StartRequest {
         if objective.is_empty() || objective.chars().count() > MAX_OBJECTIVE_CHARS {
             return Err(invalid("objective", format!("must be 1-{MAX_OBJECTIVE_CHARS} characters")));
         }
+        if crate::domain::credential::text_carries_credential(&objective) {
+            return Err(credential("objective"));
+        }
         if self.constraints.len() > MAX_CONSTRAINTS
             || self.constraints.iter().any(|c| c.trim().is_empty() || c.chars().count() > MAX_CONSTRAINT_CHARS)
         {
@@ -97,6 +124,9 @@ impl StartRequest {
                 "constraints",
                 format!("at most {MAX_CONSTRAINTS} nonempty entries of {MAX_CONSTRAINT_CHARS} characters"),
             ));
+        }
+        if self.constraints.iter().any(|c| crate::domain::credential::text_carries_credential(c)) {
+            return Err(credential("constraints"));
         }
         let mut scopes = self.database_scope.clone();
         scopes.sort();
@@ -112,10 +142,10 @@ impl StartRequest {
             allow_conflicts: None,
         });
         let fields = c.required_output_fields.unwrap_or_default();
-        if let Some(bad) = fields.iter().find(|f| !OUTPUT_FIELDS.contains(&f.as_str())) {
+        if fields.iter().any(|f| !OUTPUT_FIELDS.contains(&f.as_str())) {
             return Err(invalid(
                 "completion_contract.required_output_fields",
-                format!("unknown output field {bad:?}; known: {}", OUTPUT_FIELDS.join(", ")),
+                format!("an unknown output field; known: {}", OUTPUT_FIELDS.join(", ")),
             ));
         }
         let contract = CompletionContract {
@@ -167,18 +197,28 @@ impl ContinueRequest {
         if serde_json::to_string(&self.answers).map(|s| s.len()).unwrap_or(usize::MAX) > 16_384 {
             return Err(invalid("answers", "answer values are at most 16 KiB in all"));
         }
+        if self.instruction.as_deref().is_some_and(crate::domain::credential::text_carries_credential) {
+            return Err(credential("instruction"));
+        }
+        if self.answers.iter().any(|a| crate::domain::credential::identifier_carries_credential(&a.question_id)) {
+            return Err(credential("answers[].question_id"));
+        }
+        if self.answers.iter().any(|a| value_carries_credential(&a.value)) {
+            return Err(credential("answers[].value"));
+        }
         Ok(())
     }
 
-    /// Every answer names an outstanding question, each at most once.
+    /// Every answer names an outstanding question, each at most once. The message names
+    /// the answer by its position, never by the caller's question id.
     pub fn check_answers(&self, pending: &[Question]) -> Result<(), Invalid> {
         let mut seen: Vec<&str> = Vec::new();
-        for a in &self.answers {
+        for (i, a) in self.answers.iter().enumerate() {
             if !pending.iter().any(|q| q.question_id == a.question_id) {
-                return Err(invalid("answers", format!("{:?} is not an outstanding question", a.question_id)));
+                return Err(invalid("answers", format!("answers[{i}].question_id is not an outstanding question")));
             }
             if seen.contains(&a.question_id.as_str()) {
-                return Err(invalid("answers", format!("{:?} is answered twice", a.question_id)));
+                return Err(invalid("answers", format!("answers[{i}].question_id is answered twice")));
             }
             seen.push(&a.question_id);
         }
@@ -193,6 +233,9 @@ impl CancelRequest {
         }
         if self.reason.as_deref().is_some_and(|r| r.chars().count() > MAX_REASON_CHARS) {
             return Err(invalid("reason", format!("at most {MAX_REASON_CHARS} characters")));
+        }
+        if self.reason.as_deref().is_some_and(crate::domain::credential::text_carries_credential) {
+            return Err(credential("reason"));
         }
         Ok(())
     }

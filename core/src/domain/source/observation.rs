@@ -51,9 +51,13 @@ pub struct ObservationBatch {
 
 fn any_credential(v: &serde_json::Value) -> bool {
     match v {
-        serde_json::Value::String(s) => s.split_whitespace().any(credential_shaped) || credential_shaped(s),
+        serde_json::Value::String(s) => credential_shaped(s),
         serde_json::Value::Array(a) => a.iter().any(any_credential),
-        serde_json::Value::Object(o) => o.iter().any(|(k, v)| credential_shaped(k) || any_credential(v)),
+        serde_json::Value::Object(o) => o.iter().any(|(k, v)| {
+            credential_shaped(k)
+                || matches!(v, serde_json::Value::String(s) if crate::domain::credential::secret_value(k, s))
+                || any_credential(v)
+        }),
         _ => false,
     }
 }
@@ -95,7 +99,7 @@ impl ObservationBatch {
             if o.summary.trim().is_empty() || o.summary.chars().count() > 500 {
                 return Err(SourceInvalid::Invalid("summary: 1-500 characters".into()));
             }
-            if o.summary.split_whitespace().any(credential_shaped) {
+            if credential_shaped(&o.summary) {
                 return Err(SourceInvalid::CredentialShaped("summary"));
             }
             let data = serde_json::Value::Object(o.data.clone());

@@ -147,7 +147,7 @@ impl ProbeAnswer {
         if self.summary.trim().is_empty() || self.summary.chars().count() > 500 {
             return Err(SourceInvalid::Invalid("summary: 1-500 characters".into()));
         }
-        if self.summary.split_whitespace().any(credential_shaped) {
+        if credential_shaped(&self.summary) {
             return Err(SourceInvalid::CredentialShaped("summary"));
         }
         let players = &self.inventory.players;

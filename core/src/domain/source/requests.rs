@@ -45,7 +45,7 @@ impl CreateSourceRequest {
             if label.chars().count() > 80 || label.chars().any(char::is_control) {
                 return Err(SourceInvalid::Invalid("label: at most 80 characters, no control characters".into()));
             }
-            if label.split_whitespace().any(credential_shaped) {
+            if credential_shaped(label) {
                 return Err(SourceInvalid::CredentialShaped("label"));
             }
         }
