@@ -12,8 +12,8 @@ use std::collections::BTreeMap;
 use helix_core::domain::room::RoomRole;
 use helix_core::service::records::answer_from_receipt;
 use helix_core::service::records::rooms::{
-    self as items, AccountRoom, Binding, BindingKind, BindingState, BindingTarget, Claim, Consent, Membership,
-    ObserverState, RoomStatus, RunChatSlot, RunRoomSlot, Snapshot,
+    self as items, AccountRoom, Binding, BindingKind, BindingState, BindingTarget, Claim, Consent, LEGACY_TENANT,
+    Membership, ObserverState, RoomStatus, RoomTenant, RunChatSlot, RunRoomSlot, Snapshot,
 };
 use helix_core::store::{Attr, EXPIRES_AT, Item, Store, embedded::EmbeddedStore, now_epoch};
 use serde::Deserialize;
@@ -86,6 +86,14 @@ fn same_item_and_body(written: &Item, stored: &Item) {
     assert_eq!(w, body(stored), "{} {}", stored.pk, stored.sk);
 }
 
+fn legacy_tenant() -> RoomTenant {
+    RoomTenant::of("https://issuer.example", LEGACY_TENANT)
+}
+
+fn other_tenant() -> RoomTenant {
+    RoomTenant::of("https://issuer.example", "tenant-a")
+}
+
 async fn stored(store: &dyn Store, item: &Item) -> Item {
     store.get(&item.key()).await.unwrap().unwrap_or_else(|| panic!("{} {} not read back", item.pk, item.sk))
 }
@@ -98,6 +106,9 @@ async fn check_rooms(store: &dyn Store) {
         assert_eq!(room.schema_version, 1, "a body without the field is version 1");
         assert_eq!(Some(room.consent_version as i64), item.n("consent_version"));
         assert_eq!(Some(room.owner_account.as_str()), item.s("owner_account"));
+        // Stored before tenants were recorded: the development tenant's room, no one else's.
+        assert_eq!(room.tenant_ref, None);
+        assert!(legacy_tenant().admits(&room) && !other_tenant().admits(&room));
         same_item_and_body(&room.to_item().unwrap(), &stored(store, &item).await);
     }
     for item in fixture("membership") {
@@ -177,20 +188,18 @@ async fn check_observers(store: &dyn Store) {
         assert!(states.contains(&want), "the fixtures hold a {want:?} observer");
     }
     for item in fixture("claim") {
-        let read = items::claim_reads(
-            store,
-            item.pk.trim_start_matches("CLAIM#"),
-            item.s("account_id").unwrap(),
-            "run_00000000000000000000000000000000",
-            now_epoch(),
-        )
-        .await
-        .unwrap();
-        let claim: Claim = read.claim.expect("the claim of its own account");
+        let (hash, account) = (item.pk.trim_start_matches("CLAIM#"), item.s("account_id").unwrap());
+        let run = "run_00000000000000000000000000000000";
+        let read = items::claim_reads(store, hash, account, &legacy_tenant(), run, now_epoch()).await.unwrap();
+        let claim: Claim = read.claim.expect("the claim of its own account, in the development tenant");
         assert_eq!(claim.observer.status, ObserverState::AwaitingClaim);
+        assert_eq!(claim.tenant_ref, None);
         same_item_and_body(&claim.to_item().unwrap(), &item);
-        let foreign = items::claim_reads(store, item.pk.trim_start_matches("CLAIM#"), "acct_x", "run_x", now_epoch());
+        let (legacy, other) = (legacy_tenant(), other_tenant());
+        let foreign = items::claim_reads(store, hash, "acct_x", &legacy, "run_x", now_epoch());
         assert!(foreign.await.unwrap().claim.is_none(), "another account's claim is not read");
+        let elsewhere = items::claim_reads(store, hash, account, &other, run, now_epoch());
+        assert!(elsewhere.await.unwrap().claim.is_none(), "nor the claim under another tenant");
     }
     for item in fixture("snapshot") {
         let snap = Snapshot::from_item(&stored(store, &item).await).unwrap();

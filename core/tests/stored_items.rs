@@ -129,6 +129,7 @@ fn checks() -> Vec<(&'static str, Check)> {
             let s = SessionRecord::from_item(i).expect("a session with an account");
             assert!(s.account_id.starts_with("acct_"));
             assert!(s.created_at == s.refreshed_at && s.absolute_until > s.created_at);
+            assert_eq!(s.tenant_ref, None, "stored before tenants were recorded");
             s.to_item(after(&i.pk, "SESSION#"))
         }),
         ("intent", |i| {

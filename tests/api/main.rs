@@ -28,6 +28,7 @@ mod room_evidence;
 mod rooms;
 mod rooms_mcp;
 mod rooms_members;
+mod rooms_tenant;
 mod round_trips;
 mod runs;
 mod sources;

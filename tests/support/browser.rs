@@ -10,8 +10,13 @@ impl TestApp {
     /// A signed-in browser of `subject` in `tenant-a`: its session cookie, made through the
     /// sign-in service.
     pub async fn session(&self, subject: &str) -> String {
+        self.session_in(subject, "tenant-a").await
+    }
+
+    /// A browser of `subject` signed in under `tenant`.
+    pub async fn session_in(&self, subject: &str, tenant: &str) -> String {
         let o = &self.state.services.config.oauth;
-        let id = LinkIdentity { issuer: &o.issuer, tenant: "tenant-a", provider: &o.provider, subject };
+        let id = LinkIdentity { issuer: &o.issuer, tenant, provider: &o.provider, subject };
         let token = self.state.services.accounts.sign_in(&id, None).await.unwrap();
         format!("helix_session={}", token.expose())
     }

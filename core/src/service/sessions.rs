@@ -5,7 +5,7 @@
 //! consumed by a conditional delete. Part of the accounts feature: must not depend on
 //! sources, rooms or runs, nor on `http`.
 
-use crate::domain::account::{AccountPolicy, BrowserSecret, IntentPurpose, account_id_for, account_ref};
+use crate::domain::account::{AccountPolicy, BrowserSecret, IntentPurpose, account_id_for, account_ref, tenant_ref};
 use crate::error::ApiError;
 use crate::store::{Cond, StoreError};
 
@@ -20,12 +20,15 @@ pub const INTENT_TTL_SECS: i64 = 600;
 /// A used session's idle expiry is written again at most this often.
 const IDLE_REFRESH_SECS: i64 = 300;
 
-/// A resolved browser session: its account and the account's current policy.
+/// A resolved browser session: its account, the account's current policy, and the tenant
+/// reference of the identity it signed in with (none for a session signed in before
+/// tenants were recorded).
 #[derive(Clone)]
 pub struct Session {
     pub token_hash: String,
     pub account_id: String,
     pub policy: AccountPolicy,
+    pub tenant_ref: Option<String>,
 }
 
 impl std::fmt::Debug for Session {
@@ -123,7 +126,11 @@ impl AccountService {
                 tx.check(Role::Link, lkey, link_is_active());
             }
             let token = BrowserSecret::generate();
-            tx.put(Role::Session, self.new_session(&account_id).to_item(&token.hash()), Cond::NotExists);
+            tx.put(
+                Role::Session,
+                self.new_session(&account_id, tenant_ref(id.issuer, id.tenant)).to_item(&token.hash()),
+                Cond::NotExists,
+            );
             if let Some(old) = previous.filter(|p| p.hash() != token.hash()) {
                 tx.delete(Role::Session, session_key(&old.hash()), None);
             }
@@ -136,7 +143,7 @@ impl AccountService {
         Err(ApiError::Unavailable(Box::new(std::io::Error::other("sign-in lost every race"))))
     }
 
-    fn new_session(&self, account_id: &str) -> SessionRecord {
+    fn new_session(&self, account_id: &str, tenant_ref: String) -> SessionRecord {
         let now = self.clock.epoch();
         let b = &self.config.browser;
         let absolute = now + b.session_absolute.as_secs() as i64;
@@ -146,6 +153,7 @@ impl AccountService {
             refreshed_at: now,
             absolute_until: absolute,
             expires_at: (now + b.session_idle.as_secs() as i64).min(absolute),
+            tenant_ref: Some(tenant_ref),
         }
     }
 
@@ -182,14 +190,24 @@ impl AccountService {
                 Err(e) => return Err(e.into()),
             }
         }
-        Ok(Some(Session { token_hash, account_id: session.account_id, policy: account.policy }))
+        Ok(Some(Session {
+            token_hash,
+            account_id: session.account_id,
+            policy: account.policy,
+            tenant_ref: session.tenant_ref,
+        }))
     }
 
     /// The session of a stored hash (the step-up's originating session), if still live.
     pub async fn session_by_hash(&self, token_hash: &str) -> Result<Option<Session>, ApiError> {
         let now = self.clock.epoch();
         let live = self.live_session(token_hash, now).await?;
-        Ok(live.map(|(s, a)| Session { token_hash: token_hash.to_owned(), account_id: s.account_id, policy: a.policy }))
+        Ok(live.map(|(s, a)| Session {
+            token_hash: token_hash.to_owned(),
+            account_id: s.account_id,
+            policy: a.policy,
+            tenant_ref: s.tenant_ref,
+        }))
     }
 
     /// Sign-out: the session item is deleted (idempotent).
@@ -224,6 +242,7 @@ mod tests {
             token_hash: "th".into(),
             account_id: "acct_a".into(),
             policy: AccountPolicy { guest, ..Default::default() },
+            tenant_ref: None,
         }
     }
 
@@ -246,6 +265,7 @@ mod tests {
             refreshed_at,
             absolute_until: i64::MAX,
             expires_at: i64::MAX,
+            tenant_ref: None,
         };
         for (refreshed_at, now, refresh) in [
             (1000, 1000, false),

@@ -11,7 +11,8 @@ use super::attrs::{
 };
 use super::enum_text;
 use super::rooms::{
-    BindingKind, bind_key, binding_active, member_key, room_active, room_key, run_room_slot as run_room_slot_key,
+    BindingKind, RoomTenant, bind_key, binding_active, member_key, room_active, room_key,
+    run_room_slot as run_room_slot_key,
 };
 use crate::store::{Item, Key, Store, StoreError};
 
@@ -96,13 +97,15 @@ pub async fn run_room_slot(store: &dyn Store, run_id: &str) -> Result<Option<Run
 }
 
 /// The binding, room, membership and account rows of a recheck, with the run's slot too
-/// when `slot_of_run` names the run: one BatchGetItem.
+/// when `slot_of_run` names the run: one BatchGetItem. A room of another tenant than the
+/// caller's reads as absent.
 pub async fn bound_room_rows(
     store: &dyn Store,
     slot_of_run: Option<&str>,
     binding_ref: &str,
     room_id: &str,
     account: &str,
+    tenant: &RoomTenant,
 ) -> Result<BoundRoomRows, StoreError> {
     let mut keys: Vec<Key> = slot_of_run.map(run_room_slot_key).into_iter().collect();
     keys.extend([bind_key(binding_ref), room_key(room_id), member_key(room_id, account), account_key(account)]);
@@ -112,7 +115,7 @@ pub async fn bound_room_rows(
     Ok(BoundRoomRows {
         slot,
         binding: binding.as_ref().map(RunRoomBinding::from_item),
-        room: room.as_ref().map(|r| BoundRoomRow {
+        room: room.as_ref().filter(|r| tenant.admits_item(Some(r))).map(|r| BoundRoomRow {
             active: room_active().holds(Some(r), 0),
             owner_account: text(r, OWNER_ACCOUNT),
             consent_version: r.n(CONSENT_VERSION),

@@ -2,7 +2,9 @@
 //! conditions that guard a session's refresh and an intent's consumption. Knows no use
 //! case.
 
-use super::attrs::{ABSOLUTE_UNTIL, ACCOUNT_ID, BROWSER_HASH, CREATED_AT, PURPOSE, REFRESHED_AT, SESSION_HASH};
+use super::attrs::{
+    ABSOLUTE_UNTIL, ACCOUNT_ID, BROWSER_HASH, CREATED_AT, PURPOSE, REFRESHED_AT, SESSION_HASH, TENANT_REF,
+};
 use super::{enum_parse, enum_text};
 use crate::domain::account::IntentPurpose;
 use crate::store::{Cond, EXPIRES_AT, Item, Key};
@@ -17,8 +19,9 @@ pub fn intent_key(state_hash: &str) -> Key {
     Key::new(format!("INTENT#{state_hash}"), "INTENT")
 }
 
-/// A session item: its account, when it was opened and last slid, its absolute end and
-/// its idle expiry (the TTL).
+/// A session item: its account, when it was opened and last slid, its absolute end, its
+/// idle expiry (the TTL), and the tenant reference of the identity it was signed in with
+/// (none on a session stored before tenants were recorded).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SessionRecord {
     pub account_id: String,
@@ -26,17 +29,22 @@ pub struct SessionRecord {
     pub refreshed_at: i64,
     pub absolute_until: i64,
     pub expires_at: i64,
+    pub tenant_ref: Option<String>,
 }
 
 impl SessionRecord {
     pub fn to_item(&self, token_hash: &str) -> Item {
         let key = session_key(token_hash);
-        Item::new(key.pk, key.sk)
+        let item = Item::new(key.pk, key.sk)
             .with_s(ACCOUNT_ID, &self.account_id)
             .with_n(CREATED_AT, self.created_at)
             .with_n(REFRESHED_AT, self.refreshed_at)
             .with_n(ABSOLUTE_UNTIL, self.absolute_until)
-            .with_n(EXPIRES_AT, self.expires_at)
+            .with_n(EXPIRES_AT, self.expires_at);
+        match &self.tenant_ref {
+            Some(t) => item.with_s(TENANT_REF, t),
+            None => item,
+        }
     }
 
     /// None for a session item without an account (no session).
@@ -47,6 +55,7 @@ impl SessionRecord {
             refreshed_at: item.n(REFRESHED_AT).unwrap_or(0),
             absolute_until: item.n(ABSOLUTE_UNTIL).unwrap_or(0),
             expires_at: item.n(EXPIRES_AT).unwrap_or(0),
+            tenant_ref: item.s(TENANT_REF).map(str::to_owned),
         })
     }
 }
@@ -109,6 +118,7 @@ mod tests {
             refreshed_at: 20,
             absolute_until: 99,
             expires_at: 50,
+            tenant_ref: Some("tenant:sha256:t".into()),
         }
     }
 
@@ -117,6 +127,9 @@ mod tests {
         let item = session().to_item("th");
         assert_eq!(item.key(), session_key("th"));
         assert_eq!(SessionRecord::from_item(&item), Some(session()));
+        let mut before_tenants = item.clone();
+        before_tenants.attrs.remove(TENANT_REF);
+        assert_eq!(SessionRecord::from_item(&before_tenants), Some(SessionRecord { tenant_ref: None, ..session() }));
         let mut orphan = item.clone();
         orphan.attrs.remove(ACCOUNT_ID);
         assert_eq!(SessionRecord::from_item(&orphan), None);

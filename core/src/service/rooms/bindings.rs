@@ -3,7 +3,9 @@
 //! run-chat bindings (marked revoked, never deleted; the slot freed in the same
 //! transaction). Must not depend on `http` or `mcp`.
 
-use super::{RACE_RETRIES, Redacted, RoomService, body_room_id, body_run_id, check_principal, owned_run, rules};
+use super::{
+    RACE_RETRIES, Redacted, RoomService, body_room_id, body_run_id, check_principal, owned_run, room_tenant, rules,
+};
 use crate::domain::room::{
     BindingStatus, ChatBindingRef, FalseFlags, RevocationReceipt, RevocationSchemaName, RevocationStatus,
     RunBindingReceipt, RunBindingRef, RunBindingRequest, RunBindingSchemaName,
@@ -42,7 +44,7 @@ impl RoomService {
         for _ in 0..RACE_RETRIES {
             let got = items::bind_reads(&*self.store, run_id.as_str(), room_id.as_str(), &p.account_id).await?;
             let run = owned_run(p, got.run)?;
-            let (room, member) = rules::visible(got.room, got.member)?;
+            let (room, member) = rules::visible(rules::of_tenant(&room_tenant(p), got.room), got.member)?;
             rules::may_bind(&room, &member)?;
             if let Some(slot) = &got.slot {
                 return self.existing_run_binding(p, slot, room_id.as_str()).await.map(|v| (false, v));

@@ -2,7 +2,7 @@
 //! signed-in browser issued, once, for the same linked account and its own run.
 //! Must not depend on `http` or `mcp`.
 
-use super::{RACE_RETRIES, Redacted, RoomService, body_run_id, check_principal, owned_run, rules};
+use super::{RACE_RETRIES, Redacted, RoomService, body_run_id, check_principal, owned_run, room_tenant, rules};
 use crate::domain::room::{
     BindingStatus, ChatBindingReceipt, ChatBindingRef, ChatBindingSchemaName, ChatClaimRequest, ClaimHandle, FalseFlags,
 };
@@ -18,7 +18,8 @@ impl RoomService {
     /// `POST /api/v1/rooms/chat-bindings/claim`: consumes the browser-issued handle once
     /// (conditional delete) for the same linked account and the caller's exact run, and
     /// creates the run-chat binding in the same transaction. A reused, expired or foreign
-    /// handle is one error, `claim_handle_invalid`.
+    /// handle (another account's, or issued by a browser signed in under another tenant)
+    /// is one error, `claim_handle_invalid`.
     pub async fn claim_chat(
         &self,
         p: &Caller,
@@ -29,9 +30,11 @@ impl RoomService {
         let run_id = body_run_id(&req.run_id)?;
         check_principal(p)?;
         let claim_hash = handle.hash();
+        let tenant = room_tenant(p);
         for _ in 0..RACE_RETRIES {
             let now = self.clock.epoch();
-            let got = items::claim_reads(&*self.store, &claim_hash, &p.account_id, run_id.as_str(), now).await?;
+            let got =
+                items::claim_reads(&*self.store, &claim_hash, &p.account_id, &tenant, run_id.as_str(), now).await?;
             let claim = got.claim.ok_or(ApiError::ClaimHandleInvalid)?;
             let run = owned_run(p, got.run)?;
             if got.slot_taken {
@@ -58,7 +61,7 @@ impl RoomService {
                 target: BindingTarget::Chat { observer_ref: obs.observer_ref.clone() },
             };
             let mut tx = Tx::new();
-            tx.delete(Role::Claim, items::claim_key(&claim_hash), items::claim_held_by(&p.account_id))
+            tx.delete(Role::Claim, items::claim_key(&claim_hash), items::claim_held_by(&p.account_id, &tenant))
                 .put(Role::Slot, slot.to_item(), Cond::NotExists)
                 .put(Role::Binding, binding.to_item(binding_ref.as_str()), Cond::NotExists)
                 .put(Role::Observer, obs.to_item()?, items::observer_in(ObserverState::AwaitingClaim))

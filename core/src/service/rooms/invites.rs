@@ -1,6 +1,7 @@
 //! Invites over the browser lane: the owner issues a single-use, expiring code (shown
 //! once, stored hashed); a signed-in invitee previews it and accepts the room's current
-//! consent version. Must not depend on `http` or `mcp`.
+//! consent version, only when signed in under the room's tenant. Must not depend on
+//! `http` or `mcp`.
 
 use super::{INVITE_TTL_SECS, RoomService, rules, unlocked};
 use crate::domain::room::RoomRole;
@@ -35,8 +36,9 @@ impl RoomService {
         Ok((code, epoch_rfc3339(invite.expires_at)))
     }
 
-    /// The live invite behind a code and its active room; anything else is one error.
-    async fn live_invite(&self, code: &str) -> Result<(Invite, RoomRecord), ApiError> {
+    /// The live invite behind a code and its active room in the session's tenant; anything
+    /// else (a room of another tenant too) is one error.
+    async fn live_invite(&self, s: &Session, code: &str) -> Result<(Invite, RoomRecord), ApiError> {
         if !rules::invite_code_shaped(code) {
             return Err(ApiError::InviteInvalid);
         }
@@ -44,7 +46,7 @@ impl RoomService {
         let invite = items::live_invite(&*self.store, &items::invite_code_hash(code), now).await?;
         let invite = invite.ok_or(ApiError::InviteInvalid)?;
         let room = items::read_room(&*self.store, &invite.room_id).await?.ok_or(ApiError::InviteInvalid)?;
-        if !room.is_active() {
+        if !room.is_active() || !self.session_tenant(s).admits(&room) {
             return Err(ApiError::InviteInvalid);
         }
         Ok((invite, room))
@@ -54,7 +56,7 @@ impl RoomService {
     pub async fn preview_invite(&self, s: &Session, code: &str) -> Result<InvitePreview, ApiError> {
         s.require_member()?;
         unlocked(s.policy.rooms_locked)?;
-        let (_, room) = self.live_invite(code).await?;
+        let (_, room) = self.live_invite(s, code).await?;
         Ok(InvitePreview { room_name: room.name, consent_version: room.consent_version })
     }
 
@@ -64,7 +66,7 @@ impl RoomService {
     pub async fn accept_invite(&self, s: &Session, code: &str, consent_version: u32) -> Result<String, ApiError> {
         s.require_member()?;
         unlocked(s.policy.rooms_locked)?;
-        let (invite, room) = self.live_invite(code).await?;
+        let (invite, room) = self.live_invite(s, code).await?;
         rules::accepts_current(&room, consent_version)?;
         let consent = Consent::accepted(&room.room_id, &s.account_id, consent_version, rfc3339(self.clock.now()));
         let member = Membership {

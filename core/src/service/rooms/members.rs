@@ -32,32 +32,34 @@ pub struct RoomAdminView {
 }
 
 impl RoomService {
-    /// The room and the account's membership; a room it cannot see is not found.
+    /// The room and the session account's membership; a room it cannot see (another
+    /// tenant's too) is not found.
     pub(super) async fn room_and_member(
         &self,
         room_id: &str,
-        account_id: &str,
+        s: &Session,
     ) -> Result<(RoomRecord, Membership), ApiError> {
         let id = RoomId::parse(room_id).ok_or(ApiError::NotFound)?;
-        let (room, member) = items::room_and_membership(&*self.store, id.as_str(), account_id).await?;
-        rules::visible(room, member)
+        let (room, member) = items::room_and_membership(&*self.store, id.as_str(), &s.account_id).await?;
+        rules::visible(rules::of_tenant(&self.session_tenant(s), room), member)
     }
 
     /// The owner's room and the caller's membership; a non-owner is not found.
     pub(super) async fn owned_room(&self, s: &Session, room_id: &str) -> Result<(RoomRecord, Membership), ApiError> {
-        let (room, member) = self.room_and_member(room_id, &s.account_id).await?;
+        let (room, member) = self.room_and_member(room_id, s).await?;
         rules::may_manage(&room, &s.account_id)?;
         Ok((room, member))
     }
 
-    /// The rooms of a signed-in browser, with the member list of each room it owns.
+    /// The rooms of a signed-in browser in its tenant, with the member list of each room it owns.
     pub async fn rooms_for_session(&self, s: &Session) -> Result<Vec<RoomAdminView>, ApiError> {
         s.require_member()?;
         unlocked(s.policy.rooms_locked)?;
+        let tenant = self.session_tenant(s);
         let (ids, _) = items::rooms_of_account(&*self.store, &s.account_id, MAX_LISTED_ROOMS).await?;
         let mut out = vec![];
         for (room, member) in items::rooms_with_membership(&*self.store, &ids, &s.account_id).await? {
-            if !room.is_active() {
+            if !room.is_active() || !tenant.admits(&room) {
                 continue;
             }
             let mut members = vec![];

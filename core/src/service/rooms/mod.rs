@@ -27,6 +27,8 @@ use crate::domain::room::{RoomId, credential_shaped, is_own_identifier, redact};
 use crate::domain::run::Run;
 use crate::error::ApiError;
 use crate::service::Ctx;
+use crate::service::records::rooms::RoomTenant;
+use crate::service::sessions::Session;
 
 pub use crate::domain::room::Redacted;
 pub use invites::InvitePreview;
@@ -74,6 +76,18 @@ fn broken(what: &'static str) -> ApiError {
 /// The room feature lock of the current account policy (withdrawals skip this check).
 fn unlocked(locked: bool) -> Result<(), ApiError> {
     if locked { Err(ApiError::RoomFeatureLocked) } else { Ok(()) }
+}
+
+/// The tenant a bearer caller reaches rooms under (the owner tuple's tenant).
+pub(crate) fn room_tenant(p: &Principal) -> RoomTenant {
+    RoomTenant::of(&p.issuer, &p.tenant)
+}
+
+impl RoomService {
+    /// The tenant a signed-in browser reaches rooms under: the one it signed in with.
+    fn session_tenant(&self, s: &Session) -> RoomTenant {
+        RoomTenant::of_session(s.tenant_ref.as_deref(), &self.config.oauth.issuer)
+    }
 }
 
 fn check_principal(p: &Principal) -> Result<(), ApiError> {

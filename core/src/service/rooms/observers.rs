@@ -48,7 +48,8 @@ fn terminal_message(observer_ref: &str, run: &Run) -> Option<TerminalMessage> {
 
 impl RoomService {
     /// `POST /api/agi/agent-run-observer/bindings`: a signed-in, non-guest browser issues a
-    /// show-once claim handle for a chat it selected; the snapshot is redacted before storage.
+    /// show-once claim handle for a chat it selected, claimable under the tenant it signed
+    /// in with; the snapshot is redacted before storage.
     pub async fn create_observer(&self, s: &Session, req: ObserverRequest) -> Result<ObserverCreated, ApiError> {
         s.require_member()?;
         unlocked(s.policy.rooms_locked)?;
@@ -75,11 +76,9 @@ impl RoomService {
             schema_version: BODY_VERSION,
         };
         let mut tx = Tx::new();
-        tx.put(Role::Claim, Claim { observer: obs.clone(), expires_at: expires }.to_item()?, Cond::NotExists).put(
-            Role::Observer,
-            obs.to_item()?,
-            Cond::NotExists,
-        );
+        let tenant_ref = self.session_tenant(s).tenant_ref().map(str::to_owned);
+        let claim = Claim { observer: obs.clone(), expires_at: expires, tenant_ref };
+        tx.put(Role::Claim, claim.to_item()?, Cond::NotExists).put(Role::Observer, obs.to_item()?, Cond::NotExists);
         if !snapshot.is_empty() {
             let snap = Snapshot { observer_ref: obs.observer_ref.clone(), messages: snapshot };
             tx.put(Role::Snapshot, snap.to_item()?, Cond::NotExists);

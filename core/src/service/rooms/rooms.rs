@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::{MAX_LISTED_ROOMS, Redacted, RoomService, broken, check_principal, rules};
+use super::{MAX_LISTED_ROOMS, Redacted, RoomService, broken, check_principal, room_tenant, rules};
 use crate::domain::hash_parts;
 use crate::domain::ids::IdempotencyKey;
 use crate::domain::room::{CreateRoomRequest, FalseFlags, RoomId, RoomList, RoomListSchemaName, RoomRole};
@@ -66,6 +66,7 @@ impl RoomService {
             consent_version: FIRST_CONSENT,
             created_at: now,
             schema_version: BODY_VERSION,
+            tenant_ref: room_tenant(p).tenant_ref().map(str::to_owned),
         };
         let consent = Consent::accepted(&room.room_id, &p.account_id, FIRST_CONSENT, rfc3339(now));
         let member = Membership {
@@ -99,27 +100,29 @@ impl RoomService {
         }
     }
 
-    /// `GET /api/v1/rooms`: only rooms the linked account is a member of.
+    /// `GET /api/v1/rooms`: only rooms the linked account is a member of, in the caller's tenant.
     pub async fn list_rooms(&self, p: &Caller) -> Result<Redacted<RoomList>, ApiError> {
         p.require(&[ROOMS_READ])?;
         check_principal(p)?;
+        let tenant = room_tenant(p);
         let (ids, has_more) = items::rooms_of_account(&*self.store, &p.account_id, MAX_LISTED_ROOMS).await?;
         let pairs = items::rooms_with_membership(&*self.store, &ids, &p.account_id).await?;
         let rooms = pairs
             .iter()
-            .filter(|(room, _)| room.is_active())
+            .filter(|(room, _)| room.is_active() && tenant.admits(room))
             .map(|(room, member)| room_view(room, member, &p.account_id))
             .collect();
         Ok(Redacted::new(RoomList { schema: RoomListSchemaName, rooms, has_more, flags: FalseFlags::default() }))
     }
 
-    /// `GET /api/v1/rooms/{room_id}`: membership and policy checked; others' rooms are not found.
+    /// `GET /api/v1/rooms/{room_id}`: membership, tenant and policy checked; others' rooms
+    /// (another tenant's too) are not found.
     pub async fn inspect_room(&self, p: &Caller, room_id: &str) -> Result<Redacted<RoomView>, ApiError> {
         p.require(&[ROOMS_READ])?;
         check_principal(p)?;
         let id = RoomId::parse(room_id).ok_or(ApiError::NotFound)?;
         let (room, member) = items::room_and_membership(&*self.store, id.as_str(), &p.account_id).await?;
-        let (room, member) = rules::visible(room, member)?;
+        let (room, member) = rules::visible(rules::of_tenant(&room_tenant(p), room), member)?;
         Ok(Redacted::new(room_view(&room, &member, &p.account_id)))
     }
 

@@ -7,8 +7,14 @@ use crate::domain::account::account_ref;
 use crate::domain::room::ObserverStatus;
 use crate::error::ApiError;
 use crate::service::records::rooms::{
-    Binding, BindingKind, Membership, ObserverRecord, ObserverState, RoomRecord, RunRoomSlot,
+    Binding, BindingKind, Membership, ObserverRecord, ObserverState, RoomRecord, RoomTenant, RunRoomSlot,
 };
+
+/// The room as a bearer caller's tenant sees it: another tenant's room is absent, so every
+/// rule after this one answers for it exactly as for a room that does not exist.
+pub fn of_tenant(tenant: &RoomTenant, room: Option<RoomRecord>) -> Option<RoomRecord> {
+    room.filter(|r| tenant.admits(r))
+}
 
 /// A room the account can see: it exists, is active, and the account is a member.
 /// Anything else is not found, so a non-member learns nothing about the room.
@@ -111,6 +117,7 @@ mod tests {
             consent_version,
             created_at: Utc::now(),
             schema_version: 1,
+            tenant_ref: None,
         }
     }
 

@@ -30,7 +30,7 @@ impl Issued {
     fn write(&self, tx: &mut Tx, cond: Cond) {
         tx.put(Role::Source, self.source.to_item(), cond);
         tx.put(Role::BearerLookup, self.lookup.to_item(&self.bearer_hash), Cond::NotExists);
-        check_room_owner(tx, &self.source.room_id, &self.source.owner_account, false);
+        check_room_owner(tx, &self.source.room_id, &self.source.owner_account, false, None);
     }
 }
 

@@ -63,8 +63,9 @@ impl SourceService {
         if p.policy.rooms_locked {
             return Err(ApiError::RoomFeatureLocked);
         }
-        let active =
-            active_rooms_of_member(self.store.as_ref(), &p.account_id, crate::service::rooms::MAX_LISTED_ROOMS).await?;
+        let tenant = crate::service::rooms::room_tenant(p);
+        let limit = crate::service::rooms::MAX_LISTED_ROOMS;
+        let active = active_rooms_of_member(self.store.as_ref(), &p.account_id, limit, &tenant).await?;
         let max_age_ms = self.config.sources.evidence_max_age.as_millis() as u64;
         let now_ms = self.clock.now().timestamp_millis();
         let now_epoch = self.clock.epoch();

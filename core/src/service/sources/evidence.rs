@@ -16,6 +16,7 @@ use crate::service::Caller;
 use crate::service::records::accounts::policy_of;
 use crate::service::records::bound_room::{BoundRoomRows, bound_room_rows, run_room_slot};
 use crate::service::records::sources::sources_of_room;
+use crate::service::rooms::room_tenant;
 
 /// The binding that authorized a turn, as rechecked.
 #[derive(Debug, Clone)]
@@ -104,9 +105,16 @@ impl SourceService {
     pub async fn recheck_room_binding(&self, p: &Caller, run_id: &str) -> Result<BoundRoom, TurnFailure> {
         let slot = run_room_slot(self.store.as_ref(), run_id).await.map_err(unavailable)?;
         let slot = slot.filter(|s| s.owner_hash == p.owner_hash()).ok_or(TurnFailure::RoomBindingMissing)?;
-        let rows = bound_room_rows(self.store.as_ref(), None, &slot.binding_ref, &slot.room_id, &p.account_id)
-            .await
-            .map_err(unavailable)?;
+        let rows = bound_room_rows(
+            self.store.as_ref(),
+            None,
+            &slot.binding_ref,
+            &slot.room_id,
+            &p.account_id,
+            &room_tenant(p),
+        )
+        .await
+        .map_err(unavailable)?;
         let bound = check_binding(p, run_id, &slot.binding_ref, &rows)?;
         if bound.room_id != slot.room_id {
             return Err(TurnFailure::RoomBindingMissing);
@@ -124,9 +132,10 @@ impl SourceService {
         binding_ref: &str,
         room_id: &str,
     ) -> Result<(), TurnFailure> {
-        let rows = bound_room_rows(self.store.as_ref(), Some(run_id), binding_ref, room_id, &p.account_id)
-            .await
-            .map_err(unavailable)?;
+        let rows =
+            bound_room_rows(self.store.as_ref(), Some(run_id), binding_ref, room_id, &p.account_id, &room_tenant(p))
+                .await
+                .map_err(unavailable)?;
         let slot_holds = rows
             .slot
             .as_ref()

@@ -14,6 +14,7 @@ use crate::domain::time::{epoch_rfc3339, rfc3339};
 use crate::error::ApiError;
 use crate::service::records::sources::{Delivery, SourceRecord, check_room_owner, room_owned_by, sources_of_room};
 use crate::service::records::{Committed, Completion, Role, Tx, commit_once, receipt_key};
+use crate::service::rooms::room_tenant;
 use crate::service::{Caller, Mutation};
 
 const OP_CREATE: &str = "room_source.create";
@@ -66,8 +67,9 @@ impl SourceService {
         p.require(&[ROOM_SOURCES_MANAGE])?;
         developer(&p.policy)?;
         let profile = req.validate()?;
-        // Ownership is checked inside the transaction (room active and owned by the caller,
-        // the caller its owner member), not by a read before it: one round trip less.
+        // Ownership is checked inside the transaction (room active, of the caller's tenant and
+        // owned by the caller, the caller its owner member), not by a read before it: one
+        // round trip less.
         let room = RoomId::parse(room_id).ok_or(ApiError::NotFound)?;
         let body = serde_json::to_value(&req).map_err(ApiError::internal)?;
         let hash =
@@ -124,7 +126,7 @@ impl SourceService {
         let mut tx = Tx::new();
         tx.put(Role::Source, source.to_item(), crate::store::Cond::NotExists);
         tx.put(Role::Delivery, delivery.to_item(&handle.hash()), crate::store::Cond::NotExists);
-        check_room_owner(&mut tx, room.as_str(), &p.account_id, true);
+        check_room_owner(&mut tx, room.as_str(), &p.account_id, true, Some(&room_tenant(p)));
         let done = Completion {
             receipt_key: &rkey,
             request_hash: &hash,
@@ -154,7 +156,7 @@ impl SourceService {
         if p.policy.rooms_locked {
             return Err(ApiError::RoomFeatureLocked);
         }
-        let room = self.source_room(room_id, &p.account_id).await?;
+        let room = self.source_room(room_id, p).await?;
         let (sources, has_more) = sources_of_room(self.store.as_ref(), room.as_str(), MAX_LISTED_SOURCES).await?;
         Ok(SourceList {
             schema: SOURCE_LIST_SCHEMA,
@@ -165,10 +167,11 @@ impl SourceService {
         })
     }
 
-    /// The room (active, owned by `account`) and the owner's membership, or not found.
-    async fn source_room(&self, room_id: &str, account: &str) -> Result<RoomId, ApiError> {
+    /// The room (active, of the caller's tenant, owned by the caller) and the owner's
+    /// membership, or not found.
+    async fn source_room(&self, room_id: &str, p: &Caller) -> Result<RoomId, ApiError> {
         let id = RoomId::parse(room_id).ok_or(ApiError::NotFound)?;
-        if !room_owned_by(self.store.as_ref(), id.as_str(), account).await? {
+        if !room_owned_by(self.store.as_ref(), id.as_str(), &p.account_id, &room_tenant(p)).await? {
             return Err(ApiError::NotFound);
         }
         Ok(id)

@@ -9,15 +9,17 @@ mod binding;
 mod observer;
 mod reads;
 mod room;
+mod tenant;
 
 pub use binding::{Binding, BindingKind, BindingState, BindingTarget, RunChatSlot, RunRoomSlot};
 pub use observer::{Claim, ObserverRecord, ObserverState, Snapshot};
 pub use reads::*;
 pub use room::{AccountRoom, Consent, Invite, Membership, RoomRecord, RoomStatus};
+pub use tenant::{LEGACY_TENANT, RoomTenant};
 
 pub(super) use super::attrs::{
     ACCEPTED_AT, ACCOUNT_ID, BINDING_REF, CONSENT_RECEIPT, CONSENT_VERSION, CREATED_AT, CREATED_BY, KIND, OBSERVER_REF,
-    OWNER_ACCOUNT, OWNER_HASH, REVOKED_AT, ROLE, ROOM_ID, RUN_ID, STATUS,
+    OWNER_ACCOUNT, OWNER_HASH, REVOKED_AT, ROLE, ROOM_ID, RUN_ID, STATUS, TENANT_REF,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -152,9 +154,9 @@ pub fn slot_free_or_held_by(binding_ref: &str) -> Cond {
     Cond::Or(vec![Cond::NotExists, Cond::eq_s(BINDING_REF, binding_ref)])
 }
 
-/// The claim still exists and was issued to this account.
-pub fn claim_held_by(account_id: &str) -> Cond {
-    Cond::And(vec![Cond::Exists, Cond::eq_s(ACCOUNT_ID, account_id)])
+/// The claim still exists and was issued to this account under this tenant.
+pub fn claim_held_by(account_id: &str, tenant: &RoomTenant) -> Cond {
+    Cond::And(vec![Cond::Exists, Cond::eq_s(ACCOUNT_ID, account_id), tenant.cond()])
 }
 
 /// The observer is still in this state.

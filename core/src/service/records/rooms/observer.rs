@@ -54,21 +54,28 @@ impl ObserverRecord {
     }
 }
 
-/// The claim item of an unclaimed observer: its account, and a copy of the observer.
+/// The claim item of an unclaimed observer: its account, the tenant of the session that
+/// issued it (an attribute only; none on a claim stored before tenants were recorded), and
+/// a copy of the observer.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Claim {
     pub observer: ObserverRecord,
     pub expires_at: i64,
+    pub tenant_ref: Option<String>,
 }
 
 impl Claim {
     pub fn to_item(&self) -> Result<Item, ApiError> {
         let k = claim_key(&self.observer.claim_hash);
-        Ok(Item::new(k.pk, k.sk)
+        let item = Item::new(k.pk, k.sk)
             .with_s(ACCOUNT_ID, &self.observer.account_id)
             .with_s(OBSERVER_REF, &self.observer.observer_ref)
             .with_s(BODY, text(&self.observer)?)
-            .with_n(EXPIRES_AT, self.expires_at))
+            .with_n(EXPIRES_AT, self.expires_at);
+        Ok(match &self.tenant_ref {
+            Some(t) => item.with_s(TENANT_REF, t),
+            None => item,
+        })
     }
 
     /// The account the claim was issued to, from the attribute its delete is guarded on.
@@ -77,7 +84,11 @@ impl Claim {
     }
 
     pub fn from_item(item: &Item) -> Result<Self, ApiError> {
-        Ok(Claim { observer: body(item, "claim without body")?, expires_at: item.n(EXPIRES_AT).unwrap_or(0) })
+        Ok(Claim {
+            observer: body(item, "claim without body")?,
+            expires_at: item.n(EXPIRES_AT).unwrap_or(0),
+            tenant_ref: item.s(TENANT_REF).map(str::to_owned),
+        })
     }
 }
 

@@ -101,8 +101,8 @@ pub async fn bind_reads(
     })
 }
 
-/// What a chat claim reads in one request: the claim issued to `account_id` (live at
-/// `now`), the run, and whether the run's chat slot is taken.
+/// What a chat claim reads in one request: the claim issued to `account_id` under
+/// `tenant` (live at `now`), the run, and whether the run's chat slot is taken.
 pub struct ClaimReads {
     pub claim: Option<Claim>,
     pub run: Option<Run>,
@@ -113,11 +113,14 @@ pub async fn claim_reads(
     store: &dyn Store,
     claim_hash: &str,
     account_id: &str,
+    tenant: &RoomTenant,
     run_id: &str,
     now: i64,
 ) -> Result<ClaimReads, ApiError> {
     let got = store.batch_get(&[claim_key(claim_hash), run_key(run_id), run_chat_slot(run_id)]).await?;
-    let claim = got[0].as_ref().filter(|c| Claim::account_of(c) == Some(account_id) && !c.is_expired(now));
+    let claim = got[0]
+        .as_ref()
+        .filter(|c| Claim::account_of(c) == Some(account_id) && tenant.admits_item(Some(c)) && !c.is_expired(now));
     Ok(ClaimReads {
         claim: claim.map(Claim::from_item).transpose()?,
         run: got[1].as_ref().map(run_from_item).transpose()?,

@@ -22,7 +22,8 @@ pub enum RoomStatus {
 }
 
 /// The room item: its body, with the owner, status and consent version also as
-/// attributes (conditions and the source lane read those).
+/// attributes (conditions and the source lane read those), and the owner's tenant as an
+/// attribute only (none on a room stored before tenants were recorded; see [`super::tenant`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RoomRecord {
     pub room_id: String,
@@ -34,6 +35,9 @@ pub struct RoomRecord {
     pub created_at: DateTime<Utc>,
     #[serde(default = "version::first", skip_serializing_if = "version::is_first")]
     pub schema_version: u32,
+    /// The owner tuple's tenant reference: the `tenant_ref` attribute, never in the body.
+    #[serde(skip)]
+    pub tenant_ref: Option<String>,
 }
 
 impl RoomRecord {
@@ -43,15 +47,20 @@ impl RoomRecord {
 
     pub fn to_item(&self) -> Result<Item, ApiError> {
         let k = room_key(&self.room_id);
-        Ok(Item::new(k.pk, k.sk)
+        let item = Item::new(k.pk, k.sk)
             .with_s(OWNER_ACCOUNT, &self.owner_account)
             .with_s(STATUS, tag(&self.status))
             .with_n(CONSENT_VERSION, self.consent_version as i64)
-            .with_s(BODY, text(self)?))
+            .with_s(BODY, text(self)?);
+        Ok(match &self.tenant_ref {
+            Some(t) => item.with_s(TENANT_REF, t),
+            None => item,
+        })
     }
 
     pub fn from_item(item: &Item) -> Result<Self, ApiError> {
-        body(item, "room without body")
+        let room: Self = body(item, "room without body")?;
+        Ok(RoomRecord { tenant_ref: item.s(TENANT_REF).map(str::to_owned), ..room })
     }
 }
 

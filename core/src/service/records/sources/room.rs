@@ -5,7 +5,7 @@
 
 use super::super::accounts::account_key;
 use super::super::rooms::{
-    AccountRoom, ROOM_PREFIX, member_is_owner, member_key, room_active, room_active_and_owned_by, room_key,
+    AccountRoom, ROOM_PREFIX, RoomTenant, member_is_owner, member_key, room_active, room_active_and_owned_by, room_key,
 };
 use super::super::tx::{Role, Tx};
 use super::{SourceRecord, source_key};
@@ -19,10 +19,15 @@ fn owner_holds(room: Option<&Item>, member: Option<&Item>, account: &str) -> boo
 }
 
 /// Checks, inside the write, that the room is still active and owned by `account`
-/// ([`Role::Room`]) and, with `with_member`, that `account` is still its owner member
-/// ([`Role::Member`]).
-pub fn check_room_owner(tx: &mut Tx, room_id: &str, account: &str, with_member: bool) {
-    tx.check(Role::Room, room_key(room_id), room_active_and_owned_by(account));
+/// ([`Role::Room`]), with `tenant` that it belongs to that tenant, and, with
+/// `with_member`, that `account` is still its owner member ([`Role::Member`]).
+pub fn check_room_owner(tx: &mut Tx, room_id: &str, account: &str, with_member: bool, tenant: Option<&RoomTenant>) {
+    let owned = room_active_and_owned_by(account);
+    let cond = match tenant {
+        Some(t) => crate::store::Cond::And(vec![owned, t.cond()]),
+        None => owned,
+    };
+    tx.check(Role::Room, room_key(room_id), cond);
     if with_member {
         tx.check(Role::Member, member_key(room_id, account), member_is_owner());
     }
@@ -60,15 +65,27 @@ pub async fn source_in_room(
     })
 }
 
-/// Whether the room is active and owned by `account`, its owner member: one BatchGetItem.
-pub async fn room_owned_by(store: &dyn Store, room_id: &str, account: &str) -> Result<bool, StoreError> {
+/// Whether the room is active, of `tenant` and owned by `account`, its owner member: one
+/// BatchGetItem.
+pub async fn room_owned_by(
+    store: &dyn Store,
+    room_id: &str,
+    account: &str,
+    tenant: &RoomTenant,
+) -> Result<bool, StoreError> {
     let got = store.batch_get(&[room_key(room_id), member_key(room_id, account)]).await?;
-    Ok(owner_holds(got[0].as_ref(), got[1].as_ref(), account))
+    Ok(tenant.admits_item(got[0].as_ref()) && owner_holds(got[0].as_ref(), got[1].as_ref(), account))
 }
 
-/// The active rooms `account` is a member of (at most `limit` listing entries): a Query
-/// of the account's room entries, then one BatchGetItem of the rooms and memberships.
-pub async fn active_rooms_of_member(store: &dyn Store, account: &str, limit: usize) -> Result<Vec<String>, ApiError> {
+/// The active rooms of `tenant` that `account` is a member of (at most `limit` listing
+/// entries): a Query of the account's room entries, then one BatchGetItem of the rooms
+/// and memberships.
+pub async fn active_rooms_of_member(
+    store: &dyn Store,
+    account: &str,
+    limit: usize,
+    tenant: &RoomTenant,
+) -> Result<Vec<String>, ApiError> {
     let entries = store.query(&account_key(account).pk, ROOM_PREFIX, None, limit).await?;
     let ids: Vec<String> = entries.items.iter().filter_map(AccountRoom::from_item).map(|e| e.room_id).collect();
     if ids.is_empty() {
@@ -79,7 +96,9 @@ pub async fn active_rooms_of_member(store: &dyn Store, account: &str, limit: usi
     Ok(ids
         .into_iter()
         .zip(got.chunks(2))
-        .filter(|(_, pair)| matches!(pair, [Some(room), Some(_)] if room_active().holds(Some(room), 0)))
+        .filter(|(_, pair)| {
+            matches!(pair, [Some(room), Some(_)] if room_active().holds(Some(room), 0) && tenant.admits_item(Some(room)))
+        })
         .map(|(id, _)| id)
         .collect())
 }

@@ -1,0 +1,110 @@
+//! The tenant a room belongs to: the owner tuple's tenant reference (issuer and signed
+//! tenant, hashed), stored as the room item's `tenant_ref` attribute beside its body (the
+//! body's shape is unchanged). A room written before tenants were recorded has no such
+//! attribute and belongs to [`LEGACY_TENANT`], the tenant of the development setup that
+//! wrote it. Memberships, listing entries, sources and bindings live under their room,
+//! so the room's tenant is theirs. A chat claim item carries the tenant of the browser
+//! session that issued it the same way. Must not depend on the use cases above the kernel.
+
+use super::{RoomRecord, TENANT_REF};
+use crate::domain::account::tenant_ref;
+use crate::store::{Cond, Item};
+
+/// The signed tenant that owns every room stored without a tenant reference.
+pub const LEGACY_TENANT: &str = "dev-tenant";
+
+/// The tenant a caller reaches rooms (and chat claims) under.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RoomTenant {
+    /// None only for a browser session signed in before tenants were recorded.
+    tenant_ref: Option<String>,
+    /// The caller's tenant is [`LEGACY_TENANT`], so items stored without a tenant are its.
+    legacy: bool,
+}
+
+impl RoomTenant {
+    /// The tenant of a principal signed by `issuer` for `tenant`.
+    pub fn of(issuer: &str, tenant: &str) -> Self {
+        RoomTenant { tenant_ref: Some(tenant_ref(issuer, tenant)), legacy: tenant == LEGACY_TENANT }
+    }
+
+    /// The tenant of a browser session: the reference it recorded at sign-in (its identity
+    /// signed by `issuer`), or, for a session stored before tenants were recorded, the
+    /// legacy tenant alone.
+    pub fn of_session(recorded: Option<&str>, issuer: &str) -> Self {
+        match recorded {
+            Some(t) => RoomTenant { tenant_ref: Some(t.to_owned()), legacy: t == tenant_ref(issuer, LEGACY_TENANT) },
+            None => RoomTenant { tenant_ref: None, legacy: true },
+        }
+    }
+
+    /// The reference an item created under this tenant records (None: none, as before).
+    pub fn tenant_ref(&self) -> Option<&str> {
+        self.tenant_ref.as_deref()
+    }
+
+    /// True when the room belongs to this tenant.
+    pub fn admits(&self, room: &RoomRecord) -> bool {
+        match &room.tenant_ref {
+            Some(t) => self.tenant_ref.as_ref() == Some(t),
+            None => self.legacy,
+        }
+    }
+
+    /// The same rule on a stored room or claim item, as a condition (for writes and
+    /// lenient reads).
+    pub fn cond(&self) -> Cond {
+        let legacy = Cond::Missing(TENANT_REF.to_owned());
+        match (&self.tenant_ref, self.legacy) {
+            (Some(t), false) => Cond::eq_s(TENANT_REF, t),
+            (Some(t), true) => Cond::Or(vec![Cond::eq_s(TENANT_REF, t), legacy]),
+            (None, _) => legacy,
+        }
+    }
+
+    /// [`Self::cond`] read on a room or claim item (absent: not admitted).
+    pub fn admits_item(&self, room: Option<&Item>) -> bool {
+        room.is_some() && self.cond().holds(room, 0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::service::records::rooms::room_key;
+
+    fn room(tenant: Option<&RoomTenant>) -> RoomRecord {
+        let body = r#"{"room_id":"room_a","name":"Lab","description":null,"owner_account":"acct_b","status":"active","consent_version":1,"created_at":"2026-01-01T00:00:00Z"}"#;
+        let k = room_key("room_a");
+        let mut item = Item::new(k.pk, k.sk).with_s(crate::service::records::BODY, body);
+        if let Some(t) = tenant {
+            item = item.with_s(TENANT_REF, t.tenant_ref().unwrap());
+        }
+        RoomRecord::from_item(&item).unwrap()
+    }
+
+    #[test]
+    fn a_room_belongs_to_its_tenant_and_a_legacy_room_to_the_legacy_tenant_only() {
+        let a = RoomTenant::of("https://issuer", "tenant-a");
+        let b = RoomTenant::of("https://issuer", "tenant-b");
+        let other_issuer = RoomTenant::of("https://other", "tenant-a");
+        let legacy = RoomTenant::of("https://issuer", LEGACY_TENANT);
+        let old_session = RoomTenant::of_session(None, "https://issuer");
+        assert_eq!(RoomTenant::of_session(a.tenant_ref(), "https://issuer"), a);
+        assert_eq!(RoomTenant::of_session(legacy.tenant_ref(), "https://issuer"), legacy);
+        let of_a = room(Some(&a));
+        assert!(a.admits(&of_a));
+        for t in [&b, &other_issuer, &legacy] {
+            assert!(!t.admits(&of_a), "{t:?}");
+        }
+        let old = room(None);
+        assert!(legacy.admits(&old) && old_session.admits(&old));
+        assert!(!a.admits(&old) && !b.admits(&old) && !old_session.admits(&of_a));
+        for t in [&a, &b, &legacy, &old_session] {
+            for r in [&of_a, &old] {
+                assert_eq!(t.admits_item(Some(&r.to_item().unwrap())), t.admits(r), "{t:?} {r:?}");
+            }
+            assert!(!t.admits_item(None));
+        }
+    }
+}
