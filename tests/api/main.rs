@@ -26,6 +26,7 @@ mod room_evidence;
 mod rooms;
 mod rooms_mcp;
 mod rooms_members;
+mod rooms_paging;
 mod round_trips;
 mod runs;
 mod sources;
