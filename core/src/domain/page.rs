@@ -70,7 +70,8 @@ fn check(list: PagedList, scope: &str, of: Option<&str>, after: &str) -> String 
     h
 }
 
-fn invalid() -> ApiError {
+/// The one refusal of a cursor: `invalid_request`, naming no part of it.
+pub fn invalid() -> ApiError {
     ApiError::InvalidRequest("cursor: not a cursor of this list".into())
 }
 

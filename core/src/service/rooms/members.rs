@@ -88,7 +88,7 @@ impl RoomService {
     /// The room a members cursor names, with the page of members after it.
     async fn members_page(&self, s: &Session, raw: &str) -> Result<RoomAdminPage, ApiError> {
         let c = page::decode(raw, PagedList::Members, &s.account_id, None, |a| !a.is_empty())?;
-        let room_id = c.of.as_deref().filter(|r| RoomId::parse(r).is_some()).ok_or_else(bad_cursor)?;
+        let room_id = c.of.as_deref().filter(|r| RoomId::parse(r).is_some()).ok_or_else(page::invalid)?;
         let (room, member) = self.owned_room(s, room_id).await?;
         let view = self.admin_view(s, room, member, Some(&c.after)).await?;
         Ok(RoomAdminPage { rooms: vec![view], next_cursor: None, one_room: true })
@@ -157,8 +157,4 @@ impl RoomService {
             }
         }
     }
-}
-
-fn bad_cursor() -> ApiError {
-    ApiError::InvalidRequest("cursor: not a cursor of this list".into())
 }
