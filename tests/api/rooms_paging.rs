@@ -1,8 +1,9 @@
 //! Rooms past the first page, on both store backends: the room list (REST and MCP), Device
 //! Check and the `/rooms` page walk every page by `next_cursor`/`cursor`; a member past
-//! the first page is listed and removable; a malformed cursor, or another caller's, is a
-//! typed `invalid_request`. Rooms and members are seeded straight into the store (through
-//! the storage kernel's records) so that a page boundary is reached quickly.
+//! the first page is listed and removable; a room's sources page too; a malformed cursor,
+//! or another caller's, is a typed `invalid_request`. Rooms and members are seeded straight
+//! into the store (through the storage kernel's records) so that a page boundary is
+//! reached quickly.
 
 use std::collections::BTreeSet;
 
@@ -269,7 +270,47 @@ async fn a_member_past_the_first_page_is_listed_and_removable(backend: Backend) 
     assert_eq!(res.status(), 400);
 }
 
+async fn a_rooms_sources_page_by_cursor_and_a_cursor_stays_with_its_room(backend: Backend) {
+    let app = TestApp::spawn_with(backend, &[]).await;
+    let owner = app.token_for("alice", "tenant-a", helix_integration_tests::support::sources::ALL).await;
+    app.developer("alice").await;
+    let room_id = app.room(&owner, "Many worlds").await;
+    let other_room = app.room(&owner, "Another").await;
+    let mut created = BTreeSet::new();
+    for i in 0..51 {
+        let body = json!({ "adapter_profile": "minecraft", "world_id": format!("world-{i:02}") });
+        let (status, v) = app.create_source(&owner, &room_id, &format!("paged-source-{i:02}"), body).await;
+        assert_eq!(status, 201, "{v}");
+        created.insert(v["source"]["source_id"].as_str().unwrap().to_owned());
+    }
+    let path = format!("/api/v1/rooms/{room_id}/sources");
+    let (status, first) = read(app.get(&path, &owner).send().await.unwrap()).await;
+    assert_eq!(status, 200, "{first}");
+    assert_eq!((first["sources"].as_array().unwrap().len(), &first["has_more"]), (50, &json!(true)));
+    let cursor = first["next_cursor"].as_str().unwrap();
+    let (status, second) = read(app.get(&format!("{path}?cursor={cursor}"), &owner).send().await.unwrap()).await;
+    assert_eq!(status, 200, "{second}");
+    assert_eq!((&second["next_cursor"], &second["has_more"]), (&Value::Null, &json!(false)));
+    let listed: Vec<String> = [&first, &second]
+        .iter()
+        .flat_map(|p| p["sources"].as_array().unwrap().iter().map(|s| s["source_id"].as_str().unwrap().to_owned()))
+        .collect();
+    assert_eq!(listed.len(), 51);
+    assert_eq!(listed.into_iter().collect::<BTreeSet<_>>(), created);
+    // The cursor of one room's sources is refused for another room, over REST and MCP.
+    let other = format!("/api/v1/rooms/{other_room}/sources?cursor={cursor}");
+    let (status, v) = read(app.get(&other, &owner).send().await.unwrap()).await;
+    assert_eq!((status, code(&v)), (400, "invalid_request"), "{v}");
+    let call = json!({ "name": "helix_room_source_list", "arguments": { "room_id": room_id, "cursor": cursor } });
+    let (_, v) = app.rpc("/mcp", &owner, "tools/call", call).await;
+    assert_eq!(v["result"]["structuredContent"]["sources"].as_array().map(Vec::len), Some(1), "{v}");
+    let call = json!({ "name": "helix_room_source_list", "arguments": { "room_id": other_room, "cursor": cursor } });
+    let (_, v) = app.rpc("/mcp", &owner, "tools/call", call).await;
+    assert_eq!(v["result"]["structuredContent"]["error"]["code"], "invalid_request", "{v}");
+}
+
 on_both_backends!(
+    a_rooms_sources_page_by_cursor_and_a_cursor_stays_with_its_room,
     the_room_list_walks_every_page_by_cursor_over_rest_and_mcp,
     a_malformed_or_foreign_cursor_is_a_typed_invalid_request,
     device_check_reports_rooms_past_the_first_page,
