@@ -113,7 +113,7 @@ async fn check_rooms(store: &dyn Store) {
     }
     for item in fixture("membership") {
         let room_id = item.pk.trim_start_matches("ROOM#");
-        let members = items::members_of_room(store, room_id, 100).await.unwrap();
+        let (members, _) = items::members_of_room(store, room_id, None, 100).await.unwrap();
         let m = members.iter().find(|m| item.sk.ends_with(&m.account_id)).expect("member listed");
         assert_eq!(m.role, if item.s("role") == Some("owner") { RoomRole::Owner } else { RoomRole::Member });
         assert!(m.consent_version >= 1);
@@ -128,7 +128,7 @@ async fn check_rooms(store: &dyn Store) {
     }
     for item in fixture("account_room") {
         let entry = AccountRoom::from_item(&item).unwrap();
-        let (ids, _) = items::rooms_of_account(store, &entry.account_id, 50).await.unwrap();
+        let (ids, _) = items::rooms_of_account(store, &entry.account_id, None, 50).await.unwrap();
         assert!(ids.contains(&entry.room_id));
         assert_eq!(entry.to_item(), stored(store, &item).await);
     }

@@ -29,6 +29,7 @@ mod rooms;
 mod rooms_mcp;
 mod rooms_members;
 mod rooms_tenant;
+mod rooms_paging;
 mod round_trips;
 mod runs;
 mod sources;

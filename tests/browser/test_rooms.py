@@ -192,6 +192,22 @@ def main():
         base.expect(driver, "one member: the owner",
                     lambda d: len(d.find_elements(By.CSS_SELECTOR, "tr.member")), lambda n: n == 1)
         shot(driver, "rooms-05-rooms-page")
+
+        # Past the first page: 51 rooms are 50 on the first page and a working next-page link.
+        for i in range(50):
+            agent.call("helix_room_create", {"idempotency_key": f"more-{i:02d}-{uuid.uuid4().hex[:12]}",
+                                             "request": {"name": f"Bench {i:02d}"}})
+        room_ids = lambda d: [s.get_attribute("data-room-id") for s in d.find_elements(By.CSS_SELECTOR, "section.room")]  # noqa: E731
+        driver.get(f"{url}/rooms")
+        base.expect(driver, "a full first page of rooms", lambda d: len(room_ids(d)), lambda n: n == 50)
+        first = room_ids(driver)
+        base.click(driver, "#rooms-next", "next page of rooms")
+        base.expect(driver, "the second page of rooms", lambda d: d.current_url, lambda u: "/rooms?cursor=hpc1_" in u)
+        base.expect(driver, "the one remaining room", lambda d: len(room_ids(d)), lambda n: n == 1)
+        second = room_ids(driver)
+        check(len(set(first + second)) == 51, "every room once across the two pages")
+        check(not driver.find_elements(By.ID, "rooms-next"), "no next-page link on the last page")
+        shot(driver, "rooms-06-second-page")
         print(f"rooms browser test passed; screenshots in {base.ARTIFACTS}")
     except Exception:
         base.report_failure(driver, log, data_dir, "rooms-zz-failure")

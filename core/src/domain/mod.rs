@@ -6,6 +6,7 @@ pub mod authority;
 pub mod credential;
 pub mod event;
 pub mod ids;
+pub mod page;
 pub mod room;
 pub mod run;
 pub mod scopes;

@@ -3,7 +3,7 @@
 //! `service::rooms`.
 
 use askama::Template;
-use axum::extract::State;
+use axum::extract::{RawQuery, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Form, Router};
@@ -13,6 +13,7 @@ use serde::Deserialize;
 
 use super::AppState;
 use super::pages::{Page, SameOriginSession, session_of};
+use crate::domain::page::cursor_query;
 use crate::error::ApiError;
 use crate::service::rooms::{InvitePreview, RoomAdminView};
 use crate::service::sessions::Session;
@@ -35,25 +36,37 @@ struct RoomsPage {
     guest: bool,
     locked: bool,
     rooms: Vec<RoomAdminView>,
+    /// The link to the next page of rooms.
+    next_cursor: Option<String>,
+    /// The page continues one room's members (it links back to the first page).
+    one_room: bool,
     invite_code: Option<String>,
     invite_expires: String,
     preview: Option<InvitePreview>,
     preview_code: String,
 }
 
-async fn page_for(state: &AppState, session: Option<&Session>) -> Result<RoomsPage, ApiError> {
+/// The page for a session: the first page of rooms, or the page a `cursor` names.
+async fn page_for(state: &AppState, session: Option<&Session>, cursor: Option<&str>) -> Result<RoomsPage, ApiError> {
     let Some(s) = session else { return Ok(RoomsPage::default()) };
     let mut page =
         RoomsPage { signed_in: true, guest: s.policy.guest, locked: s.policy.rooms_locked, ..Default::default() };
     if !page.guest && !page.locked {
-        page.rooms = state.services.rooms.rooms_for_session(s).await?;
+        let listed = state.services.rooms.rooms_for_session(s, cursor).await?;
+        (page.rooms, page.next_cursor, page.one_room) = (listed.rooms, listed.next_cursor, listed.one_room);
     }
     Ok(page)
 }
 
-async fn rooms_page(State(state): State<AppState>, headers: HeaderMap) -> Result<Response, ApiError> {
+/// `GET /rooms`, or `/rooms?cursor=…` for a later page of rooms or of one room's members.
+async fn rooms_page(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    RawQuery(q): RawQuery,
+) -> Result<Response, ApiError> {
+    let cursor = cursor_query(q.as_deref())?;
     let session = session_of(&state, &headers).await?;
-    Ok(Page(page_for(&state, session.as_ref()).await?).into_response())
+    Ok(Page(page_for(&state, session.as_ref(), cursor.as_deref()).await?).into_response())
 }
 
 fn back() -> Response {
@@ -75,7 +88,7 @@ async fn invite(
     Form(f): Form<RoomForm>,
 ) -> Result<Response, ApiError> {
     let (code, expires) = state.services.rooms.create_invite(&s, &f.room_id).await?;
-    let mut page = page_for(&state, Some(&s)).await?;
+    let mut page = page_for(&state, Some(&s), None).await?;
     page.invite_code = Some(code);
     page.invite_expires = expires;
     Ok(Page(page).into_response())
@@ -94,7 +107,7 @@ async fn join_preview(
 ) -> Result<Response, ApiError> {
     let code = f.code.trim().to_owned();
     let preview = state.services.rooms.preview_invite(&s, &code).await?;
-    let mut page = page_for(&state, Some(&s)).await?;
+    let mut page = page_for(&state, Some(&s), None).await?;
     page.preview = Some(preview);
     page.preview_code = code;
     Ok(Page(page).into_response())

@@ -12,6 +12,7 @@ use http::StatusCode;
 
 use super::idempotent::{self, Created};
 use super::{AppState, Authed, Group, IdemKey, JsonBody, pipeline};
+use crate::domain::page::cursor_query;
 use crate::domain::room::{ChatClaimRequest, CreateRoomRequest, RunBindingRequest};
 use crate::error::ApiError;
 
@@ -66,9 +67,10 @@ fn json(status: StatusCode, body: impl serde::Serialize) -> Response {
     (status, Json(body)).into_response()
 }
 
+/// One page of rooms: the only query parameter is the `cursor` of the previous page.
 async fn list(State(app): State<AppState>, Authed(p): Authed, RawQuery(q): RawQuery) -> Result<Response, ApiError> {
-    no_query(q.as_deref())?;
-    Ok(json(StatusCode::OK, app.services.rooms.list_rooms(&p).await?))
+    let cursor = cursor_query(q.as_deref())?;
+    Ok(json(StatusCode::OK, app.services.rooms.list_rooms(&p, cursor.as_deref()).await?))
 }
 
 async fn create(

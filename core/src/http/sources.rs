@@ -19,6 +19,7 @@ use super::pages::{Asset, BrowserSession, Csp, Page, Referrer, SameOriginSession
 use super::ratelimit::WindowKey;
 use super::{AppState, Authed, Group, IdemKey, JsonBody, pipeline};
 use crate::auth::jwt::bearer_from_header;
+use crate::domain::page::cursor_query;
 use crate::domain::source::{
     CreateSourceRequest, CredentialClaimRequest, INGRESS_BASE, Manifest, ObservationBatch, ProbeAnswer, SourceRef,
 };
@@ -57,9 +58,9 @@ async fn list(
     Path(room_id): Path<String>,
     RawQuery(q): RawQuery,
 ) -> Result<Response, ApiError> {
-    super::rooms::empty_request(q.as_deref(), b"")?;
-    Ok(Json(app.services.sources.list_sources(&p, &room_id).await?.projected().map_err(ApiError::internal)?)
-        .into_response())
+    let cursor = cursor_query(q.as_deref())?;
+    let list = app.services.sources.list_sources(&p, &room_id, cursor.as_deref()).await?;
+    Ok(Json(list.projected().map_err(ApiError::internal)?).into_response())
 }
 
 async fn create(

@@ -283,11 +283,12 @@ pub static CATALOG: &[ToolSpec] = &[
     ToolSpec {
         name: "helix_room_list",
         title: "List Shared Live Rooms",
-        description: "List the Shared Live Rooms the linked account is a member of (helix.room_list.v1). \
+        description: "List the Shared Live Rooms the linked account is a member of (helix.room_list.v1), \
+            one page at a time: pass a page's next_cursor as cursor for the next page (null on the last page). \
             Refused with room_feature_locked while the account policy locks the room feature.",
         scopes: ROOM_READ,
         hints: READ_HINTS,
-        input: input_schema::<rooms::NoArgs>,
+        input: input_schema::<rooms::ListArgs>,
         output: or_error::<RoomList>,
         prefetch: Prefetch::Nothing,
         call: |c| c.run(rooms::list),
@@ -414,7 +415,8 @@ const DEVICE_CHECK_ROWS: &[ToolSpec] = &[ToolSpec {
     title: "Environment device check",
     description: "Report the connection health of the environment sources of your rooms: for each room you belong to, \
          each source's adapter profile, whether its producer registered and was admitted, its producer epoch, \
-         the age of its last observation and whether that is fresh or stale. Never returns a credential, an \
+         the age of its last observation and whether that is fresh or stale. One page of rooms at a time: \
+         pass next_cursor as cursor for the next page (null on the last page). Never returns a credential, an \
          endpoint or a player id. Read-only; nothing is executed.",
     scopes: ROOM_READ,
     hints: READ_HINTS,

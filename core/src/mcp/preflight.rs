@@ -232,7 +232,7 @@ fn without_admitted_claim<'a>(tool: &str, arguments: &'a Value) -> Cow<'a, Value
 
 /// Arguments that are opaque identifiers with their own grammar; every other string
 /// (and every object key, at any depth) is free text.
-const IDENTIFIER_ARGUMENTS: &[&str] = &["run_id", "idempotency_key", "question_id", "room_id", "binding_ref"];
+const IDENTIFIER_ARGUMENTS: &[&str] = &["run_id", "idempotency_key", "question_id", "room_id", "binding_ref", "cursor"];
 
 /// True when any string of the arguments carries a credential (the shared rule of
 /// `http::redact`): such a call is refused before authentication, like a

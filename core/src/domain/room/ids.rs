@@ -102,4 +102,5 @@ pub fn is_own_identifier(s: &str) -> bool {
         || opaque("run_", 32, s)
         || opaque("snap_", 24, s)
         || opaque("msg_", 24, s)
+        || crate::domain::page::is_cursor(s)
 }

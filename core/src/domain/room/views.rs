@@ -47,6 +47,8 @@ pub struct RoomList {
     pub schema: RoomListSchemaName,
     pub rooms: Vec<RoomView>,
     pub has_more: bool,
+    /// The `cursor` of the next page; null on the last page.
+    pub next_cursor: Option<String>,
     #[serde(flatten)]
     pub flags: FalseFlags,
 }

@@ -61,6 +61,8 @@ pub struct RoomHealth {
 pub struct DeviceCheckReport {
     pub schema: &'static str,
     pub rooms: Vec<RoomHealth>,
+    /// The `cursor` of the next page of rooms; null on the last page.
+    pub next_cursor: Option<String>,
     pub freshness_max_age_ms: u64,
     pub checked_at: String,
     pub execution_enabled: bool,

@@ -59,6 +59,8 @@ pub struct SourceList {
     pub room_id: String,
     pub sources: Vec<SourceView>,
     pub has_more: bool,
+    /// The `cursor` of the next page; null on the last page.
+    pub next_cursor: Option<String>,
     #[serde(flatten)]
     pub flags: FalseFlags,
 }

@@ -7,11 +7,15 @@ use serde::Deserialize;
 use super::{Cx, Reply};
 use crate::error::ApiError;
 
-/// Arguments of helix_environment_device_check: none.
+/// Arguments of helix_environment_device_check.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct DeviceCheckArgs {}
+pub struct DeviceCheckArgs {
+    /// The next_cursor of the previous page, to read the next page of rooms (omit for the first page).
+    #[serde(default)]
+    pub cursor: Option<String>,
+}
 
-pub async fn check(cx: Cx<'_>, _: DeviceCheckArgs) -> Result<impl Reply, ApiError> {
-    cx.services.sources.device_check(cx.caller).await
+pub async fn check(cx: Cx<'_>, a: DeviceCheckArgs) -> Result<impl Reply, ApiError> {
+    cx.services.sources.device_check(cx.caller, a.cursor.as_deref()).await
 }

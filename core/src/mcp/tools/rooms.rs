@@ -11,10 +11,14 @@ use crate::error::ApiError;
 /// Name of the one tool whose arguments may carry the browser-issued chat claim handle.
 pub const CLAIM_TOOL: &str = "helix_room_claim_chat_binding";
 
-/// Arguments of helix_room_list (none).
+/// Arguments of helix_room_list.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct NoArgs {}
+pub struct ListArgs {
+    /// The next_cursor of the previous page, to read the next page (omit for the first page).
+    #[serde(default)]
+    pub cursor: Option<String>,
+}
 
 /// Arguments of helix_room_inspect.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -76,8 +80,8 @@ pub struct CommandArgs {
     pub request: CommandRequest,
 }
 
-pub async fn list(cx: Cx<'_>, _: NoArgs) -> Result<impl Reply, ApiError> {
-    cx.services.rooms.list_rooms(cx.caller).await
+pub async fn list(cx: Cx<'_>, a: ListArgs) -> Result<impl Reply, ApiError> {
+    cx.services.rooms.list_rooms(cx.caller, a.cursor.as_deref()).await
 }
 
 pub async fn inspect(cx: Cx<'_>, a: RoomArgs) -> Result<impl Reply, ApiError> {

@@ -14,6 +14,9 @@ use crate::error::ApiError;
 pub struct SourceListArgs {
     /// A room the caller owns (room_...).
     pub room_id: String,
+    /// The next_cursor of the previous page of this room's sources (omit for the first page).
+    #[serde(default)]
+    pub cursor: Option<String>,
 }
 
 /// Arguments of helix_room_source_create.
@@ -29,7 +32,7 @@ pub struct SourceCreateArgs {
 }
 
 pub async fn list(cx: Cx<'_>, a: SourceListArgs) -> Result<impl Reply, ApiError> {
-    cx.services.sources.list_sources(cx.caller, &a.room_id).await
+    cx.services.sources.list_sources(cx.caller, &a.room_id, a.cursor.as_deref()).await
 }
 
 pub async fn create(cx: Cx<'_>, a: SourceCreateArgs) -> Result<impl Reply, ApiError> {

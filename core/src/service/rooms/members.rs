@@ -5,8 +5,9 @@
 use serde::Serialize;
 
 use super::rooms::room_view;
-use super::{MAX_LISTED_ROOMS, MAX_MEMBERS, RoomService, rules, unlocked};
+use super::{MAX_MEMBERS, RoomService, rules, unlocked};
 use crate::domain::account::account_ref;
+use crate::domain::page::{self, PagedList};
 use crate::domain::room::{RoomId, RoomRole, RoomView};
 use crate::error::ApiError;
 use crate::service::records::rooms::{self as items, Membership, RoomRecord};
@@ -27,8 +28,21 @@ pub struct MemberView {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RoomAdminView {
     pub room: RoomView,
-    /// Listed for the owner only.
+    /// Listed for the owner only (one page).
     pub members: Vec<MemberView>,
+    /// The `cursor` of the room's next page of members; None on the last page.
+    pub members_next_cursor: Option<String>,
+}
+
+/// One page of the owner page: a page of rooms, or (for a member cursor) one room with a
+/// later page of its members.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct RoomAdminPage {
+    pub rooms: Vec<RoomAdminView>,
+    /// The `cursor` of the next page of rooms; None on the last page.
+    pub next_cursor: Option<String>,
+    /// True when the page continues one room's member list.
+    pub one_room: bool,
 }
 
 impl RoomService {
@@ -51,49 +65,98 @@ impl RoomService {
         Ok((room, member))
     }
 
-    /// The rooms of a signed-in browser in its tenant, with the member list of each room it owns.
-    pub async fn rooms_for_session(&self, s: &Session) -> Result<Vec<RoomAdminView>, ApiError> {
+    /// One page of the rooms of a signed-in browser in its tenant, with the first page of members of
+    /// each room it owns; a members `cursor` instead gives that room with its next page of
+    /// members (the room is checked to be the caller's own first).
+    pub async fn rooms_for_session(&self, s: &Session, cursor: Option<&str>) -> Result<RoomAdminPage, ApiError> {
         s.require_member()?;
         unlocked(s.policy.rooms_locked)?;
+        if let Some(raw) = cursor.filter(|c| page::list_of(c) == Some(PagedList::Members)) {
+            return self.members_page(s, raw).await;
+        }
         let tenant = self.session_tenant(s);
-        let (ids, _) = items::rooms_of_account(&*self.store, &s.account_id, MAX_LISTED_ROOMS).await?;
-        let mut out = vec![];
+        let after = super::rooms::rooms_cursor(cursor, &s.account_id)?;
+        let (ids, next_cursor) = self.room_ids_page(&s.account_id, after.as_deref()).await?;
+        let mut rooms = vec![];
         for (room, member) in items::rooms_with_membership(&*self.store, &ids, &s.account_id).await? {
             if !room.is_active() || !tenant.admits(&room) {
                 continue;
             }
-            let mut members = vec![];
-            if rules::may_manage(&room, &s.account_id).is_ok() {
-                for m in items::members_of_room(&*self.store, &room.room_id, MAX_MEMBERS).await? {
-                    members.push(MemberView {
-                        account_ref: account_ref(&m.account_id),
-                        role: m.role,
-                        consent_current: rules::consent_current(&room, &m),
-                        is_caller: m.account_id == s.account_id,
-                    });
-                }
-            }
-            out.push(RoomAdminView { room: room_view(&room, &member, &s.account_id), members });
+            rooms.push(self.admin_view(s, room, member, None).await?);
         }
-        Ok(out)
+        Ok(RoomAdminPage { rooms, next_cursor, one_room: false })
+    }
+
+    /// The room a members cursor names, with the page of members after it.
+    async fn members_page(&self, s: &Session, raw: &str) -> Result<RoomAdminPage, ApiError> {
+        let c = page::decode(raw, PagedList::Members, &s.account_id, None, |a| !a.is_empty())?;
+        let room_id = c.of.as_deref().filter(|r| RoomId::parse(r).is_some()).ok_or_else(page::invalid)?;
+        let (room, member) = self.owned_room(s, room_id).await?;
+        let view = self.admin_view(s, room, member, Some(&c.after)).await?;
+        Ok(RoomAdminPage { rooms: vec![view], next_cursor: None, one_room: true })
+    }
+
+    /// One room as its member sees it, with a page of its members (after `after`) for its owner.
+    async fn admin_view(
+        &self,
+        s: &Session,
+        room: RoomRecord,
+        member: Membership,
+        after: Option<&str>,
+    ) -> Result<RoomAdminView, ApiError> {
+        let (mut members, mut members_next_cursor) = (vec![], None);
+        if rules::may_manage(&room, &s.account_id).is_ok() {
+            let (page_of, more) = items::members_of_room(&*self.store, &room.room_id, after, MAX_MEMBERS).await?;
+            members_next_cursor = page_of
+                .last()
+                .filter(|_| more)
+                .map(|m| page::encode(PagedList::Members, &s.account_id, Some(&room.room_id), &m.account_id));
+            members = page_of
+                .iter()
+                .map(|m| MemberView {
+                    account_ref: account_ref(&m.account_id),
+                    role: m.role,
+                    consent_current: rules::consent_current(&room, m),
+                    is_caller: m.account_id == s.account_id,
+                })
+                .collect();
+        }
+        Ok(RoomAdminView { room: room_view(&room, &member, &s.account_id), members, members_next_cursor })
     }
 
     /// The owner removes a member (by opaque account reference). Works under the policy
-    /// lock: it only takes access away.
+    /// lock: it only takes access away. The reference is looked for through every page of
+    /// the room's members, so a member past the first page is found too.
     pub async fn remove_member(&self, s: &Session, room_id: &str, member_ref: &str) -> Result<(), ApiError> {
         let (room, _) = self.owned_room(s, room_id).await?;
-        let members = items::members_of_room(&*self.store, &room.room_id, MAX_MEMBERS).await?;
-        let target = rules::removable(&room, &members, member_ref)?;
+        let target = self.member_by_ref(&room, member_ref).await?;
         let mut tx = Tx::new();
-        tx.delete(Role::Member, items::member_key(&room.room_id, target), Cond::Exists).delete(
+        tx.delete(Role::Member, items::member_key(&room.room_id, &target), Cond::Exists).delete(
             Role::AccountEntry,
-            items::account_room_key(target, &room.room_id),
+            items::account_room_key(&target, &room.room_id),
             None,
         );
         match tx.commit(&*self.store).await {
             Ok(()) => Ok(()),
             Err(f) if f.failed(Role::Member) => Err(ApiError::NotFound),
             Err(f) => Err(f.into()),
+        }
+    }
+
+    /// The account behind a removable member reference: one Query per page of members
+    /// up to the page that holds it.
+    async fn member_by_ref(&self, room: &RoomRecord, member_ref: &str) -> Result<String, ApiError> {
+        let mut after: Option<String> = None;
+        loop {
+            let (members, more) =
+                items::members_of_room(&*self.store, &room.room_id, after.as_deref(), MAX_MEMBERS).await?;
+            if let Ok(target) = rules::removable(room, &members, member_ref) {
+                return Ok(target.to_owned());
+            }
+            match members.last() {
+                Some(last) if more => after = Some(last.account_id.clone()),
+                _ => return Err(ApiError::NotFound),
+            }
         }
     }
 }

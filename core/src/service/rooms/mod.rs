@@ -32,7 +32,7 @@ use crate::service::sessions::Session;
 
 pub use crate::domain::room::Redacted;
 pub use invites::InvitePreview;
-pub use members::{MemberView, RoomAdminView};
+pub use members::{MemberView, RoomAdminPage, RoomAdminView};
 
 /// How long a browser-issued chat claim handle stays usable.
 pub const CLAIM_TTL_SECS: i64 = 600;

@@ -6,6 +6,7 @@ use serde_json::Value;
 use super::{MAX_LISTED_ROOMS, Redacted, RoomService, broken, check_principal, room_tenant, rules};
 use crate::domain::hash_parts;
 use crate::domain::ids::IdempotencyKey;
+use crate::domain::page::{self, PagedList};
 use crate::domain::room::{CreateRoomRequest, FalseFlags, RoomId, RoomList, RoomListSchemaName, RoomRole};
 use crate::domain::room::{RoomSchemaName, RoomView};
 use crate::domain::scopes::{ROOMS_MANAGE, ROOMS_READ};
@@ -21,6 +22,12 @@ use crate::store::Cond;
 const OP_CREATE: &str = "room.create";
 /// The consent version a new room starts at (its owner accepts it by creating it).
 const FIRST_CONSENT: u32 = 1;
+
+/// The room a `cursor` of the rooms list (issued to `account_id`) continues after.
+pub(super) fn rooms_cursor(cursor: Option<&str>, account_id: &str) -> Result<Option<String>, ApiError> {
+    let c = page::decode_opt(cursor, PagedList::Rooms, account_id, None, |a| RoomId::parse(a).is_some())?;
+    Ok(c.map(|c| c.after))
+}
 
 /// One room as `account_id` sees it through its membership.
 pub(super) fn room_view(room: &RoomRecord, member: &Membership, account_id: &str) -> RoomView {
@@ -100,19 +107,39 @@ impl RoomService {
         }
     }
 
-    /// `GET /api/v1/rooms`: only rooms the linked account is a member of, in the caller's tenant.
-    pub async fn list_rooms(&self, p: &Caller) -> Result<Redacted<RoomList>, ApiError> {
+    /// `GET /api/v1/rooms`: only rooms the linked account is a member of, in the caller's tenant,
+    /// one page (after the `cursor` of the previous page, when given).
+    pub async fn list_rooms(&self, p: &Caller, cursor: Option<&str>) -> Result<Redacted<RoomList>, ApiError> {
         p.require(&[ROOMS_READ])?;
         check_principal(p)?;
         let tenant = room_tenant(p);
-        let (ids, has_more) = items::rooms_of_account(&*self.store, &p.account_id, MAX_LISTED_ROOMS).await?;
+        let after = rooms_cursor(cursor, &p.account_id)?;
+        let (ids, next_cursor) = self.room_ids_page(&p.account_id, after.as_deref()).await?;
         let pairs = items::rooms_with_membership(&*self.store, &ids, &p.account_id).await?;
         let rooms = pairs
             .iter()
             .filter(|(room, _)| room.is_active() && tenant.admits(room))
             .map(|(room, member)| room_view(room, member, &p.account_id))
             .collect();
-        Ok(Redacted::new(RoomList { schema: RoomListSchemaName, rooms, has_more, flags: FalseFlags::default() }))
+        let has_more = next_cursor.is_some();
+        Ok(Redacted::new(RoomList {
+            schema: RoomListSchemaName,
+            rooms,
+            has_more,
+            next_cursor,
+            flags: FalseFlags::default(),
+        }))
+    }
+
+    /// One page of the account's listed room ids, and the cursor of the next page.
+    pub(super) async fn room_ids_page(
+        &self,
+        account_id: &str,
+        after: Option<&str>,
+    ) -> Result<(Vec<String>, Option<String>), ApiError> {
+        let (ids, has_more) = items::rooms_of_account(&*self.store, account_id, after, MAX_LISTED_ROOMS).await?;
+        let next = ids.last().filter(|_| has_more).map(|last| page::encode(PagedList::Rooms, account_id, None, last));
+        Ok((ids, next))
     }
 
     /// `GET /api/v1/rooms/{room_id}`: membership, tenant and policy checked; others' rooms

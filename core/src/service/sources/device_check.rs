@@ -6,7 +6,8 @@ use futures::{StreamExt, TryStreamExt};
 
 use super::MAX_LISTED_SOURCES;
 use super::SourceService;
-use crate::domain::room::FalseFlags;
+use crate::domain::page::{self, PagedList};
+use crate::domain::room::{FalseFlags, RoomId};
 use crate::domain::source::*;
 use crate::domain::time::rfc3339;
 use crate::error::ApiError;
@@ -57,15 +58,19 @@ impl SourceService {
 
     /// Device Check: the caller's active rooms (a Query and a BatchGetItem), then each
     /// room's sources and health markers, several rooms at once so that the request's depth
-    /// does not grow with its rooms.
-    pub async fn device_check(&self, p: &Caller) -> Result<DeviceCheckReport, ApiError> {
+    /// does not grow with its rooms. One page of rooms (after the `cursor` of the previous page, when given).
+    pub async fn device_check(&self, p: &Caller, cursor: Option<&str>) -> Result<DeviceCheckReport, ApiError> {
         p.require(&[crate::domain::scopes::ROOMS_READ])?;
         if p.policy.rooms_locked {
             return Err(ApiError::RoomFeatureLocked);
         }
         let tenant = crate::service::rooms::room_tenant(p);
+        let valid = |a: &str| RoomId::parse(a).is_some();
+        let after = page::decode_opt(cursor, PagedList::DeviceCheck, &p.account_id, None, valid)?.map(|c| c.after);
         let limit = crate::service::rooms::MAX_LISTED_ROOMS;
-        let active = active_rooms_of_member(self.store.as_ref(), &p.account_id, limit, &tenant).await?;
+        let (active, last) =
+            active_rooms_of_member(self.store.as_ref(), &p.account_id, after.as_deref(), limit, &tenant).await?;
+        let next_cursor = last.map(|last| page::encode(PagedList::DeviceCheck, &p.account_id, None, &last));
         let max_age_ms = self.config.sources.evidence_max_age.as_millis() as u64;
         let now_ms = self.clock.now().timestamp_millis();
         let now_epoch = self.clock.epoch();
@@ -87,6 +92,7 @@ impl SourceService {
         Ok(DeviceCheckReport {
             schema: DEVICE_CHECK_SCHEMA,
             rooms,
+            next_cursor,
             freshness_max_age_ms: max_age_ms,
             checked_at: rfc3339(self.clock.now()),
             execution_enabled: false,

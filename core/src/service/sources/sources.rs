@@ -7,12 +7,13 @@ use super::SourceService;
 use super::{CLAIM_PAGE_PATH, DELIVERY_TTL_SECS, MAX_LISTED_SOURCES, developer};
 use crate::domain::hash_parts;
 use crate::domain::ids::IdempotencyKey;
+use crate::domain::page::{self, PagedList};
 use crate::domain::room::{FalseFlags, RoomId, redact};
 use crate::domain::scopes::ROOM_SOURCES_MANAGE;
 use crate::domain::source::*;
 use crate::domain::time::{epoch_rfc3339, rfc3339};
 use crate::error::ApiError;
-use crate::service::records::sources::{Delivery, SourceRecord, check_room_owner, room_owned_by, sources_of_room};
+use crate::service::records::sources::{Delivery, SourceRecord, check_room_owner, room_owned_by, sources_page};
 use crate::service::records::{Committed, Completion, Role, Tx, commit_once, receipt_key};
 use crate::service::rooms::room_tenant;
 use crate::service::{Caller, Mutation};
@@ -150,19 +151,29 @@ impl SourceService {
     }
 
     /// `GET /api/v1/rooms/{room_id}/sources`: the owner's bounded listing, no credentials
-    /// (the edge serializes it through [`SourceList::projected`]).
-    pub async fn list_sources(&self, p: &Caller, room_id: &str) -> Result<SourceList, ApiError> {
+    /// (the edge serializes it through [`SourceList::projected`]): one page, after the `cursor` of the previous page when given (a cursor of another
+    /// room's list is refused).
+    pub async fn list_sources(&self, p: &Caller, room_id: &str, cursor: Option<&str>) -> Result<SourceList, ApiError> {
         p.require(&[ROOM_SOURCES_MANAGE])?;
         if p.policy.rooms_locked {
             return Err(ApiError::RoomFeatureLocked);
         }
         let room = self.source_room(room_id, p).await?;
-        let (sources, has_more) = sources_of_room(self.store.as_ref(), room.as_str(), MAX_LISTED_SOURCES).await?;
+        let valid = |a: &str| !a.is_empty();
+        let after = page::decode_opt(cursor, PagedList::Sources, &p.account_id, Some(room.as_str()), valid)?;
+        let after = after.map(|c| c.after);
+        let (sources, has_more) =
+            sources_page(self.store.as_ref(), room.as_str(), after.as_deref(), MAX_LISTED_SOURCES).await?;
+        let next_cursor = sources
+            .last()
+            .filter(|_| has_more)
+            .map(|last| page::encode(PagedList::Sources, &p.account_id, Some(room.as_str()), &last.source_id));
         Ok(SourceList {
             schema: SOURCE_LIST_SCHEMA,
             room_id: room.to_string(),
             sources: sources.iter().map(SourceRecord::view).collect(),
             has_more,
+            next_cursor,
             flags: FalseFlags::default(),
         })
     }

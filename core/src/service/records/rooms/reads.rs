@@ -10,13 +10,16 @@ use crate::store::{Item, Key, Store};
 
 // ---------- named reads ----------
 
-/// The room ids listed under an account (one page), and whether more exist.
+/// The room ids listed under an account (one page, after the room `after` when given),
+/// and whether more exist.
 pub async fn rooms_of_account(
     store: &dyn Store,
     account_id: &str,
+    after: Option<&str>,
     limit: usize,
 ) -> Result<(Vec<String>, bool), ApiError> {
-    let page = store.query(&account_key(account_id).pk, ROOM_PREFIX, None, limit).await?;
+    let after = after.map(|room_id| account_room_key(account_id, room_id).sk);
+    let page = store.query(&account_key(account_id).pk, ROOM_PREFIX, after.as_deref(), limit).await?;
     Ok((page.items.iter().filter_map(AccountRoom::from_item).map(|e| e.room_id).collect(), page.has_more))
 }
 
@@ -56,10 +59,30 @@ pub async fn read_room(store: &dyn Store, room_id: &str) -> Result<Option<RoomRe
     store.get(&room_key(room_id)).await?.as_ref().map(RoomRecord::from_item).transpose()
 }
 
-/// The members of a room (one page).
-pub async fn members_of_room(store: &dyn Store, room_id: &str, limit: usize) -> Result<Vec<Membership>, ApiError> {
-    let page = store.query(&room_key(room_id).pk, MEMBER_PREFIX, None, limit).await?;
-    Ok(page.items.iter().map(Membership::from_item).collect())
+/// The members of a room (one page, after the member `after` when given), and whether
+/// more exist.
+pub async fn members_of_room(
+    store: &dyn Store,
+    room_id: &str,
+    after: Option<&str>,
+    limit: usize,
+) -> Result<(Vec<Membership>, bool), ApiError> {
+    let after = after.map(|account_id| member_key(room_id, account_id).sk);
+    let page = store.query(&room_key(room_id).pk, MEMBER_PREFIX, after.as_deref(), limit).await?;
+    Ok((page.items.iter().map(Membership::from_item).collect(), page.has_more))
+}
+
+/// A room, the caller's membership and another account's membership, in one read.
+pub async fn room_and_two_members(
+    store: &dyn Store,
+    room_id: &str,
+    account_id: &str,
+    other_account: &str,
+) -> Result<(Option<RoomRecord>, Option<Membership>, Option<Membership>), ApiError> {
+    let keys = [room_key(room_id), member_key(room_id, account_id), member_key(room_id, other_account)];
+    let got = store.batch_get(&keys).await?;
+    let room = got[0].as_ref().map(RoomRecord::from_item).transpose()?;
+    Ok((room, got[1].as_ref().map(Membership::from_item), got[2].as_ref().map(Membership::from_item)))
 }
 
 /// A live invite (not expired at `now`).

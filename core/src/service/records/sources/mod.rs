@@ -235,7 +235,19 @@ pub async fn sources_of_room(
     room_id: &str,
     limit: usize,
 ) -> Result<(Vec<SourceRecord>, bool), StoreError> {
-    let page = store.query(&source_key(room_id, "").pk, SOURCE_PREFIX, None, limit).await?;
+    sources_page(store, room_id, None, limit).await
+}
+
+/// At most `limit` sources of a room after the source `after` (when given), with whether
+/// there are more.
+pub async fn sources_page(
+    store: &dyn Store,
+    room_id: &str,
+    after: Option<&str>,
+    limit: usize,
+) -> Result<(Vec<SourceRecord>, bool), StoreError> {
+    let after = after.map(|source_id| source_key(room_id, source_id).sk);
+    let page = store.query(&source_key(room_id, "").pk, SOURCE_PREFIX, after.as_deref(), limit).await?;
     Ok((page.items.iter().map(SourceRecord::from_item).collect(), page.has_more))
 }
 

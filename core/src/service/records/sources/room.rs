@@ -5,7 +5,8 @@
 
 use super::super::accounts::account_key;
 use super::super::rooms::{
-    AccountRoom, ROOM_PREFIX, RoomTenant, member_is_owner, member_key, room_active, room_active_and_owned_by, room_key,
+    AccountRoom, ROOM_PREFIX, RoomTenant, account_room_key, member_is_owner, member_key, room_active,
+    room_active_and_owned_by, room_key,
 };
 use super::super::tx::{Role, Tx};
 use super::{SourceRecord, source_key};
@@ -79,28 +80,33 @@ pub async fn room_owned_by(
 
 /// The active rooms of `tenant` that `account` is a member of (at most `limit` listing
 /// entries): a Query of the account's room entries, then one BatchGetItem of the rooms
-/// and memberships.
+/// and memberships. Starts after the room `after` when given; with the active ids comes
+/// the last room id the page read when more entries follow it (where the next page starts).
 pub async fn active_rooms_of_member(
     store: &dyn Store,
     account: &str,
+    after: Option<&str>,
     limit: usize,
     tenant: &RoomTenant,
-) -> Result<Vec<String>, ApiError> {
-    let entries = store.query(&account_key(account).pk, ROOM_PREFIX, None, limit).await?;
+) -> Result<(Vec<String>, Option<String>), ApiError> {
+    let after = after.map(|room_id| account_room_key(account, room_id).sk);
+    let entries = store.query(&account_key(account).pk, ROOM_PREFIX, after.as_deref(), limit).await?;
     let ids: Vec<String> = entries.items.iter().filter_map(AccountRoom::from_item).map(|e| e.room_id).collect();
+    let next = if entries.has_more { ids.last().cloned() } else { None };
     if ids.is_empty() {
-        return Ok(ids);
+        return Ok((ids, next));
     }
     let keys: Vec<Key> = ids.iter().flat_map(|id| [room_key(id), member_key(id, account)]).collect();
     let got = store.batch_get(&keys).await?;
-    Ok(ids
+    let active = ids
         .into_iter()
         .zip(got.chunks(2))
         .filter(|(_, pair)| {
             matches!(pair, [Some(room), Some(_)] if room_active().holds(Some(room), 0) && tenant.admits_item(Some(room)))
         })
         .map(|(id, _)| id)
-        .collect())
+        .collect();
+    Ok((active, next))
 }
 
 #[cfg(test)]
