@@ -18,6 +18,7 @@ macro_rules! on_both_backends {
 mod account;
 mod auth;
 mod lambda_events;
+mod lanes;
 mod lifecycle;
 mod limits;
 mod pipeline;
