@@ -38,7 +38,10 @@ async fn a_withdrawn_chat_binding_shows_nothing_more_of_the_run(backend: Backend
     assert_eq!(status, 201, "{receipt}");
     let path = format!("{OBSERVERS}/{}", obs["observer_binding_ref"].as_str().unwrap());
     let (_, bound) = get_browser(&app, &cookie, &path).await;
-    assert_eq!((bound["binding_status"].as_str(), bound["lifecycle_status"].as_str()), (Some("bound"), Some("waiting")));
+    assert_eq!(
+        (bound["binding_status"].as_str(), bound["lifecycle_status"].as_str()),
+        (Some("bound"), Some("waiting"))
+    );
 
     let withdraw = format!("{}/api/v1/rooms/chat-bindings/{}", app.base, receipt["binding_ref"].as_str().unwrap());
     assert_eq!(app.http.delete(withdraw).bearer_auth(&alice).send().await.unwrap().status(), 200);
@@ -63,7 +66,8 @@ async fn a_removed_member_rejoins_at_the_same_consent_version(backend: Backend) 
     let app = TestApp::spawn_with(backend, &[]).await;
     let (alice, bob) = (app.token_for("alice", "tenant-a", ALL).await, app.token_for("bob", "tenant-a", ALL).await);
     let (alice_web, bob_web) = (app.session("alice").await, app.session("bob").await);
-    let res = app.post("/api/v1/rooms", &alice).header("Idempotency-Key", "rejoin-room-01").json(&json!({"name": "Bench"}));
+    let res =
+        app.post("/api/v1/rooms", &alice).header("Idempotency-Key", "rejoin-room-01").json(&json!({"name": "Bench"}));
     let room_id = res.send().await.unwrap().json::<Value>().await.unwrap()["room_id"].as_str().unwrap().to_owned();
     let join = async |code: &str| app.form(&bob_web, "/rooms/join", &[("code", code), ("consent_version", "1")]).await;
     let invite = async || {
@@ -106,8 +110,7 @@ async fn a_session_in_constant_use_outlives_a_short_idle_timeout(backend: Backen
 /// one written as its JSON surrogate-pair escape (12 bytes for one character).
 fn escaped_snapshot(messages: usize, chars: usize) -> String {
     let content = "\\ud83d\\ude00".repeat(chars);
-    let msgs: Vec<String> =
-        (0..messages).map(|_| format!(r#"{{"role":"user","content":"{content}"}}"#)).collect();
+    let msgs: Vec<String> = (0..messages).map(|_| format!(r#"{{"role":"user","content":"{content}"}}"#)).collect();
     format!(r#"{{"chat_id":"c1","snapshot":[{}]}}"#, msgs.join(","))
 }
 
@@ -118,7 +121,10 @@ async fn an_escaped_snapshot_is_sized_by_its_decoded_bounds(backend: Backend) {
     assert!(full.len() > 140_000, "well over 64 KiB on the wire");
     let (status, created) = observe_raw(&app, &cookie, full).await;
     assert_eq!(status, 201, "{created}");
-    assert_eq!((created["snapshot_message_count"].as_u64(), created["snapshot_redacted"].as_bool()), (Some(12), Some(false)));
+    assert_eq!(
+        (created["snapshot_message_count"].as_u64(), created["snapshot_redacted"].as_bool()),
+        (Some(12), Some(false))
+    );
     let obs_ref = created["observer_binding_ref"].as_str().unwrap();
     let key = helix_core::service::records::rooms::snapshot_key(obs_ref);
     let stored = app.state.services.store.get(&key).await.unwrap().unwrap();
@@ -176,8 +182,8 @@ async fn trust_proxy_hops_believe_the_nth_forwarded_entry_and_nothing_shorter() 
     }
 
     // The per-IP limit counts the address the nearest proxy saw (1 hop: the rightmost entry).
-    let app = TestApp::spawn_with(Backend::Embedded, &[("TRUST_PROXY", "hops:1"), ("HELIX_AGENT_IP_RATE_LIMIT", "1")])
-        .await;
+    let app =
+        TestApp::spawn_with(Backend::Embedded, &[("TRUST_PROXY", "hops:1"), ("HELIX_AGENT_IP_RATE_LIMIT", "1")]).await;
     let post = async |xff: Option<&str>| {
         let mut req = app.http.post(format!("{}/api/v1/agent-runs", app.base)).json(&json!({}));
         if let Some(xff) = xff {
