@@ -131,11 +131,14 @@ pub async fn serve(
     Ok(())
 }
 
+/// Each open connection's activity and eviction token, by accept order (oldest first).
+type Conns = std::collections::BTreeMap<u64, (Arc<Activity>, CancellationToken)>;
+
 /// The open connections in the order they were accepted, for eviction at the cap.
 #[derive(Default)]
 struct Live {
     next: AtomicU64,
-    conns: std::sync::Mutex<std::collections::BTreeMap<u64, (Arc<Activity>, CancellationToken)>>,
+    conns: std::sync::Mutex<Conns>,
 }
 
 impl Live {
@@ -148,7 +151,7 @@ impl Live {
     fn remove(&self, id: u64) {
         self.lock().remove(&id);
     }
-    fn lock(&self) -> std::sync::MutexGuard<'_, std::collections::BTreeMap<u64, (Arc<Activity>, CancellationToken)>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Conns> {
         self.conns.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
     /// Closes the oldest connection that has sent nothing yet, else the oldest idle
