@@ -96,13 +96,31 @@
     return fetch(path, init).then(function (r) { return r.json().then(function (j) { return { status: r.status, body: j }; }); });
   }
 
+  // Characters as the server counts them: Unicode code points (an emoji is one, not two).
+  function chars(text) { return Array.from(text).length; }
+  // The longest prefix of `text` of at most `max` code points that ends on a grapheme
+  // boundary (never inside an emoji or a combined sequence), so the server admits it as is.
+  function clip(text, max) {
+    if (chars(text) <= max) return text;
+    if (typeof Intl === "object" && Intl.Segmenter) {
+      var out = "", n = 0;
+      for (var s of new Intl.Segmenter(undefined, { granularity: "grapheme" }).segment(text)) {
+        var k = chars(s.segment);
+        if (n + k > max) break;
+        out += s.segment; n += k;
+      }
+      return out;
+    }
+    return Array.from(text).slice(0, max).join("");
+  }
+
   $("attach").addEventListener("click", function () {
     var c = chat(); if (!c) return;
     // The bounded recent-chat snapshot: at most 12 messages, 2,000 characters each, 12,000 in all.
     var snapshot = [], total = 0;
     c.messages.slice(-12).reverse().forEach(function (m) {
-      var content = m.content.slice(0, 2000);
-      if (total + content.length <= 12000) { snapshot.unshift({ role: m.role, content: content }); total += content.length; }
+      var content = clip(m.content, 2000), n = chars(content);
+      if (total + n <= 12000) { snapshot.unshift({ role: m.role, content: content }); total += n; }
     });
     api("POST", BASE, { chat_id: c.id, snapshot: snapshot }).then(function (r) {
       if (r.status !== 201) { $("binding-status").textContent = "error: " + r.body.error.code; return; }

@@ -19,6 +19,7 @@ mod account;
 mod auth;
 mod chat_context;
 mod lambda_events;
+mod lanes;
 mod lifecycle;
 mod limits;
 mod pipeline;

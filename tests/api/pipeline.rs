@@ -376,8 +376,12 @@ async fn a_stalled_body_is_answered_408_with_connection_close() {
 async fn the_connection_cap_holds_further_connections_until_one_ends() {
     let app = TestApp::spawn_with(Backend::Embedded, &[("HELIX_SERVE_MAX_CONNECTIONS", "2")]).await;
     let addr = app.base.trim_start_matches("http://").to_owned();
-    let first = tokio::net::TcpStream::connect(&addr).await.unwrap();
-    let _second = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    // Two connections with a request head under way: busy, so neither gives up its slot.
+    let mut first = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let mut second = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    for sock in [&mut first, &mut second] {
+        sock.write_all(b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n").await.unwrap();
+    }
     tokio::time::sleep(Duration::from_millis(200)).await;
     let mut third = tokio::net::TcpStream::connect(&addr).await.unwrap();
     third.write_all(&get_with_host("127.0.0.1")).await.unwrap();

@@ -185,13 +185,38 @@ def main():
         driver.switch_to.window(second)
         driver.close()
         driver.switch_to.window(first)
+        # A long message whose 2,000-character cut would fall inside an emoji (a thumbs-up
+        # with a skin tone is two code points, four UTF-16 units): the page cuts on a
+        # grapheme boundary within the server's code-point limit, and the server admits it.
+        driver.execute_script("""
+            var chats = JSON.parse(localStorage.getItem('helix.chats.v1')) || [];
+            chats.push({ id: 'chat-emoji', title: 'Emoji', progress: [], seen: 0, messages: [
+                { id: 'local-emoji', role: 'user', content: 'a' + '\\u{1F44D}\\u{1F3FD}'.repeat(1000) }] });
+            localStorage.setItem('helix.chats.v1', JSON.stringify(chats));""")
+        driver.get(f"{url}/chat")
+        base.on_page(driver, "/chat with the emoji chat", lambda u: u == f"{url}/chat", "#attach")
+        base.expect(driver, "the emoji chat selected",
+                    lambda d: [e.get_attribute("data-message-id") for e in d.find_elements(By.CSS_SELECTOR, "#messages li")],
+                    lambda ids: ids == ["local-emoji"])
+        base.click(driver, "#attach", "attach the emoji chat")
+        base.expect(driver, "a claim handle for the emoji chat",
+                    lambda d: d.find_element(By.ID, "binding-status").text, lambda t: t == "awaiting_claim")
+        handle = driver.find_element(By.ID, "claim-handle").get_attribute("textContent").strip()
+        emoji_run = agent.call("helix_run_start", {
+            "idempotency_key": f"start-{uuid.uuid4().hex[:12]}",
+            "request": {"objective": OBJECTIVE, "database_scope": ["research_library"]}})
+        claimed = agent.call("helix_room_claim_chat_binding",
+                             {"request": {"claim_handle": handle, "run_id": emoji_run["run_id"]}})
+        check(claimed["snapshot_message_count"] == 1 and claimed["snapshot_char_count"] == 1999,
+              f"cut to whole emoji within 2,000 code points ({claimed['snapshot_char_count']})")
+        shot(driver, "rooms-05-emoji-attached")
 
         driver.get(f"{url}/rooms")
         # Read through waits: a one-shot read right after get() raced the page under load.
         base.expect(driver, "the owner's room on /rooms", lambda d: d.page_source, lambda s: "Casimir bench" in s)
         base.expect(driver, "one member: the owner",
                     lambda d: len(d.find_elements(By.CSS_SELECTOR, "tr.member")), lambda n: n == 1)
-        shot(driver, "rooms-05-rooms-page")
+        shot(driver, "rooms-06-rooms-page")
 
         # Past the first page: 51 rooms are 50 on the first page and a working next-page link.
         for i in range(50):
@@ -207,7 +232,7 @@ def main():
         second = room_ids(driver)
         check(len(set(first + second)) == 51, "every room once across the two pages")
         check(not driver.find_elements(By.ID, "rooms-next"), "no next-page link on the last page")
-        shot(driver, "rooms-06-second-page")
+        shot(driver, "rooms-07-second-page")
         print(f"rooms browser test passed; screenshots in {base.ARTIFACTS}")
     except Exception:
         base.report_failure(driver, log, data_dir, "rooms-zz-failure")

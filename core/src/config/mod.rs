@@ -4,7 +4,7 @@
 //!
 //! One file per concern (OAuth, the browser lane, the proxy in front, lane limits,
 //! the executor); the steps here run them in order. Depends on no other module of
-//! the crate but the domain's trusted keys.
+//! the crate but the domain's trusted keys and the observer lane's snapshot bound.
 
 mod browser;
 mod env;
@@ -150,9 +150,10 @@ impl Config {
                 "HELIX_ROOM_AGENT_PRINCIPAL_RATE_LIMIT",
             )?,
             // The observer lane has no body-limit variable: its body is a bounded snapshot
-            // (12,000 characters), so 64 KiB covers any valid request.
+            // (12,000 characters), so a limit sized from those bounds admits any valid
+            // request, however it is escaped.
             observer_limits: Limits {
-                body_bytes: 64 * 1024,
+                body_bytes: crate::domain::room::OBSERVER_BODY_MAX_BYTES,
                 ..limits(
                     &env,
                     "HELIX_ROOM_AGENT_BODY_LIMIT",

@@ -141,6 +141,9 @@ pub fn proven_https(trust: &TrustProxy, transport: Option<Transport>, headers: &
     match (trust, transport) {
         // API Gateway and function URLs accept HTTPS only; the event says where it came from.
         (TrustProxy::ApiGateway, Some(Transport::ApiGateway)) => true,
+        (TrustProxy::Hops(n), Some(Transport::Socket { .. })) => {
+            nth_from_right(headers, "x-forwarded-proto", *n).is_some_and(|p| p.eq_ignore_ascii_case("https"))
+        }
         (TrustProxy::Peers(peers), Some(Transport::Socket { peer })) if trusted(peers, peer) => {
             let mut values = headers.get_all("x-forwarded-proto").iter();
             match (values.next(), values.next()) {
@@ -150,6 +153,17 @@ pub fn proven_https(trust: &TrustProxy, transport: Option<Transport>, headers: &
         }
         _ => false,
     }
+}
+
+/// With exactly `n` proxies in front, each appending one entry: the `n`-th entry from
+/// the right of all the header's lines, comma-separated. Fewer entries (or a value that is
+/// not text) prove nothing.
+fn nth_from_right<'h>(headers: &'h HeaderMap, name: &str, n: u8) -> Option<&'h str> {
+    let mut entries = vec![];
+    for value in headers.get_all(name) {
+        entries.extend(value.to_str().ok()?.split(',').map(str::trim));
+    }
+    entries.len().checked_sub(n as usize).map(|i| entries[i])
 }
 
 fn trusted(peers: &[ipnet::IpNet], ip: IpAddr) -> bool {
@@ -162,8 +176,12 @@ fn trusted(peers: &[ipnet::IpNet], ip: IpAddr) -> bool {
 
 /// The caller's address for rate limits: the socket peer, unless that peer is a trusted
 /// proxy, in which case the rightmost `X-Forwarded-For` address that is not itself a
-/// trusted proxy (the one the nearest untrusted hop connected from).
+/// trusted proxy (the one the nearest untrusted hop connected from). With `hops:N`, the
+/// N-th entry from the right, or the peer when there are fewer entries or it is no address.
 pub fn client_ip(trust: &TrustProxy, peer: IpAddr, headers: &HeaderMap) -> IpAddr {
+    if let TrustProxy::Hops(n) = trust {
+        return nth_from_right(headers, "x-forwarded-for", *n).and_then(|ip| ip.parse().ok()).unwrap_or(peer);
+    }
     let TrustProxy::Peers(peers) = trust else { return peer };
     if !trusted(peers, peer) {
         return peer;
@@ -340,6 +358,29 @@ mod tests {
         let stranger: IpAddr = "192.0.2.1".parse().unwrap();
         assert_eq!(client_ip(&peers, stranger, &h), stranger, "an untrusted peer cannot pick its address");
         assert_eq!(client_ip(&TrustProxy::None, lb, &h), lb);
+    }
+
+    #[test]
+    fn with_n_hops_the_nth_entry_from_the_right_is_believed_and_fewer_prove_nothing() {
+        let peer: IpAddr = "10.0.0.5".parse().unwrap();
+        let sock = Some(Transport::Socket { peer });
+        let h = headers(&[
+            ("x-forwarded-for", "203.0.113.9, 198.51.100.7"),
+            ("x-forwarded-for", "192.0.2.4"),
+            ("x-forwarded-proto", "http, https, http"),
+        ]);
+        let ip = |n| client_ip(&TrustProxy::Hops(n), peer, &h);
+        assert_eq!(ip(1), "192.0.2.4".parse::<IpAddr>().unwrap());
+        assert_eq!(ip(2), "198.51.100.7".parse::<IpAddr>().unwrap());
+        assert_eq!(ip(3), "203.0.113.9".parse::<IpAddr>().unwrap());
+        assert_eq!(ip(4), peer, "fewer entries than hops: not believed");
+        assert_eq!(client_ip(&TrustProxy::Hops(1), peer, &headers(&[("x-forwarded-for", "junk")])), peer);
+        assert!(!proven_https(&TrustProxy::Hops(1), sock, &h));
+        assert!(proven_https(&TrustProxy::Hops(2), sock, &h));
+        assert!(!proven_https(&TrustProxy::Hops(3), sock, &h));
+        assert!(!proven_https(&TrustProxy::Hops(4), sock, &h), "fewer entries than hops: not HTTPS");
+        assert!(!proven_https(&TrustProxy::Hops(1), sock, &HeaderMap::new()));
+        assert!(!proven_https(&TrustProxy::Hops(1), Some(Transport::ApiGateway), &h));
     }
 
     fn any_header_value() -> impl Strategy<Value = Vec<u8>> {

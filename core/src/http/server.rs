@@ -2,7 +2,10 @@
 //! h2c on one port through hyper-util, under `ServerLimits`: a header-read timeout
 //! (from accept, or from the first byte of a later request head), an idle timeout (no
 //! request in flight, no bytes arriving), a body-read timeout, and a cap on concurrent
-//! connections (further ones wait in the listen backlog). An HTTP/1 answer given before
+//! connections. At the cap, a new connection takes the slot of the oldest one that has
+//! sent nothing yet (else of the oldest idle keep-alive one), so silent sockets cannot
+//! keep real requests out; when every connection is busy, it waits (and further ones
+//! wait in the listen backlog) until one ends. An HTTP/1 answer given before
 //! its request body was read to the end carries `Connection: close`, so a keep-alive
 //! client learns the connection ends instead of writing into a closed socket.
 //! `guard` (also used by the Lambda adapter) turns an escaped panic into a 500.
@@ -82,17 +85,13 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     let app = guard(app);
     let slots = Arc::new(Semaphore::new(limits.max_connections));
+    let live = Arc::new(Live::default());
     let stop = CancellationToken::new();
     let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
     builder.http2().timer(TokioTimer::new());
     let builder = Arc::new(builder);
     tokio::pin!(shutdown);
     loop {
-        // Take a slot before accepting: over the cap, new connections wait in the backlog.
-        let permit = tokio::select! {
-            _ = &mut shutdown => break,
-            permit = slots.clone().acquire_owned() => permit.expect("semaphore is never closed"),
-        };
         let (stream, peer) = tokio::select! {
             _ = &mut shutdown => break,
             accepted = listener.accept() => match accepted {
@@ -105,10 +104,24 @@ pub async fn serve(
                 }
             },
         };
+        // A free slot, else the slot of a connection that is doing nothing (evicted), else
+        // wait for one to end; meanwhile further connections wait in the backlog.
+        let permit = match slots.clone().try_acquire_owned() {
+            Ok(permit) => permit,
+            Err(_) => {
+                live.evict_one();
+                tokio::select! {
+                    _ = &mut shutdown => break,
+                    permit = slots.clone().acquire_owned() => permit.expect("semaphore is never closed"),
+                }
+            }
+        };
         let _ = stream.set_nodelay(true);
-        let (app, builder, stop) = (app.clone(), builder.clone(), stop.clone());
+        let (app, builder, stop, live) = (app.clone(), builder.clone(), stop.clone(), live.clone());
         tokio::spawn(async move {
-            connection(stream, peer, app, &builder, limits, stop).await;
+            let (id, activity, evicted) = live.register();
+            connection(stream, peer, app, &builder, limits, Watch { activity, stop, evicted }).await;
+            live.remove(id);
             drop(permit);
         });
     }
@@ -118,9 +131,46 @@ pub async fn serve(
     Ok(())
 }
 
+/// Each open connection's activity and eviction token, by accept order (oldest first).
+type Conns = std::collections::BTreeMap<u64, (Arc<Activity>, CancellationToken)>;
+
+/// The open connections in the order they were accepted, for eviction at the cap.
+#[derive(Default)]
+struct Live {
+    next: AtomicU64,
+    conns: std::sync::Mutex<Conns>,
+}
+
+impl Live {
+    fn register(&self) -> (u64, Arc<Activity>, CancellationToken) {
+        let id = self.next.fetch_add(1, Ordering::SeqCst);
+        let (activity, evicted) = (Arc::new(Activity::new()), CancellationToken::new());
+        self.lock().insert(id, (activity.clone(), evicted.clone()));
+        (id, activity, evicted)
+    }
+    fn remove(&self, id: u64) {
+        self.lock().remove(&id);
+    }
+    fn lock(&self) -> std::sync::MutexGuard<'_, Conns> {
+        self.conns.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+    /// Closes the oldest connection that has sent nothing yet, else the oldest idle
+    /// keep-alive one; never one with a request (or its head) under way.
+    fn evict_one(&self) {
+        let conns = self.lock();
+        let silent = conns.values().find(|(a, t)| !t.is_cancelled() && a.is_silent());
+        let idle = || conns.values().find(|(a, t)| !t.is_cancelled() && a.is_idle());
+        if let Some((_, token)) = silent.or_else(idle) {
+            token.cancel();
+        }
+    }
+}
+
 /// What the watchdog of one connection needs to know.
 struct Activity {
     start: Instant,
+    /// Whether any byte has arrived on the connection.
+    heard: AtomicBool,
     in_flight: AtomicUsize,
     /// Milliseconds since `start` at which the connection last became idle.
     idle_since: AtomicU64,
@@ -135,6 +185,7 @@ impl Activity {
         // Waiting for the first request head counts from accept.
         Activity {
             start: Instant::now(),
+            heard: false.into(),
             in_flight: 0.into(),
             idle_since: 0.into(),
             head_since: 1.into(),
@@ -144,7 +195,18 @@ impl Activity {
     fn now_ms(&self) -> u64 {
         self.start.elapsed().as_millis() as u64
     }
+    /// Accepted, and not a byte since.
+    fn is_silent(&self) -> bool {
+        !self.heard.load(Ordering::SeqCst)
+    }
+    /// Between requests of a kept-alive connection: nothing in flight, no head started.
+    fn is_idle(&self) -> bool {
+        self.heard.load(Ordering::SeqCst)
+            && self.in_flight.load(Ordering::SeqCst) == 0
+            && self.head_since.load(Ordering::SeqCst) == 0
+    }
     fn on_bytes(&self) {
+        self.heard.store(true, Ordering::SeqCst);
         if self.in_flight.load(Ordering::SeqCst) == 0 && self.head_since.load(Ordering::SeqCst) == 0 {
             self.head_since.store(self.now_ms() + 1, Ordering::SeqCst);
             self.changed.notify_one();
@@ -181,15 +243,23 @@ impl Drop for InFlight {
     }
 }
 
+/// How a connection learns it should end: its watchdog's activity, the server's
+/// shutdown, and its own eviction at the connection cap.
+struct Watch {
+    activity: Arc<Activity>,
+    stop: CancellationToken,
+    evicted: CancellationToken,
+}
+
 async fn connection(
     stream: TcpStream,
     peer: SocketAddr,
     app: Router,
     builder: &hyper_util::server::conn::auto::Builder<TokioExecutor>,
     limits: ServerLimits,
-    stop: CancellationToken,
+    watch: Watch,
 ) {
-    let activity = Arc::new(Activity::new());
+    let Watch { activity, stop, evicted } = watch;
     let io = TokioIo::new(Watched { inner: stream, activity: activity.clone() });
     let service_activity = activity.clone();
     let service = hyper::service::service_fn(move |req: Request<Incoming>| {
@@ -209,6 +279,7 @@ async fn connection(
         tokio::select! {
             _ = conn.as_mut() => return,
             _ = stop.cancelled() => break,
+            _ = evicted.cancelled() => break,
             _ = activity.changed.notified() => {}
             _ = tokio::time::sleep_until(wake) => {
                 if activity.deadline(&limits).is_some_and(|d| d <= Instant::now()) {

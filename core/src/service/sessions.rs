@@ -17,7 +17,8 @@ use super::records::{Role, Tx, account_key, intent_key, link_key, session_key};
 
 /// How long a sign-in intent stays usable.
 pub const INTENT_TTL_SECS: i64 = 600;
-/// A used session's idle expiry is written again at most this often.
+/// A used session's idle expiry is written again at most this often (and at least every
+/// half idle timeout, so a session in constant use never expires; see `refresh_interval`).
 const IDLE_REFRESH_SECS: i64 = 300;
 
 /// A resolved browser session: its account, the account's current policy, and the tenant
@@ -179,7 +180,7 @@ impl AccountService {
         let now = self.clock.epoch();
         let token_hash = token.hash();
         let Some((session, account)) = self.live_session(&token_hash, now).await? else { return Ok(None) };
-        if needs_refresh(&session, now) {
+        if needs_refresh(&session, now, self.config.browser.session_idle.as_secs() as i64) {
             let idle = now + self.config.browser.session_idle.as_secs() as i64;
             let fresh =
                 SessionRecord { refreshed_at: now, expires_at: idle.min(session.absolute_until), ..session.clone() };
@@ -227,10 +228,17 @@ impl AccountService {
     }
 }
 
-/// A used session's idle expiry is written again only once it is this old, so most
-/// requests of a busy browser cost no write.
-fn needs_refresh(session: &SessionRecord, now: i64) -> bool {
-    now - session.refreshed_at >= IDLE_REFRESH_SECS
+/// How old a session's last slide may get before a use writes it again: five minutes,
+/// or half the idle timeout when that is shorter, so a session used more often than its
+/// idle timeout always has its expiry slid before it passes.
+fn refresh_interval(idle_secs: i64) -> i64 {
+    IDLE_REFRESH_SECS.min(idle_secs / 2)
+}
+
+/// A used session's idle expiry is written again only once it is `refresh_interval` old,
+/// so most requests of a busy browser cost no write.
+fn needs_refresh(session: &SessionRecord, now: i64, idle_secs: i64) -> bool {
+    now - session.refreshed_at >= refresh_interval(idle_secs)
 }
 
 #[cfg(test)]
@@ -267,14 +275,20 @@ mod tests {
             expires_at: i64::MAX,
             tenant_ref: None,
         };
+        let hours = 7200;
         for (refreshed_at, now, refresh) in [
             (1000, 1000, false),
             (1000, 1000 + IDLE_REFRESH_SECS - 1, false),
             (1000, 1000 + IDLE_REFRESH_SECS, true),
             (0, 1000, true),
         ] {
-            assert_eq!(needs_refresh(&record(refreshed_at), now), refresh, "{refreshed_at} at {now}");
+            assert_eq!(needs_refresh(&record(refreshed_at), now, hours), refresh, "{refreshed_at} at {now}");
         }
+        // A short idle timeout slides at half of it, never at the five minutes.
+        assert_eq!(refresh_interval(120), 60);
+        assert_eq!(refresh_interval(600), IDLE_REFRESH_SECS);
+        assert!(needs_refresh(&record(1000), 1060, 120));
+        assert!(!needs_refresh(&record(1000), 1059, 120));
     }
 
     #[test]

@@ -33,6 +33,12 @@ pub const SNAPSHOT_MAX_TOTAL_CHARS: usize = 12_000;
 pub const ROOM_NAME_MAX_CHARS: usize = 120;
 /// Browser chat ids: 1-200 characters of `[A-Za-z0-9._:-]`.
 pub const CHAT_ID_MAX_CHARS: usize = 200;
+/// The observer lane's body limit, sized from the decoded bounds: every character of a
+/// snapshot may arrive as the longest JSON escape (`\uD83D\uDE00`, 12 bytes for one code
+/// point), every chat id character as `\u0041` (6), and the envelope (names, roles,
+/// punctuation, whitespace) fits in 16 KiB. The decoded content is then checked against
+/// the decoded bounds by `ObserverRequest::validate`.
+pub const OBSERVER_BODY_MAX_BYTES: usize = SNAPSHOT_MAX_TOTAL_CHARS * 12 + CHAT_ID_MAX_CHARS * 6 + 16 * 1024;
 
 /// What replaces redacted material.
 pub const REDACTED: &str = crate::domain::credential::REDACTED;

@@ -81,13 +81,15 @@ impl RoomService {
         let mut tx = Tx::new();
         tx.delete(Role::Invite, invite.key(), Cond::Exists)
             .put(Role::Member, member.to_item(), Cond::NotExists)
-            .put(Role::Consent, consent.to_item(), Cond::NotExists)
+            // A removed member who rejoins at the same version accepts it again: the
+            // receipt keeps its stable reference and records this acceptance's time.
+            .put(Role::Consent, consent.to_item(), None)
             .put(Role::AccountEntry, entry.to_item(), None)
             .check(Role::Room, items::room_key(&room.room_id), items::consent_is(consent_version));
         match tx.commit(&*self.store).await {
             Ok(()) => Ok(room.room_id),
             Err(f) if f.failed(Role::Invite) => Err(ApiError::InviteInvalid),
-            Err(f) if f.failed(Role::Member) || f.failed(Role::Consent) => {
+            Err(f) if f.failed(Role::Member) => {
                 Err(ApiError::InvalidRequest("this account is already a member of the room".into()))
             }
             Err(f) if f.failed(Role::Room) => Err(ApiError::ConsentRequired),

@@ -112,14 +112,16 @@ impl RoomService {
     }
 
     /// `GET /api/agi/agent-run-observer/bindings/{ref}`: status and the terminal message,
-    /// which exists only for a bound run whose canonical terminal product was authorized.
+    /// which exists only for a bound run whose canonical terminal product was authorized;
+    /// a withdrawn binding shows no run status and no message.
     pub async fn observer(&self, s: &Session, observer_ref: &str) -> Result<Redacted<ObserverView>, ApiError> {
         unlocked(s.policy.rooms_locked)?;
         let obs = self.own_observer(s, observer_ref).await?;
         let (binding, run) = self.observer_state(&obs).await?;
         let status = rules::observer_status(&obs, binding.as_ref(), self.clock.epoch());
-        let visible = matches!(status, ObserverStatus::Bound | ObserverStatus::Revoked);
-        let run = run.filter(|_| visible);
+        // Only a live binding shows its run: once withdrawn (or disconnected) nothing more
+        // of the run reaches the chat, neither its status nor its terminal message.
+        let run = run.filter(|_| status == ObserverStatus::Bound);
         let terminal_message = run.as_ref().and_then(|r| terminal_message(&obs.observer_ref, r));
         Ok(Redacted::new(ObserverView {
             schema: OBSERVER_SCHEMA,
