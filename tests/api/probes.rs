@@ -339,7 +339,9 @@ async fn a_probe_is_seen_and_answered_by_its_own_source_only(backend: Backend) {
 }
 
 async fn an_unanswered_probe_fails_the_turn_typed_and_closes(backend: Backend) {
-    let app = TestApp::spawn_with(backend, &config("600")).await;
+    // The wait must outlast one producer poll on a loaded machine (the producer must see
+    // the probe before it closes): 3 s, not the 600 ms the other tests can live with.
+    let app = TestApp::spawn_with(backend, &config("3000")).await;
     let o = owner(&app).await;
     let (_, bearer) = admitted_source(&app, &o, &o.room_id, "minecraft", "overworld").await;
     let run_id = bound_run(&app, &o.token, &o.room_id, &[PROBE]).await;
