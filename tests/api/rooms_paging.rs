@@ -56,6 +56,11 @@ async fn seed_rooms(app: &TestApp, subject: &str, n: usize) -> BTreeSet<String> 
             consent_version: 1,
             created_at: chrono::Utc::now(),
             schema_version: BODY_VERSION,
+            // The tenant the tests' tokens are signed for, as a room created by them records.
+            tenant_ref: Some(helix_core::domain::account::tenant_ref(
+                &app.state.services.config.oauth.issuer,
+                "tenant-a",
+            )),
         };
         let member = membership(&room.room_id, &owner, RoomRole::Owner);
         let entry = AccountRoom { account_id: owner.clone(), room_id: room.room_id.clone() };
