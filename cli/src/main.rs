@@ -1,6 +1,7 @@
 //! `helix`: the operator's and newcomer's entry point. Every rule lives in helix-core;
 //! this binary parses flags, builds state and wires the routers onto one port.
 
+mod conformance;
 mod local;
 mod source_sim;
 
@@ -100,6 +101,11 @@ enum Command {
         #[command(flatten)]
         args: source_sim::SimArgs,
     },
+    /// Provider conformance probe: check a deployment as MCP clients and providers see it and
+    /// print a typed, credential-redacted JSON report; non-zero exit on any failed check.
+    /// Configured only by environment (CASIMIRBOT_MCP_PUBLIC_BASE_URL, CASIMIRBOT_MCP_ACCESS_TOKEN,
+    /// OPENAI_API_KEY, GEMINI_API_KEY, ...; see the README).
+    Conformance,
     /// Create the DynamoDB table (pk/sk, TTL on expires_at); idempotent.
     CreateTable {
         #[arg(long)]
@@ -152,8 +158,12 @@ enum AccountCommand {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    helix_core::wiring::init_tracing(false);
-    match Cli::parse().command {
+    let command = Cli::parse().command;
+    // The probe's stdout is its JSON report alone: no log lines (they could also quote a request).
+    if !matches!(command, Command::Conformance) {
+        helix_core::wiring::init_tracing(false);
+    }
+    match command {
         Command::Serve { addr, store, corpus } => local::serve(addr, &store, corpus).await,
         Command::DevToken { store, subject, tenant, scope, ttl_seconds } => {
             let scopes: Vec<String> = scope.split_whitespace().map(str::to_owned).collect();
@@ -183,6 +193,13 @@ async fn main() -> anyhow::Result<()> {
             local::link_account(&store, &issuer, &tenant, &provider, &subject).await
         }
         Command::SourceSim { args } => source_sim::run(args).await,
+        Command::Conformance => {
+            if conformance::run().await {
+                Ok(())
+            } else {
+                std::process::exit(1)
+            }
+        }
         Command::CreateTable { table } => {
             let store = helix_core::store::dynamo::DynamoStore::from_env(table.clone()).await;
             store.create_table().await.with_context(|| format!("creating table {table}"))?;
