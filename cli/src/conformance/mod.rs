@@ -38,7 +38,9 @@ pub async fn run() -> bool {
 /// The whole probe over a variable lookup. A refused target is one failed check and no
 /// request at all.
 pub async fn probe(lookup: &dyn Fn(&str) -> Option<String>) -> Report {
+    // As given, unless it might carry credentials of its own (a refused `user:pass@` URL).
     let target = lookup(settings::BASE_URL).unwrap_or_default();
+    let target = if target.contains('@') { report::REDACTED.to_owned() } else { target };
     let settings = match Settings::from_lookup(lookup) {
         Ok(s) => s,
         Err(reason) => {
@@ -140,4 +142,19 @@ pub fn excerpt(body: &str) -> String {
         s.push('…');
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_refused_target_is_one_failed_check_and_never_echoes_url_credentials() {
+        let lookup = |name: &str| (name == settings::BASE_URL).then(|| "https://user:hunter2@example.com".to_owned());
+        let report = probe(&lookup).await;
+        assert!(!report.passed);
+        assert_eq!(report.checks.len(), 1);
+        assert_eq!((report.checks[0].name, report.checks[0].status), ("target", report::Status::Fail));
+        assert!(!serde_json::to_string(&report.to_redacted_json(&[])).unwrap().contains("hunter2"));
+    }
 }
