@@ -71,38 +71,28 @@ pub async fn checks(http: &Http, s: &Settings, out: &mut Vec<Check>) -> Option<C
         out.push(Check::skipped("mcp_tools_list", why));
         return None;
     };
-    let version = match rpc(http, post(http, s, Some(token), None, &initialize_body())).await {
-        Ok(result) => match check_initialize(&result) {
-            Ok(version) => {
-                out.push(Check::pass(
-                    "mcp_initialize",
-                    "initialize answered with a server, tools and a protocol version",
-                ));
-                version
-            }
-            Err(why) => {
-                out.push(Check::fail("mcp_initialize", why));
-                PROTOCOL_VERSION.to_owned()
-            }
-        },
+    let initialized = rpc(http, post(http, s, Some(token), None, &initialize_body()))
+        .await
+        .and_then(|result| check_initialize(&result));
+    let version = match &initialized {
+        Ok(version) => {
+            out.push(Check::pass("mcp_initialize", "initialize answered with a server, tools and a protocol version"));
+            version.clone()
+        }
         Err(why) => {
-            out.push(Check::fail("mcp_initialize", why));
+            out.push(Check::fail("mcp_initialize", why.clone()));
             PROTOCOL_VERSION.to_owned()
         }
     };
     let list = json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/list" });
-    let catalog = match rpc(http, post(http, s, Some(token), Some(&version), &list)).await {
-        Ok(result) => check_tools(&result),
-        Err(why) => Err(why),
-    };
-    match catalog {
+    let listed = rpc(http, post(http, s, Some(token), Some(&version), &list)).await;
+    match listed.and_then(|result| check_tools(&result)) {
         Ok((start_tool, count)) => {
             out.push(
                 Check::pass("mcp_tools_list", "every helix_run_* tool is published with inputSchema and outputSchema")
                     .with_details(json!({ "tools": count })),
             );
-            let passed = out.iter().all(|c| c.name != "mcp_initialize" || c.status == super::report::Status::Pass);
-            passed.then_some(Catalog { protocol_version: version, start_tool })
+            initialized.is_ok().then_some(Catalog { protocol_version: version, start_tool })
         }
         Err(why) => {
             out.push(Check::fail("mcp_tools_list", why));
