@@ -3,6 +3,7 @@
 
 mod conformance;
 mod local;
+mod room_acceptance;
 mod source_sim;
 
 use std::net::SocketAddr;
@@ -101,6 +102,11 @@ enum Command {
         #[command(flatten)]
         args: source_sim::SimArgs,
     },
+    /// Shared Live Room live acceptance: a zero-network dry run that prints the plan by
+    /// default; live only with the HELIX_SHARED_ROOM_ACCEPTANCE_* opt-ins (no flags, no
+    /// cookie, chat claim or source bearer). Exit 0 pass/plan, 1 check failed, 2 config
+    /// refused, 3 incomplete under REQUIRE_COMPLETE, 4 release failure.
+    RoomAcceptance,
     /// Provider conformance probe: check a deployment as MCP clients and providers see it and
     /// print a typed, credential-redacted JSON report; non-zero exit on any failed check.
     /// Configured only by environment (CASIMIRBOT_MCP_PUBLIC_BASE_URL, CASIMIRBOT_MCP_ACCESS_TOKEN,
@@ -158,12 +164,13 @@ enum AccountCommand {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let command = Cli::parse().command;
-    // The probe's stdout is its JSON report alone: no log lines (they could also quote a request).
-    if !matches!(command, Command::Conformance) {
+    let cli = Cli::parse();
+    // The harness's and the probe's stdout is their report alone, and they log nothing (no
+    // request, no header).
+    if !matches!(cli.command, Command::RoomAcceptance | Command::Conformance) {
         helix_core::wiring::init_tracing(false);
     }
-    match command {
+    match cli.command {
         Command::Serve { addr, store, corpus } => local::serve(addr, &store, corpus).await,
         Command::DevToken { store, subject, tenant, scope, ttl_seconds } => {
             let scopes: Vec<String> = scope.split_whitespace().map(str::to_owned).collect();
@@ -193,6 +200,7 @@ async fn main() -> anyhow::Result<()> {
             local::link_account(&store, &issuer, &tenant, &provider, &subject).await
         }
         Command::SourceSim { args } => source_sim::run(args).await,
+        Command::RoomAcceptance => std::process::exit(room_acceptance::run().await.into()),
         Command::Conformance => {
             if conformance::run().await {
                 Ok(())

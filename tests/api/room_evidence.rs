@@ -339,6 +339,9 @@ async fn a_member_removed_by_the_owner_is_blocked_on_the_next_turn(backend: Back
     let alice_web = w.cookie.clone();
     let bob_world = World { token: bob.clone(), cookie: String::new(), ..w };
     let run_id = bound_run(&app, &bob_world).await;
+    // Fresh evidence before each turn, so that on a loaded machine the turn cannot be
+    // blocked as stale (the window is short) before the membership recheck is reached.
+    observe(&app, &bob_world, 1, &["tick-0002"]).await;
     // His first turn passes every recheck and reaches the executor (blocked only on the
     // evidence gate: the scripted artifact cites nothing).
     app.script(Step::Artifact(
@@ -358,6 +361,7 @@ async fn a_member_removed_by_the_owner_is_blocked_on_the_next_turn(backend: Back
         .form(&alice_web, "/rooms/members/remove", &[("room_id", &bob_world.room_id), ("account_ref", &bob_ref)])
         .await;
     assert_eq!(status, 303, "{body}");
+    observe(&app, &bob_world, 1, &["tick-0003"]).await;
     let v = turn(&app, &bob, &run_id).await;
     assert_eq!(v["completion_status"], "blocked", "{v}");
     assert_eq!(failure(&v), "room_membership_changed", "{v}");
