@@ -1,6 +1,7 @@
 //! `helix`: the operator's and newcomer's entry point. Every rule lives in helix-core;
 //! this binary parses flags, builds state and wires the routers onto one port.
 
+mod conformance;
 mod local;
 mod room_acceptance;
 mod source_sim;
@@ -106,6 +107,11 @@ enum Command {
     /// cookie, chat claim or source bearer). Exit 0 pass/plan, 1 check failed, 2 config
     /// refused, 3 incomplete under REQUIRE_COMPLETE, 4 release failure.
     RoomAcceptance,
+    /// Provider conformance probe: check a deployment as MCP clients and providers see it and
+    /// print a typed, credential-redacted JSON report; non-zero exit on any failed check.
+    /// Configured only by environment (CASIMIRBOT_MCP_PUBLIC_BASE_URL, CASIMIRBOT_MCP_ACCESS_TOKEN,
+    /// OPENAI_API_KEY, GEMINI_API_KEY, ...; see the README).
+    Conformance,
     /// Create the DynamoDB table (pk/sk, TTL on expires_at); idempotent.
     CreateTable {
         #[arg(long)]
@@ -159,8 +165,9 @@ enum AccountCommand {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    // The harness's stdout is its report alone, and it logs nothing (no request, no header).
-    if !matches!(cli.command, Command::RoomAcceptance) {
+    // The harness's and the probe's stdout is their report alone, and they log nothing (no
+    // request, no header).
+    if !matches!(cli.command, Command::RoomAcceptance | Command::Conformance) {
         helix_core::wiring::init_tracing(false);
     }
     match cli.command {
@@ -194,6 +201,13 @@ async fn main() -> anyhow::Result<()> {
         }
         Command::SourceSim { args } => source_sim::run(args).await,
         Command::RoomAcceptance => std::process::exit(room_acceptance::run().await.into()),
+        Command::Conformance => {
+            if conformance::run().await {
+                Ok(())
+            } else {
+                std::process::exit(1)
+            }
+        }
         Command::CreateTable { table } => {
             let store = helix_core::store::dynamo::DynamoStore::from_env(table.clone()).await;
             store.create_table().await.with_context(|| format!("creating table {table}"))?;
