@@ -33,6 +33,8 @@ fn signer() -> TerminalSigner {
 fn artifact_for(req: &TurnRequest) -> TurnArtifact {
     let text = format!("The answer [{REF}]");
     TurnArtifact {
+        capabilities_used: vec![],
+        room_mutation: None,
         solver_status: SolverStatus::Succeeded,
         summary: "one passage".into(),
         observation_refs: vec![],
@@ -174,6 +176,7 @@ async fn server() -> Server {
 fn request(deadline_ms: i64) -> TurnRequest {
     TurnRequest {
         schema: TURN_REQUEST_SCHEMA.into(),
+        mode: helix_core::executor::TurnMode::Read,
         run_id: "run_httptest0001".into(),
         step: 3,
         claim_token: "claim-xyz".into(),

@@ -29,6 +29,7 @@ use crate::error::ApiError;
 use crate::service::Ctx;
 
 pub use crate::domain::room::Redacted;
+pub(crate) use bindings::revoke_binding;
 pub use invites::InvitePreview;
 pub use members::{MemberView, RoomAdminView};
 
