@@ -42,11 +42,13 @@ pub enum Step {
 }
 
 /// How a scripted approval host signs: its key, the receipt id, and optionally another
-/// step than the request's (a receipt for the wrong turn).
+/// step than the request's (a receipt for the wrong turn) or another mutation than the
+/// one asked for.
 pub struct Approval {
     pub signer: ApprovalSigner,
     pub receipt_id: String,
     pub step: Option<u32>,
+    pub mutation: Option<RoomMutationRequest>,
 }
 
 pub struct ScriptedExecutor {
@@ -117,7 +119,8 @@ impl ScriptedExecutor {
                 if let Some(a) = approval {
                     let step = a.step.unwrap_or(req.step);
                     let turn = TurnBinding { run_id: &req.run_id, step, claim_token: &req.claim_token };
-                    mutation.approval_receipt = Some(a.signer.sign(turn, &mutation, &a.receipt_id));
+                    let signed = a.mutation.as_ref().unwrap_or(&mutation);
+                    mutation.approval_receipt = Some(a.signer.sign(turn, signed, &a.receipt_id));
                 }
                 artifact.room_mutation = Some(mutation);
                 Ok(artifact)
