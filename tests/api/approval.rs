@@ -32,15 +32,16 @@ fn withdraw(binding_ref: &str) -> RoomMutationRequest {
     }
 }
 
-fn approved(receipt_id: &str, step: Option<u32>) -> Option<Approval> {
-    Some(Approval { signer: host(), receipt_id: receipt_id.into(), step, mutation: None })
+fn approved(receipt_id: &str, step: Option<u32>) -> Option<Box<Approval>> {
+    Some(Box::new(Approval { signer: host(), receipt_id: receipt_id.into(), step, mutation: None }))
 }
 
 /// alice's token, a room and a research run bound to it: (token, run_id, binding_ref).
 async fn bound_run(app: &TestApp) -> (String, String, String) {
     let token = app.token_for("alice", "tenant-a", ALL).await;
     let room_id = app.room(&token, "Lab").await;
-    let run = app.started(&token, json!({ "objective": "Watch the lab.", "database_scope": ["research_library"] })).await;
+    let run =
+        app.started(&token, json!({ "objective": "Watch the lab.", "database_scope": ["research_library"] })).await;
     let run_id = run["run_id"].as_str().unwrap().to_owned();
     let binding_ref = bind(app, &token, &room_id, &run_id).await;
     (token, run_id, binding_ref)
@@ -56,7 +57,13 @@ async fn active(app: &TestApp, binding_ref: &str) -> bool {
     read_binding(&*app.state.services.store, binding_ref).await.unwrap().unwrap().is_active()
 }
 
-async fn turn_asking(app: &TestApp, token: &str, run_id: &str, m: RoomMutationRequest, a: Option<Approval>) -> String {
+async fn turn_asking(
+    app: &TestApp,
+    token: &str,
+    run_id: &str,
+    m: RoomMutationRequest,
+    a: Option<Box<Approval>>,
+) -> String {
     app.script(Step::Mutating { artifact: asking(), mutation: m, approval: a });
     failure(&app.turn_with(token, run_id, "withdraw the room binding").await).to_owned()
 }
@@ -92,7 +99,7 @@ async fn a_verified_receipt_for_exactly_that_turn_proceeds_once(backend: Backend
     // A receipt for this turn but for another mutation (another binding): refused.
     let other = withdraw("rrb_0000000000000000000000000000000000000000000000000000000000000000");
     let swapped = Approval { signer: host(), receipt_id: "r-0b".into(), step: None, mutation: Some(other) };
-    let code = turn_asking(&app, &token, &run_id, withdraw(&binding_ref), Some(swapped)).await;
+    let code = turn_asking(&app, &token, &run_id, withdraw(&binding_ref), Some(Box::new(swapped))).await;
     assert_eq!(code, "runtime_approval_receipt_invalid");
     assert!(active(&app, &binding_ref).await);
 
@@ -113,7 +120,6 @@ async fn a_verified_receipt_for_exactly_that_turn_proceeds_once(backend: Backend
     assert_eq!(code, "runtime_approval_receipt_replayed");
     assert!(active(&app, &again).await, "a replayed receipt mutates nothing");
 }
-
 
 // ----------------------------------------------------------------------------- read mode
 
@@ -159,10 +165,14 @@ async fn read_mode_refuses_every_capability_and_family_outside_the_admitted_set(
 /// naming only alice, with requests arriving as from a trusted TLS proxy.
 async fn production(backend: Backend) -> TestApp {
     let alice = helix_core::domain::account::account_id_for("helix-local", "alice");
-    TestApp::spawn_tuned(backend, &[("TRUST_PROXY", "loopback"), ("HELIX_AGENT_ALLOWED_HOSTS", "api.example.com")], |c| {
-        c.mode = helix_core::config::Mode::Production;
-        c.developer_profiles = vec![alice];
-    })
+    TestApp::spawn_tuned(
+        backend,
+        &[("TRUST_PROXY", "loopback"), ("HELIX_AGENT_ALLOWED_HOSTS", "api.example.com")],
+        |c| {
+            c.mode = helix_core::config::Mode::Production;
+            c.developer_profiles = vec![alice];
+        },
+    )
     .await
 }
 

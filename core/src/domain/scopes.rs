@@ -81,8 +81,16 @@ pub fn lookup(id: &str) -> Option<&'static DataScope> {
 
 /// Every OAuth scope the protected resource advertises, in a stable order.
 pub fn all_oauth_scopes() -> Vec<&'static str> {
-    let mut all =
-        vec![RUNS_READ, RUNS_WRITE, ROOMS_READ, ROOMS_MANAGE, ROOM_SOURCES_MANAGE, ENV_ACTIONS_READ, ENV_ACTIONS_WRITE, DEVELOPER];
+    let mut all = vec![
+        RUNS_READ,
+        RUNS_WRITE,
+        ROOMS_READ,
+        ROOMS_MANAGE,
+        ROOM_SOURCES_MANAGE,
+        ENV_ACTIONS_READ,
+        ENV_ACTIONS_WRITE,
+        DEVELOPER,
+    ];
     for s in CATALOG {
         if !all.contains(&s.oauth_scope) {
             all.push(s.oauth_scope);

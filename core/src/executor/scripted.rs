@@ -35,7 +35,7 @@ pub enum Step {
     Mutating {
         artifact: TurnArtifact,
         mutation: RoomMutationRequest,
-        approval: Option<Approval>,
+        approval: Option<Box<Approval>>,
     },
     /// Waits (cancellable) before answering with the inner step.
     Delay(Duration, Box<Step>),

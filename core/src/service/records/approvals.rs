@@ -70,7 +70,8 @@ mod tests {
     async fn the_second_consumption_of_a_receipt_is_a_replay() {
         let dir = tempfile::tempdir().unwrap();
         let store = crate::store::embedded::EmbeddedStore::open(&dir.path().join("t.redb")).unwrap();
-        let c = ConsumedApproval { run_id: "run_x".into(), step: 1, mutation_sha256: "ab".into(), expires_at: i64::MAX };
+        let c =
+            ConsumedApproval { run_id: "run_x".into(), step: 1, mutation_sha256: "ab".into(), expires_at: i64::MAX };
         assert!(consume_approval(&store, "lid", &c).await.unwrap());
         assert!(!consume_approval(&store, "lid", &c).await.unwrap());
         assert!(consume_approval(&store, "other", &c).await.unwrap());

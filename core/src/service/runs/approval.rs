@@ -14,7 +14,7 @@ use crate::error::ApiError;
 use crate::service::Caller;
 use crate::service::records::approvals::{APPROVAL_LEDGER_TTL_SECS, ConsumedApproval, consume_approval};
 use crate::service::records::rooms::{Binding, BindingKind, read_binding};
-use crate::service::records::{Tx, Role};
+use crate::service::records::{Role, Tx};
 use crate::service::rooms::revoke_binding;
 
 /// An approved room mutation, applied by the finalize.
@@ -82,7 +82,9 @@ impl RunService {
             return Ok(Err(TurnFailure::RuntimeApprovalReceiptInvalid));
         }
         let target = match m.kind {
-            RoomMutationKind::WithdrawRunRoomBinding => self.own_run_room_binding(p, turn.run_id, &m.binding_ref).await?,
+            RoomMutationKind::WithdrawRunRoomBinding => {
+                self.own_run_room_binding(p, turn.run_id, &m.binding_ref).await?
+            }
         };
         let Some(binding) = target else { return Ok(Err(TurnFailure::RoomBindingMissing)) };
         let consumed = ConsumedApproval {

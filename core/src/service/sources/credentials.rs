@@ -4,7 +4,7 @@
 //! Must not depend on `http` or `mcp`.
 
 use super::SourceService;
-use super::{CREDENTIAL_TTL_SECS, RACE_RETRIES, DeveloperLane, developer};
+use super::{CREDENTIAL_TTL_SECS, DeveloperLane, RACE_RETRIES, developer};
 use crate::domain::room::RoomId;
 use crate::domain::source::*;
 use crate::domain::time::{epoch_rfc3339, rfc3339};

@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use super::SourceService;
-use super::{CLAIM_PAGE_PATH, DELIVERY_TTL_SECS, MAX_LISTED_SOURCES, DeveloperLane, developer};
+use super::{CLAIM_PAGE_PATH, DELIVERY_TTL_SECS, DeveloperLane, MAX_LISTED_SOURCES, developer};
 use crate::domain::hash_parts;
 use crate::domain::ids::IdempotencyKey;
 use crate::domain::room::{FalseFlags, RoomId, redact};
