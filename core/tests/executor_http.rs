@@ -218,6 +218,7 @@ async fn a_good_artifact_round_trips_and_the_request_follows_the_contract() {
     assert!(!headers.contains_key(header::AUTHORIZATION), "no bearer unless configured");
     let v: Value = serde_json::from_slice(body).unwrap();
     assert_eq!(v["schema"], TURN_REQUEST_SCHEMA);
+    assert_eq!(v["mode"], "read", "every turn request declares read mode");
     let mut keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
     keys.sort();
     assert_eq!(
@@ -229,6 +230,7 @@ async fn a_good_artifact_round_trips_and_the_request_follows_the_contract() {
             "constraints",
             "deadline",
             "instruction",
+            "mode",
             "objective",
             "prior_evidence_refs",
             "required_evidence_families",

@@ -70,9 +70,7 @@ impl RunService {
         turn: TurnBinding<'_>,
         m: &RoomMutationRequest,
     ) -> Result<Result<ApprovedMutation, TurnFailure>, ApiError> {
-        if !m.kind.confirmation_governed() {
-            unreachable!("every requestable room mutation is confirmation-governed");
-        }
+        debug_assert!(m.kind.confirmation_governed(), "every requestable room mutation is governed");
         let keys = &self.config.approval_keys;
         if keys.is_empty() {
             return Ok(Err(TurnFailure::RuntimeApprovalHostUnconfigured));
