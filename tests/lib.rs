@@ -188,6 +188,13 @@ impl TestApp {
         Self::spawn_inner(listener, backend, extra, Some(executor)).await
     }
 
+    /// A server whose configuration `tune` changes after it is read (e.g. production
+    /// mode over the local HS256 test tokens, which a production read would refuse).
+    pub async fn spawn_tuned(backend: Backend, extra: &[(&str, &str)], tune: impl FnOnce(&mut Config)) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        Self::spawn_inner_tuned(listener, backend, extra, None, tune).await
+    }
+
     async fn spawn_on(listener: tokio::net::TcpListener, backend: Backend, extra: &[(&str, &str)]) -> Self {
         Self::spawn_inner(listener, backend, extra, None).await
     }
@@ -198,8 +205,19 @@ impl TestApp {
         extra: &[(&str, &str)],
         turn_executor: Option<Arc<dyn helix_core::executor::TurnExecutor>>,
     ) -> Self {
+        Self::spawn_inner_tuned(listener, backend, extra, turn_executor, |_| {}).await
+    }
+
+    async fn spawn_inner_tuned(
+        listener: tokio::net::TcpListener,
+        backend: Backend,
+        extra: &[(&str, &str)],
+        turn_executor: Option<Arc<dyn helix_core::executor::TurnExecutor>>,
+        tune: impl FnOnce(&mut Config),
+    ) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let mut config = test_config(extra);
+        tune(&mut config);
         let signer = signer();
         config.trusted_terminal_keys.insert(SIGNER_ISSUER, "k1", signer.verifying_key());
         let executor = Arc::new(ScriptedExecutor::new(vec![], Some(signer)));

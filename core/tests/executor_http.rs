@@ -33,6 +33,8 @@ fn signer() -> TerminalSigner {
 fn artifact_for(req: &TurnRequest) -> TurnArtifact {
     let text = format!("The answer [{REF}]");
     TurnArtifact {
+        capabilities_used: vec![],
+        room_mutation: None,
         solver_status: SolverStatus::Succeeded,
         summary: "one passage".into(),
         observation_refs: vec![],
@@ -174,6 +176,7 @@ async fn server() -> Server {
 fn request(deadline_ms: i64) -> TurnRequest {
     TurnRequest {
         schema: TURN_REQUEST_SCHEMA.into(),
+        mode: helix_core::executor::TurnMode::Read,
         run_id: "run_httptest0001".into(),
         step: 3,
         claim_token: "claim-xyz".into(),
@@ -216,6 +219,7 @@ async fn a_good_artifact_round_trips_and_the_request_follows_the_contract() {
     assert!(!headers.contains_key(header::AUTHORIZATION), "no bearer unless configured");
     let v: Value = serde_json::from_slice(body).unwrap();
     assert_eq!(v["schema"], TURN_REQUEST_SCHEMA);
+    assert_eq!(v["mode"], "read", "every turn request declares read mode");
     let mut keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
     keys.sort();
     assert_eq!(
@@ -227,6 +231,7 @@ async fn a_good_artifact_round_trips_and_the_request_follows_the_contract() {
             "constraints",
             "deadline",
             "instruction",
+            "mode",
             "objective",
             "prior_evidence_refs",
             "required_evidence_families",

@@ -66,6 +66,7 @@ async fn turn(
     let claim_token = format!("claim-{step}");
     let request = TurnRequest {
         schema: TURN_REQUEST_SCHEMA.into(),
+        mode: helix_core::executor::TurnMode::Read,
         run_id: run.run_id.clone(),
         step,
         claim_token: claim_token.clone(),
@@ -163,6 +164,7 @@ async fn a_candidate_signed_by_another_local_key_is_rejected() {
     let impostor = LocalExecutor::from_dir(corpus_dir(), TerminalSigner::from_seed(ISSUER, KEY_ID, [12; 32])).unwrap();
     let request = TurnRequest {
         schema: TURN_REQUEST_SCHEMA.into(),
+        mode: helix_core::executor::TurnMode::Read,
         run_id: "run_localflow02".into(),
         step: 1,
         claim_token: "claim-1".into(),
@@ -206,6 +208,7 @@ async fn embedded_documents_give_the_same_evidence_as_the_directory() {
     assert_eq!(embedded.passage_count(), dir.passage_count());
     let request = TurnRequest {
         schema: TURN_REQUEST_SCHEMA.into(),
+        mode: helix_core::executor::TurnMode::Read,
         run_id: "run_localflow03".into(),
         step: 2,
         claim_token: "claim-2".into(),
@@ -243,6 +246,7 @@ async fn a_cancelled_turn_is_a_timeout_failure() {
     cancel.cancel();
     let request = TurnRequest {
         schema: TURN_REQUEST_SCHEMA.into(),
+        mode: helix_core::executor::TurnMode::Read,
         run_id: "run_localflow04".into(),
         step: 1,
         claim_token: "c".into(),

@@ -293,12 +293,16 @@ async fn too_little_evidence_needs_more_evidence_and_a_failed_solver_fails_the_r
 async fn without_required_authority_evidence_alone_completes(backend: Backend) {
     let app = TestApp::spawn_with(backend, &[]).await;
     let token = app.token().await;
-    let id =
-        start(&app, &token, json!({"objective": "x", "completion_contract": {"require_terminal_authority": false}}))
-            .await;
-    let mut a = evidence_artifact(1);
-    a.satisfied_evidence_families.clear();
-    app.script(Step::Artifact(a));
+    let id = start(
+        &app,
+        &token,
+        json!({"objective": "x", "database_scope": ["research_library"],
+                                   "completion_contract": {"require_terminal_authority": false}}),
+    )
+    .await;
+    // Read mode: the evidence is of the run's one admitted family (a run without scopes
+    // may cite none).
+    app.script(Step::Artifact(evidence_artifact(1)));
     let (_, run) = body(app.continue_run(&token, &id, "no-authority-01", go(1)).await).await;
     assert_eq!(run["completion_status"], "completed", "{run}");
     assert_eq!(run["terminal_authority_status"], "not_required");

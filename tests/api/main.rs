@@ -16,6 +16,7 @@ macro_rules! on_both_backends {
 }
 
 mod account;
+mod approval;
 mod auth;
 mod chat_context;
 mod lambda_events;

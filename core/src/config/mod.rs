@@ -23,6 +23,7 @@ pub use oauth::OAuthConfig;
 pub use proxy::TrustProxy;
 pub use secret::Secret;
 
+use crate::domain::approval::{APPROVAL_KEYS_VAR, ApprovalKeys};
 use crate::domain::authority::TrustedKeys;
 use env::Env;
 use executor::executor;
@@ -64,6 +65,11 @@ pub struct Config {
     pub table_name: Option<String>,
     pub executor: ExecutorConfig,
     pub trusted_terminal_keys: TrustedKeys,
+    /// Helix account profiles (`acct_...`) admitted to developer privileges in production
+    /// (`HELIX_DEVELOPER_PROFILE_ALLOWLIST`); empty admits none. Unused in development.
+    pub developer_profiles: Vec<String>,
+    /// The runtime approval hosts' public keys; empty: no approval host (fails closed).
+    pub approval_keys: ApprovalKeys,
     pub browser: BrowserConfig,
 }
 
@@ -168,6 +174,11 @@ impl Config {
                 None => TrustedKeys::default(),
                 Some(json) => TrustedKeys::from_json(&json)
                     .map_err(|p| malformed("HELIX_TERMINAL_AUTHORITY_PUBLIC_KEYS_JSON", p))?,
+            },
+            developer_profiles: env.list("HELIX_DEVELOPER_PROFILE_ALLOWLIST"),
+            approval_keys: match env.get(APPROVAL_KEYS_VAR) {
+                None => ApprovalKeys::default(),
+                Some(json) => ApprovalKeys::from_json(&json).map_err(|p| malformed(APPROVAL_KEYS_VAR, p))?,
             },
         })
     }

@@ -2,6 +2,7 @@
 //! No I/O here: nothing in `domain` may depend on `store`, `service`, `http` or `mcp`.
 
 pub mod account;
+pub mod approval;
 pub mod authority;
 pub mod credential;
 pub mod event;

@@ -8,6 +8,9 @@ pub const ROOMS_MANAGE: &str = "helix.rooms.manage";
 pub const ROOM_SOURCES_MANAGE: &str = "helix.room_sources.manage";
 pub const ENV_ACTIONS_READ: &str = "helix.environment_actions.read";
 pub const ENV_ACTIONS_WRITE: &str = "helix.environment_actions.write";
+/// The developer OAuth scope: in production, developer account privileges (room
+/// sources) also need it on the bearer, besides the policy flag and the allowlist.
+pub const DEVELOPER: &str = "helix.developer";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DataScope {
@@ -78,8 +81,16 @@ pub fn lookup(id: &str) -> Option<&'static DataScope> {
 
 /// Every OAuth scope the protected resource advertises, in a stable order.
 pub fn all_oauth_scopes() -> Vec<&'static str> {
-    let mut all =
-        vec![RUNS_READ, RUNS_WRITE, ROOMS_READ, ROOMS_MANAGE, ROOM_SOURCES_MANAGE, ENV_ACTIONS_READ, ENV_ACTIONS_WRITE];
+    let mut all = vec![
+        RUNS_READ,
+        RUNS_WRITE,
+        ROOMS_READ,
+        ROOMS_MANAGE,
+        ROOM_SOURCES_MANAGE,
+        ENV_ACTIONS_READ,
+        ENV_ACTIONS_WRITE,
+        DEVELOPER,
+    ];
     for s in CATALOG {
         if !all.contains(&s.oauth_scope) {
             all.push(s.oauth_scope);

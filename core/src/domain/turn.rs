@@ -18,9 +18,11 @@ use super::sha256_hex;
 
 mod conversation;
 mod evidence;
+mod read_mode;
 mod redaction;
 
 pub use conversation::{ConversationContext, QuotedMessage, conversation_context};
+pub use read_mode::read_mode_violation;
 
 use evidence::{ReentryAudit, project_evidence, rebuild_requirements};
 
@@ -76,6 +78,14 @@ pub struct TurnArtifact {
     pub pending_questions: Vec<Question>,
     #[serde(default)]
     pub terminal_candidate: Option<TerminalCandidate>,
+    /// The read capabilities the solver called this turn: each must be one the request
+    /// admitted (read mode), or the turn is refused.
+    #[serde(default)]
+    pub capabilities_used: Vec<String>,
+    /// A room mutation the turn asks for: applied only with a verified, unreplayed
+    /// approval receipt bound to this turn (docs/turn-contract.md).
+    #[serde(default)]
+    pub room_mutation: Option<super::approval::RoomMutationRequest>,
 }
 
 /// A turn that produced no artifact: a typed failure of that step.
@@ -101,6 +111,19 @@ pub enum TurnFailure {
     RoomProbeUnanswered,
     /// More than one admitted source of the bound room could answer the probe.
     RoomProbeSourceAmbiguous,
+    /// Read mode: the artifact cites a capability the request did not admit.
+    CapabilityNotAdmitted,
+    /// Read mode: the artifact cites an evidence family outside the admitted set.
+    EvidenceFamilyNotAdmitted,
+    /// The turn asks for a confirmation-governed room mutation and no approval host is
+    /// configured: the internal Ask limitation, never inferred or auto-signed.
+    RuntimeApprovalHostUnconfigured,
+    /// An approval host is configured but the turn's mutation carries no receipt.
+    RuntimeApprovalReceiptMissing,
+    /// The receipt does not verify for this turn and this mutation (or its key is not trusted).
+    RuntimeApprovalReceiptInvalid,
+    /// The receipt was already consumed (the one-time replay ledger).
+    RuntimeApprovalReceiptReplayed,
 }
 
 impl TurnFailure {
@@ -121,6 +144,12 @@ impl TurnFailure {
             Self::RoomEvidenceUnavailable => "room_evidence_unavailable",
             Self::RoomProbeUnanswered => "room_probe_unanswered",
             Self::RoomProbeSourceAmbiguous => "room_probe_source_ambiguous",
+            Self::CapabilityNotAdmitted => "capability_not_admitted",
+            Self::EvidenceFamilyNotAdmitted => "evidence_family_not_admitted",
+            Self::RuntimeApprovalHostUnconfigured => "runtime_approval_host_unconfigured",
+            Self::RuntimeApprovalReceiptMissing => "runtime_approval_receipt_missing",
+            Self::RuntimeApprovalReceiptInvalid => "runtime_approval_receipt_invalid",
+            Self::RuntimeApprovalReceiptReplayed => "runtime_approval_receipt_replayed",
         }
     }
 }
@@ -432,6 +461,8 @@ mod tests {
     /// terminal candidate signed for this run, step and claim, citing it.
     fn good_artifact() -> TurnArtifact {
         TurnArtifact {
+            capabilities_used: vec![],
+            room_mutation: None,
             solver_status: SolverStatus::Succeeded,
             summary: "done".into(),
             observation_refs: vec![],

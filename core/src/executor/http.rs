@@ -245,6 +245,7 @@ mod tests {
     async fn an_unusable_endpoint_fails_every_turn_as_unavailable() {
         let req = TurnRequest {
             schema: crate::executor::TURN_REQUEST_SCHEMA.into(),
+            mode: crate::executor::TurnMode::Read,
             run_id: "run_httpunit01".into(),
             step: 1,
             claim_token: "c".into(),

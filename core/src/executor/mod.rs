@@ -25,11 +25,25 @@ pub const TURN_REQUEST_SCHEMA_V3: &str = "helix.turn_request.v3";
 /// whose snapshot is stored.
 pub const TURN_REQUEST_SCHEMA_V4: &str = "helix.turn_request.v4";
 
+/// How a turn may act. The external Helix Ask turn runs in read mode only: it may call
+/// the admitted read capabilities and nothing else, and any room change it asks for is a
+/// confirmation-governed request the service applies only with an approval receipt.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TurnMode {
+    #[default]
+    Read,
+}
+
 /// One turn's input (the `http` executor's request body, versioned).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TurnRequest {
     pub schema: String,
+    /// Always `read`: declared on every request, so the solver's menu and its runtime
+    /// call validation know the turn is read-only.
+    #[serde(default)]
+    pub mode: TurnMode,
     pub run_id: String,
     pub step: u32,
     /// Bound into the terminal signature: the single-writer identity of this turn.

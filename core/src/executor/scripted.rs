@@ -10,6 +10,7 @@ use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
 use super::{TurnExecutor, TurnRequest};
+use crate::domain::approval::{ApprovalSigner, RoomMutationRequest, TurnBinding};
 use crate::domain::authority::TerminalSigner;
 use crate::domain::turn::{TurnArtifact, TurnFailure};
 
@@ -29,8 +30,25 @@ pub enum Step {
     CiteRoom {
         observations: bool,
     },
+    /// The artifact asking for `mutation`, with a receipt signed by `approval` (when
+    /// given) for this exact turn, as an approval host would pass it through the seam.
+    Mutating {
+        artifact: TurnArtifact,
+        mutation: RoomMutationRequest,
+        approval: Option<Box<Approval>>,
+    },
     /// Waits (cancellable) before answering with the inner step.
     Delay(Duration, Box<Step>),
+}
+
+/// How a scripted approval host signs: its key, the receipt id, and optionally another
+/// step than the request's (a receipt for the wrong turn) or another mutation than the
+/// one asked for.
+pub struct Approval {
+    pub signer: ApprovalSigner,
+    pub receipt_id: String,
+    pub step: Option<u32>,
+    pub mutation: Option<RoomMutationRequest>,
 }
 
 pub struct ScriptedExecutor {
@@ -96,6 +114,16 @@ impl ScriptedExecutor {
                 .map_err(|_| TurnFailure::ExecutorInvalidResponse)?;
                 let text = cited.iter().map(|c| c.3.as_str()).collect::<Vec<_>>().join(" ");
                 self.resolve(Step::Signed { artifact, text, refs }, req)
+            }
+            Step::Mutating { mut artifact, mut mutation, approval } => {
+                if let Some(a) = approval {
+                    let step = a.step.unwrap_or(req.step);
+                    let turn = TurnBinding { run_id: &req.run_id, step, claim_token: &req.claim_token };
+                    let signed = a.mutation.as_ref().unwrap_or(&mutation);
+                    mutation.approval_receipt = Some(a.signer.sign(turn, signed, &a.receipt_id));
+                }
+                artifact.room_mutation = Some(mutation);
+                Ok(artifact)
             }
             Step::Delay(..) => unreachable!("delays are unwrapped by execute"),
         }

@@ -3,11 +3,13 @@
 //! start = 1 transaction; continue = read, claim transaction, turn, finalize
 //! transaction; cancel = read, 1 transaction. See docs/round-trips.md.
 //! Continue lives in `continuation`, cancel and the other run endings in `ending`,
-//! scope admission (with the room-binding refusal) in `admission`. The last feature
+//! scope admission (with the room-binding refusal) in `admission`, read mode and the
+//! approval of a turn's room mutation in `approval`. The last feature
 //! service: it reads room evidence and probes through [`SourceService`]; no feature
 //! depends on it. Must not depend on `http` or `mcp`.
 
 mod admission;
+mod approval;
 mod continuation;
 mod ending;
 

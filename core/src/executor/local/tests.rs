@@ -25,6 +25,7 @@ pub(super) fn executor() -> LocalExecutor {
 pub(super) fn request(objective: &str, instruction: Option<&str>, answers: Vec<Answer>) -> TurnRequest {
     TurnRequest {
         schema: crate::executor::TURN_REQUEST_SCHEMA.into(),
+        mode: crate::executor::TurnMode::Read,
         run_id: "run_localtest01".into(),
         step: 1,
         claim_token: "claim-abc".into(),

@@ -199,6 +199,8 @@ impl LocalExecutor {
 
 fn artifact(solver_status: SolverStatus, summary: String) -> TurnArtifact {
     TurnArtifact {
+        capabilities_used: vec![],
+        room_mutation: None,
         solver_status,
         summary,
         observation_refs: vec![],

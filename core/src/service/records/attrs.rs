@@ -33,6 +33,7 @@ pub(super) const CONSENT_RECEIPT: &str = "consent_receipt";
 pub(super) const CLAIM_TOKEN: &str = "claim_token";
 pub(super) const REQUEST_HASH: &str = "request_hash";
 pub(super) const LEASE_UNTIL: &str = "lease_until";
+pub(super) const MUTATION_SHA256: &str = "mutation_sha256";
 
 // Timestamps.
 pub(super) const CREATED_AT: &str = "created_at";

@@ -19,6 +19,7 @@ pub const RUN_ITEMS: &[ItemLayout] = &[
     row("run", "RUN#<run_id>", "RUN"),
     row("run event", "RUN#<run_id>", "EVT#<seq, 20 digits>"),
     row("idempotency receipt", "IDEM#<sha256(identity, operation, key)>", "IDEM"),
+    row("consumed approval receipt", "APPROVAL#<sha256(issuer, key_id, receipt_id)>", "APPROVAL"),
 ];
 
 /// Accounts, links, agent bindings, browser sessions and sign-in intents.
@@ -110,7 +111,7 @@ mod tests {
 #[cfg(test)]
 mod keys {
     use super::*;
-    use crate::service::records::{accounts, receipts, runs, sessions};
+    use crate::service::records::{accounts, approvals, receipts, runs, sessions};
     use crate::store::Key;
 
     /// True when `s` has the shape `pattern`: literal parts in order, each `<...>` one
@@ -144,6 +145,7 @@ mod keys {
             ("run", runs::run_key("run_1")),
             ("run event", runs::event_key("run_1", 7)),
             ("idempotency receipt", receipts::receipt_key("id", "run.start", "k")),
+            ("consumed approval receipt", approvals::approval_key("lid")),
             ("account link", accounts::link_key("p", "s")),
             ("agent account binding", accounts::binding_key("bh")),
             ("account", accounts::account_key("acct_1")),

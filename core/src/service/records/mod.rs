@@ -3,12 +3,13 @@
 //! [`Role`]; a refusal names it) and the idempotent commit every create uses.
 //! Use cases above it speak records and roles, never attribute names or positions.
 //! One module per feature's items (`runs`, `receipts`, `accounts`, `sessions`, `rooms`,
-//! `sources`, `observations`, `probes`, `bound_room`); every attribute name is spelled
+//! `sources`, `observations`, `probes`, `bound_room`, `approvals`); every attribute name is spelled
 //! once, in `attrs`, and every key shape once, by its kind's key function; the one rule
 //! for body versions is `version`. The names other features use are re-exported here.
 //! Must not depend on `http` or `mcp`.
 
 pub mod accounts;
+pub mod approvals;
 mod attrs;
 pub mod bound_room;
 pub mod idempotent;

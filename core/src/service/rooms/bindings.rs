@@ -168,17 +168,21 @@ impl RoomService {
         Err(ApiError::RunBusy)
     }
 
-    /// The two actions of a revocation: the binding marked revoked (guarded on being
-    /// active) and its slot deleted (guarded on still naming this binding, so a slot
-    /// another binding holds is never freed).
-    pub(super) fn revoke(&self, tx: &mut Tx, mut b: Binding, binding_ref: &str) {
-        let slot = b.slot_key();
-        b.state = BindingState::Revoked;
-        b.revoked_at = Some(rfc3339(self.clock.now()));
-        tx.put(Role::Binding, b.to_item(binding_ref), items::binding_active()).delete(
-            Role::Slot,
-            slot,
-            items::slot_free_or_held_by(binding_ref),
-        );
+    pub(super) fn revoke(&self, tx: &mut Tx, b: Binding, binding_ref: &str) {
+        revoke_binding(tx, b, binding_ref, self.clock.now());
     }
+}
+
+/// The two actions of a revocation: the binding marked revoked (guarded on being active)
+/// and its slot deleted (guarded on still naming this binding, so a slot another binding
+/// holds is never freed). Also what an approved turn's withdrawal adds to its finalize.
+pub(crate) fn revoke_binding(tx: &mut Tx, mut b: Binding, binding_ref: &str, now: chrono::DateTime<chrono::Utc>) {
+    let slot = b.slot_key();
+    b.state = BindingState::Revoked;
+    b.revoked_at = Some(rfc3339(now));
+    tx.put(Role::Binding, b.to_item(binding_ref), items::binding_active()).delete(
+        Role::Slot,
+        slot,
+        items::slot_free_or_held_by(binding_ref),
+    );
 }

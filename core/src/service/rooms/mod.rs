@@ -31,6 +31,7 @@ use crate::service::records::rooms::RoomTenant;
 use crate::service::sessions::Session;
 
 pub use crate::domain::room::Redacted;
+pub(crate) use bindings::revoke_binding;
 pub use invites::InvitePreview;
 pub use members::{MemberView, RoomAdminPage, RoomAdminView};
 

@@ -19,6 +19,7 @@ const BOUND_ROOM_EVIDENCE: &str = "bound_room_evidence";
 /// The refs the service itself issued to one turn, per evidence family.
 type IssuedRefs = Vec<(String, Vec<String>)>;
 use super::RunService;
+use super::approval::ApprovedMutation;
 use crate::domain::turn::{TurnArtifact, TurnContext, TurnFailure, apply_turn};
 use crate::error::ApiError;
 use crate::executor::{TURN_REQUEST_SCHEMA, TurnRequest};
@@ -47,15 +48,15 @@ enum Proceed<T> {
 }
 
 /// A turn whose claim is committed: from here it runs to its finalize.
-struct ClaimedTurn {
+pub(super) struct ClaimedTurn {
     /// The run as claimed (claim set, `rev` bumped; the public version unchanged).
-    claimed: Run,
-    token: String,
+    pub(super) claimed: Run,
+    pub(super) token: String,
     lease_until: i64,
     /// The run held an expired claim that never finalized.
     recovered: bool,
-    families: Vec<String>,
-    capabilities: Vec<String>,
+    pub(super) families: Vec<String>,
+    pub(super) capabilities: Vec<String>,
 }
 
 impl RunService {
@@ -110,7 +111,8 @@ impl RunService {
             budget_ms = budget.as_millis() as u64,
             "turn"
         );
-        self.finalize_turn(&p.owner_hash(), &c, turn, step, outcome, &issued).await
+        let (outcome, approved) = self.govern_turn(p, &turn, step, outcome).await?;
+        self.finalize_turn(&p.owner_hash(), &c, turn, step, outcome, &issued, approved).await
     }
 
     /// The run, if this request may continue it: a receipt of the key answers first; then
@@ -292,8 +294,10 @@ impl RunService {
         Ok((artifact, issued))
     }
 
-    /// Finalize: CAS on the claimed rev; the turn's events and the completed receipt in
-    /// the same transaction. Only a failed condition proves the claim was lost.
+    /// Finalize: CAS on the claimed rev; the turn's events, the completed receipt and an
+    /// approved room mutation in the same transaction. Only a failed condition proves the
+    /// claim was lost; a mutation whose target changed meanwhile fails the turn instead.
+    #[allow(clippy::too_many_arguments)]
     async fn finalize_turn(
         &self,
         owner_hash: &str,
@@ -302,6 +306,7 @@ impl RunService {
         step: u32,
         outcome: Result<TurnArtifact, TurnFailure>,
         issued: &[(String, Vec<String>)],
+        approved: Option<ApprovedMutation>,
     ) -> Result<Mutation, ApiError> {
         let now = self.clock.now();
         let mut done = turn.claimed.clone();
@@ -335,6 +340,9 @@ impl RunService {
             run_unchanged(turn.claimed.rev),
         );
         push_events(&mut tx, &log.events)?;
+        if let Some(m) = &approved {
+            m.apply(&mut tx, now);
+        }
         // A cancellation without a failed condition (DynamoDB's TransactionConflict when
         // a competing claim touches the run at the same instant) is retried.
         for attempt in 1..=FINALIZE_ATTEMPTS {
@@ -345,6 +353,10 @@ impl RunService {
             let lost_claim = [Role::Receipt, Role::Run, Role::Event].into_iter().any(|r| failure.failed(r));
             if failure.is_cancelled() && lost_claim {
                 return self.discard_stale_turn(owner_hash, &done.run_id, &c.rkey, &finished, mine).await;
+            }
+            if failure.is_cancelled() && approved.is_some() && ApprovedMutation::refused(&failure) {
+                let refused = Err(TurnFailure::RoomBindingMissing);
+                return Box::pin(self.finalize_turn(owner_hash, c, turn, step, refused, issued, None)).await;
             }
             if failure.is_cancelled() && attempt < FINALIZE_ATTEMPTS {
                 tokio::time::sleep(StdDuration::from_millis(25 * attempt as u64)).await;
@@ -407,6 +419,7 @@ fn turn_request(turn: &ClaimedTurn, req: &ContinueRequest, step: u32, deadline: 
     let run = &turn.claimed;
     TurnRequest {
         schema: TURN_REQUEST_SCHEMA.into(),
+        mode: crate::executor::TurnMode::Read,
         run_id: run.run_id.clone(),
         step,
         claim_token: turn.token.clone(),
@@ -445,6 +458,7 @@ mod tests {
     fn request(run_id: &str) -> TurnRequest {
         TurnRequest {
             schema: TURN_REQUEST_SCHEMA.into(),
+            mode: crate::executor::TurnMode::Read,
             run_id: run_id.into(),
             step: 1,
             claim_token: "claim".into(),

@@ -4,7 +4,7 @@
 //! Must not depend on `http` or `mcp`.
 
 use super::SourceService;
-use super::{CREDENTIAL_TTL_SECS, RACE_RETRIES, developer};
+use super::{CREDENTIAL_TTL_SECS, DeveloperLane, RACE_RETRIES, developer};
 use crate::domain::room::RoomId;
 use crate::domain::source::*;
 use crate::domain::time::{epoch_rfc3339, rfc3339};
@@ -45,7 +45,7 @@ impl SourceService {
         req: CredentialClaimRequest,
     ) -> Result<SourceCredential, ApiError> {
         s.require_member()?;
-        developer(&s.policy)?;
+        developer(&self.config, &s.account_id, &s.policy, DeveloperLane::Browser)?;
         let handle = DeliveryHandle::parse(&req.claim_handle).ok_or(ApiError::ClaimHandleInvalid)?;
         let handle_hash = handle.hash();
         for _ in 0..RACE_RETRIES {
@@ -85,7 +85,7 @@ impl SourceService {
     /// register its manifest again.
     pub async fn rotate_source_credential(&self, s: &Session, req: SourceRef) -> Result<SourceCredential, ApiError> {
         s.require_member()?;
-        developer(&s.policy)?;
+        developer(&self.config, &s.account_id, &s.policy, DeveloperLane::Browser)?;
         let source_id = SourceId::parse(&req.source_id).ok_or(ApiError::NotFound)?;
         for _ in 0..RACE_RETRIES {
             let source = self.owned_source(s, &req.room_id, source_id.as_str()).await?;

@@ -5,7 +5,7 @@
 use chrono::{DateTime, Utc};
 
 use super::SourceService;
-use super::developer;
+use super::{DeveloperLane, developer};
 use crate::domain::source::*;
 use crate::domain::time::rfc3339;
 use crate::error::ApiError;
@@ -97,7 +97,11 @@ impl SourceService {
             return Err(ApiError::SourceCredentialInvalid);
         }
         let current = source.bearer_hash.as_deref().is_some_and(|h| hashes_equal(h, &hash));
-        let policy_ok = got.account.as_ref().map(policy_of).is_some_and(|p| developer(&p).is_ok());
+        let policy_ok = got
+            .account
+            .as_ref()
+            .map(policy_of)
+            .is_some_and(|p| developer(&self.config, &lookup.owner_account, &p, DeveloperLane::Producer).is_ok());
         if !source.credential_live(self.clock.epoch()) || !current || !got.owner_holds || !policy_ok {
             return Err(ApiError::SourceCredentialInvalid);
         }

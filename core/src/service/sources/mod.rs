@@ -56,8 +56,26 @@ impl SourceService {
     }
 }
 
-/// Sources are a developer feature of an unlocked, non-guest account.
-fn developer(policy: &AccountPolicy) -> Result<(), ApiError> {
+/// Where a developer privilege is asked for: a bearer token (which carries OAuth
+/// scopes), a signed-in browser, or a producer acting for its source's owner (neither of
+/// the last two has a token to carry a scope).
+#[derive(Clone, Copy)]
+enum DeveloperLane<'a> {
+    Bearer(&'a crate::auth::principal::Principal),
+    Browser,
+    Producer,
+}
+
+/// Sources are a developer feature of an unlocked, non-guest account whose operator
+/// policy marks it a developer. In production the account must also be on the
+/// developer-profile allowlist (`HELIX_DEVELOPER_PROFILE_ALLOWLIST`; empty admits no
+/// one) and a bearer must carry the developer OAuth scope. Fails closed.
+fn developer(
+    config: &crate::config::Config,
+    account_id: &str,
+    policy: &AccountPolicy,
+    lane: DeveloperLane<'_>,
+) -> Result<(), ApiError> {
     if policy.rooms_locked {
         return Err(ApiError::RoomFeatureLocked);
     }
@@ -66,6 +84,15 @@ fn developer(policy: &AccountPolicy) -> Result<(), ApiError> {
     }
     if !policy.developer {
         return Err(ApiError::DeveloperRequired);
+    }
+    if config.mode == crate::config::Mode::Production {
+        if !config.developer_profiles.iter().any(|a| a == account_id) {
+            return Err(ApiError::DeveloperRequired);
+        }
+        match lane {
+            DeveloperLane::Bearer(p) => p.require(&[crate::domain::scopes::DEVELOPER])?,
+            DeveloperLane::Browser | DeveloperLane::Producer => {}
+        }
     }
     Ok(())
 }

@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use super::SourceService;
-use super::{CLAIM_PAGE_PATH, DELIVERY_TTL_SECS, MAX_LISTED_SOURCES, developer};
+use super::{CLAIM_PAGE_PATH, DELIVERY_TTL_SECS, DeveloperLane, MAX_LISTED_SOURCES, developer};
 use crate::domain::hash_parts;
 use crate::domain::ids::IdempotencyKey;
 use crate::domain::page::{self, PagedList};
@@ -66,7 +66,7 @@ impl SourceService {
         req: CreateSourceRequest,
     ) -> Result<Mutation, ApiError> {
         p.require(&[ROOM_SOURCES_MANAGE])?;
-        developer(&p.policy)?;
+        developer(&self.config, &p.account_id, &p.policy, DeveloperLane::Bearer(p))?;
         let profile = req.validate()?;
         // Ownership is checked inside the transaction (room active, of the caller's tenant and
         // owned by the caller, the caller its owner member), not by a read before it: one
