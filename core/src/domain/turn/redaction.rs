@@ -70,6 +70,10 @@ pub(super) fn screened(a: TurnArtifact) -> TurnArtifact {
             .map(|q| Question { question_id: id(q.question_id), prompt: text(q.prompt) })
             .collect(),
         terminal_candidate: a.terminal_candidate,
+        capabilities_used: ids(a.capabilities_used),
+        // Checked against its signed receipt and never projected: a screened target would
+        // only break the receipt's digest, so it passes unchanged (and fails closed there).
+        room_mutation: a.room_mutation,
     }
 }
 
