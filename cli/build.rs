@@ -5,11 +5,14 @@ use std::fmt::Write;
 fn main() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../corpus");
     println!("cargo:rerun-if-changed={}", dir.display());
+    // A missing or empty corpus is a build error, never a binary that silently knows nothing.
     let mut names: Vec<_> = std::fs::read_dir(&dir)
-        .map(|rd| {
-            rd.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "md")).collect()
-        })
-        .unwrap_or_default();
+        .unwrap_or_else(|e| panic!("reading the sample corpus {}: {e}", dir.display()))
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "md"))
+        .collect();
+    assert!(!names.is_empty(), "the sample corpus {} has no .md file", dir.display());
     names.sort();
     let mut out = String::from("[");
     for path in names {

@@ -1,54 +1,20 @@
 //! The `helix` binary as a user runs it: serve, dev-token, restart durability.
 
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
-const BIN: &str = env!("CARGO_BIN_EXE_helix");
+mod support;
 
-struct Server(Child);
+use support::{BIN, Server, free_port};
 
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+fn dev_token(dir: &std::path::Path, extra_env: &[(&str, &str)]) -> std::process::Output {
+    support::dev_token_output(dir, "cli-user", "cli-tenant", extra_env)
 }
 
 async fn serve(dir: &std::path::Path, port: u16) -> Server {
-    let child = Command::new(BIN)
-        .args(["serve", "--addr", &format!("127.0.0.1:{port}"), "--data-dir"])
-        .arg(dir)
-        .env_remove("HELIX_ENV")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let server = Server(child);
-    let url = format!("http://127.0.0.1:{port}/.well-known/oauth-protected-resource");
-    for _ in 0..100 {
-        if reqwest::get(&url).await.is_ok_and(|r| r.status() == 200) {
-            return server;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("helix serve did not become ready");
-}
-
-fn dev_token(dir: &std::path::Path, extra_env: &[(&str, &str)]) -> std::process::Output {
-    let mut cmd = Command::new(BIN);
-    cmd.args(["dev-token", "--subject", "cli-user", "--tenant", "cli-tenant", "--data-dir"])
-        .arg(dir)
-        .env_remove("HELIX_ENV");
-    for (k, v) in extra_env {
-        cmd.env(k, v);
-    }
-    cmd.output().unwrap()
+    support::serve(dir, port, &[]).await
 }
 
 #[tokio::test]

@@ -1,16 +1,18 @@
 //! `helix conformance` as an operator runs it: the real binary against a real `helix serve`,
 //! with fake OpenAI and Gemini providers (small axum servers) over real HTTP.
 
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use axum::extract::State;
 use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
-const BIN: &str = env!("CARGO_BIN_EXE_helix");
+mod support;
+
+use support::{BIN, Server, free_port};
+
 const OPENAI_KEY: &str = "sk-test-openai-4f1c9a7e";
 const GEMINI_KEY: &str = "gm-test-gemini-8b2d6e0f";
 
@@ -28,19 +30,6 @@ const PROBE_ENV: [&str; 9] = [
     "CASIMIRBOT_MCP_CONFORMANCE_GEMINI_BASE_URL",
 ];
 
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
 /// `helix serve` on a free port, with a dev token for it.
 struct Helix {
     _server: Server,
@@ -51,33 +40,10 @@ struct Helix {
 
 async fn helix() -> Helix {
     let dir = tempfile::tempdir().unwrap();
-    let out = Command::new(BIN)
-        .args(["dev-token", "--subject", "probe-user", "--tenant", "probe-tenant", "--data-dir"])
-        .arg(dir.path())
-        .env_remove("HELIX_ENV")
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let token = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+    let token = support::dev_token(dir.path(), "probe-user", "probe-tenant");
     let port = free_port();
-    let child = Command::new(BIN)
-        .args(["serve", "--addr", &format!("127.0.0.1:{port}"), "--data-dir"])
-        .arg(dir.path())
-        .env_remove("HELIX_ENV")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let server = Server(child);
-    let base = format!("http://127.0.0.1:{port}");
-    for _ in 0..100 {
-        let ready = reqwest::get(format!("{base}/.well-known/oauth-protected-resource")).await;
-        if ready.is_ok_and(|r| r.status() == 200) {
-            return Helix { _server: server, _dir: dir, base, token };
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("helix serve did not become ready");
+    let server = support::serve(dir.path(), port, &[]).await;
+    Helix { _server: server, _dir: dir, base: format!("http://127.0.0.1:{port}"), token }
 }
 
 struct Probe {

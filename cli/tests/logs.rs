@@ -7,30 +7,12 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-const BIN: &str = env!("CARGO_BIN_EXE_helix");
+mod support;
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
+use support::{BIN, Server, free_port};
 
 fn dev_token(dir: &std::path::Path) -> String {
-    let out = Command::new(BIN)
-        .args(["dev-token", "--subject", "log-user", "--tenant", "log-tenant", "--data-dir"])
-        .arg(dir)
-        .env_remove("HELIX_ENV")
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).unwrap().trim().to_owned()
-}
-
-struct Killed(std::process::Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
+    support::dev_token(dir, "log-user", "log-tenant")
 }
 
 async fn mcp(http: &reqwest::Client, url: &str, token: &str, id: u64, name: &str, arguments: Value) -> Value {
@@ -68,7 +50,7 @@ async fn serve_at_rust_log_trace_never_logs_tokens_keys_arguments_or_results() {
         .stderr(Stdio::from(log))
         .spawn()
         .unwrap();
-    let server = Killed(child);
+    let server = Server(child);
     let base = format!("http://127.0.0.1:{port}");
     let http = reqwest::Client::new();
     let mut ready = false;

@@ -5,7 +5,7 @@
 
 use std::io::ErrorKind;
 use std::net::TcpListener as StdListener;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Duration;
@@ -14,23 +14,13 @@ use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-const BIN: &str = env!("CARGO_BIN_EXE_helix");
+mod support;
+
+use support::{BIN, Server, free_port};
+
 const V: &str = "HELIX_SHARED_ROOM_ACCEPTANCE_";
 /// A token shape no server would issue, so finding it in output can only be a leak.
 const FAKE_TOKEN: &str = "fake-acceptance-token-7Qm2xK9pL4vR8sT1";
-
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    StdListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
 
 /// A listener nothing should reach; `assert_untouched` checks that nothing did.
 fn bait() -> (StdListener, String) {
@@ -68,41 +58,15 @@ async fn harness(vars: &[(&str, &str)]) -> Out {
     Out { code: out.status.code().unwrap(), report, raw }
 }
 
-fn dev_token(dir: &std::path::Path) -> String {
-    let out = Command::new(BIN)
-        .args(["dev-token", "--subject", "acceptance-user", "--tenant", "acceptance-tenant", "--data-dir"])
-        .arg(dir)
-        .env_remove("HELIX_ENV")
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).unwrap().trim().to_owned()
-}
-
 /// `helix serve` on an embedded store, with the room scope enabled; returns it, its
 /// port and a dev token of its account.
 async fn serve() -> (Server, tempfile::TempDir, u16, String) {
     let dir = tempfile::tempdir().unwrap();
-    let token = dev_token(dir.path());
+    let token = support::dev_token(dir.path(), "acceptance-user", "acceptance-tenant");
     let port = free_port();
-    let child = Command::new(BIN)
-        .args(["serve", "--addr", &format!("127.0.0.1:{port}"), "--data-dir"])
-        .arg(dir.path())
-        .env_remove("HELIX_ENV")
-        .env("HELIX_AGENT_DATABASE_SCOPES", "research_library,bound_room_evidence")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let server = Server(child);
-    let url = format!("http://127.0.0.1:{port}/.well-known/oauth-protected-resource");
-    for _ in 0..100 {
-        if reqwest::get(&url).await.is_ok_and(|r| r.status() == 200) {
-            return (server, dir, port, token);
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("helix serve did not become ready");
+    let env = [("HELIX_AGENT_DATABASE_SCOPES", "research_library,bound_room_evidence")];
+    let server = support::serve(dir.path(), port, &env).await;
+    (server, dir, port, token)
 }
 
 fn live_vars<'a>(base: &'a str, token: &'a str) -> Vec<(&'static str, &'a str)> {

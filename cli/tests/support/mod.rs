@@ -1,0 +1,63 @@
+//! What every test of the `helix` binary starts with: the binary, a free port, a dev token
+//! and `helix serve` on an embedded store, stopped when dropped.
+
+#![allow(dead_code)]
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_helix");
+
+/// A child process killed (and reaped) when dropped.
+pub struct Server(pub Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// `helix dev-token` for `subject` under `tenant` on the store in `dir`, with `extra_env`.
+pub fn dev_token_output(dir: &Path, subject: &str, tenant: &str, extra_env: &[(&str, &str)]) -> std::process::Output {
+    let mut cmd = Command::new(BIN);
+    cmd.args(["dev-token", "--subject", subject, "--tenant", tenant, "--data-dir"]).arg(dir).env_remove("HELIX_ENV");
+    for (k, v) in extra_env {
+        cmd.env(k, v);
+    }
+    cmd.output().unwrap()
+}
+
+/// The token alone, asserting that the command succeeded.
+pub fn dev_token(dir: &Path, subject: &str, tenant: &str) -> String {
+    let out = dev_token_output(dir, subject, tenant, &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+}
+
+/// `helix serve` on `127.0.0.1:port` over the store in `dir`, with `env`, once it answers.
+pub async fn serve(dir: &Path, port: u16, env: &[(&str, &str)]) -> Server {
+    let mut cmd = Command::new(BIN);
+    cmd.args(["serve", "--addr", &format!("127.0.0.1:{port}"), "--data-dir"])
+        .arg(dir)
+        .env_remove("HELIX_ENV")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let server = Server(cmd.spawn().unwrap());
+    let url = format!("http://127.0.0.1:{port}/.well-known/oauth-protected-resource");
+    for _ in 0..100 {
+        if reqwest::get(&url).await.is_ok_and(|r| r.status() == 200) {
+            return server;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("helix serve did not become ready");
+}
