@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::config::Config;
 use super::http::{Http, Reply, Req};
-use super::plan::{Kind, Learnt, Status, StepResult};
+use super::plan::{Kind, Learnt, Status, StepResult, key_ref};
 
 const RUN_OBJECTIVE: &str = "Shared Live Room live acceptance: a bounded run bound to the retained acceptance room. \
                              The harness withdraws the binding and cancels the run; no turn is taken.";
@@ -42,11 +42,6 @@ pub fn room_marker(room_key: &str) -> String {
         "Helix Shared Live Room live acceptance room (key ref {}). Retained: the facade has no room-close operation.",
         key_ref(room_key)
     )
-}
-
-/// The first 16 hex digits of the key's SHA-256: names a key without showing it.
-pub fn key_ref(key: &str) -> String {
-    helix_core::domain::sha256_hex(key)[..16].to_owned()
 }
 
 /// No answer says whether a mutation took effect: none came, or only a transient one.

@@ -7,7 +7,6 @@
 //! mutates nothing. Approval is never inferred from text and never signed here.
 
 use super::RunService;
-use super::continuation::ClaimedTurn;
 use crate::domain::approval::{RoomMutationKind, RoomMutationRequest, TurnBinding};
 use crate::domain::turn::{TurnArtifact, TurnFailure, read_mode_violation};
 use crate::error::ApiError;
@@ -42,20 +41,20 @@ impl RunService {
     pub(super) async fn govern_turn(
         &self,
         p: &Caller,
-        turn: &ClaimedTurn,
-        step: u32,
+        turn: TurnBinding<'_>,
+        admitted: (&[String], &[String]),
         outcome: Result<TurnArtifact, TurnFailure>,
     ) -> Result<Governed, ApiError> {
         let artifact = match outcome {
             Ok(a) => a,
             Err(f) => return Ok((Err(f), None)),
         };
-        if let Some(violation) = read_mode_violation(&artifact, &turn.capabilities, &turn.families) {
+        let (capabilities, families) = admitted;
+        if let Some(violation) = read_mode_violation(&artifact, capabilities, families) {
             return Ok((Err(violation), None));
         }
         let Some(mutation) = &artifact.room_mutation else { return Ok((Ok(artifact), None)) };
-        let binding = TurnBinding { run_id: &turn.claimed.run_id, step, claim_token: &turn.token };
-        match self.approve(p, binding, mutation).await? {
+        match self.approve(p, turn, mutation).await? {
             Ok(approved) => Ok((Ok(artifact), Some(approved))),
             Err(failure) => Ok((Err(failure), None)),
         }

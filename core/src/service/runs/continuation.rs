@@ -20,6 +20,7 @@ const BOUND_ROOM_EVIDENCE: &str = "bound_room_evidence";
 type IssuedRefs = Vec<(String, Vec<String>)>;
 use super::RunService;
 use super::approval::ApprovedMutation;
+use crate::domain::approval::TurnBinding;
 use crate::domain::turn::{TurnArtifact, TurnContext, TurnFailure, apply_turn};
 use crate::error::ApiError;
 use crate::executor::{TURN_REQUEST_SCHEMA, TurnRequest};
@@ -111,7 +112,9 @@ impl RunService {
             budget_ms = budget.as_millis() as u64,
             "turn"
         );
-        let (outcome, approved) = self.govern_turn(p, &turn, step, outcome).await?;
+        let binding = TurnBinding { run_id: &turn.claimed.run_id, step, claim_token: &turn.token };
+        let admitted = (turn.capabilities.as_slice(), turn.families.as_slice());
+        let (outcome, approved) = self.govern_turn(p, binding, admitted, outcome).await?;
         self.finalize_turn(&p.owner_hash(), &c, turn, step, outcome, &issued, approved).await
     }
 
