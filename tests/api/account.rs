@@ -491,6 +491,8 @@ async fn the_pages_are_server_rendered_with_a_strict_policy() {
     let manifest: Value = browser.get("/agent-access.json").await.json().await.unwrap();
     assert_eq!(manifest["resource"], resource.as_str());
     assert_eq!(manifest["clients"].as_object().unwrap().len(), 6);
+    let unreachable = page.matches(r#"class="needs-https" data-available="no""#).count();
+    assert_eq!(unreachable, 3, "ChatGPT, Responses and Gemini Interactions cannot reach a loopback server");
     let meta: Value = browser.get("/.well-known/oauth-protected-resource/mcp").await.json().await.unwrap();
     assert_eq!(meta["resource_documentation"], format!("{}/agent-access", app.base));
 }

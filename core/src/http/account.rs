@@ -291,8 +291,6 @@ struct AgentAccessPage {
     authorization_servers: Vec<String>,
     scopes: Vec<&'static str>,
     clients: Vec<ClientSetup>,
-    /// Whether the MCP URL is https (the hosted clients need that).
-    https: bool,
 }
 
 fn resource_of(state: &AppState) -> String {
@@ -305,7 +303,6 @@ async fn agent_access_page(State(state): State<AppState>) -> Result<Response, Ap
     let resource = resource_of(&state);
     Ok(Page(AgentAccessPage {
         clients: client_setups(&resource),
-        https: resource.starts_with("https://"),
         resource,
         rest_base: format!("{}/api/v1/agent-runs", config.public_base_url),
         metadata_url: super::resource_metadata_url(&config.public_base_url, Group::Mcp),
