@@ -477,16 +477,65 @@ async fn the_pages_are_server_rendered_with_a_strict_policy() {
         assert!(!html.contains("<script"), "no inline script: {path}");
     }
     let page = browser.get("/agent-access").await.text().await.unwrap();
-    for client in ["Codex", "Claude Code", "OpenAI Responses API", "Gemini"] {
+    for client in ["Codex", "Claude Code", "ChatGPT developer mode", "OpenAI Responses API", "Gemini Interactions API"]
+    {
         assert!(page.contains(client), "{client}");
     }
     let resource = format!("{}/mcp", app.base);
     assert!(page.contains(&resource));
+    assert!(
+        page.contains("require_approval: &quot;always&quot;") || page.contains("require_approval: &#34;always&#34;"),
+        "{page}"
+    );
+    assert!(!page.contains("&#34;never&#34;") && !page.contains("&quot;never&quot;"), "no call runs without approval");
     let manifest: Value = browser.get("/agent-access.json").await.json().await.unwrap();
     assert_eq!(manifest["resource"], resource.as_str());
-    assert_eq!(manifest["clients"].as_object().unwrap().len(), 4);
+    assert_eq!(manifest["clients"].as_object().unwrap().len(), 6);
+    let unreachable = page.matches(r#"class="needs-https" data-available="no""#).count();
+    assert_eq!(unreachable, 3, "ChatGPT, Responses and Gemini Interactions cannot reach a loopback server");
     let meta: Value = browser.get("/.well-known/oauth-protected-resource/mcp").await.json().await.unwrap();
     assert_eq!(meta["resource_documentation"], format!("{}/agent-access", app.base));
+}
+
+#[tokio::test]
+async fn the_agent_access_manifest_gives_each_client_its_setup_with_this_servers_url() {
+    let app = TestApp::spawn_live(Backend::Embedded, &[]).await;
+    let mut browser = Browser::new(&app);
+    let res = browser.get("/agent-access.json").await;
+    assert_eq!(res.status(), StatusCode::OK);
+    let body = res.text().await.unwrap();
+    assert!(!body.contains("eyJ"), "no token in the manifest");
+    let manifest: Value = serde_json::from_str(&body).unwrap();
+    let resource = format!("{}/mcp", app.base);
+    let clients = &manifest["clients"];
+    let text = |id: &str| -> String {
+        let steps = clients[id]["steps"].as_array().unwrap_or_else(|| panic!("{id} has steps"));
+        steps.iter().map(|s| s["text"].as_str().unwrap()).collect()
+    };
+    for id in ["codex", "claude-code", "chatgpt", "openai-responses", "gemini-interactions", "gemini-cli"] {
+        assert!(text(id).contains(&resource), "{id} names {resource}");
+        assert!(clients[id]["works"].as_str().is_some_and(|w| !w.is_empty()), "{id}");
+    }
+    let codex = text("codex");
+    for needle in [
+        format!("oauth_resource = \"{resource}\""),
+        "scopes = [".into(),
+        "enabled_tools = [".into(),
+        "tool_timeout_sec = 360".into(),
+        "codex mcp login helix".into(),
+        "bearer_token_env_var = \"CASIMIRBOT_MCP_ACCESS_TOKEN\"".into(),
+    ] {
+        assert!(codex.contains(&needle), "{needle} in {codex}");
+    }
+    assert!(text("openai-responses").contains("require_approval: \"always\""));
+    assert!(text("gemini-interactions").contains("type: \"mcp_server\""));
+    // The test server is plain http on loopback: the hosted clients cannot reach it.
+    for (id, available) in
+        [("codex", true), ("chatgpt", false), ("openai-responses", false), ("gemini-interactions", false)]
+    {
+        assert_eq!(clients[id]["available"], available, "{id}");
+    }
+    assert_eq!(clients["chatgpt"]["needs_public_https"], true);
 }
 
 #[tokio::test]

@@ -279,6 +279,15 @@ def main():
         check("Connect an agent to Helix" in page["html"], "agent-access page")
         expect(driver, "resource URL shown", lambda d: d.find_element(By.ID, "resource").text,
                lambda t: t == f"{base}/mcp")
+        for client in ("codex", "claude-code", "chatgpt", "openai-responses", "gemini-interactions", "gemini-cli"):
+            section = driver.find_element(By.ID, f"client-{client}")
+            check(section.is_displayed() and f"{base}/mcp" in section.text, f"agent-access shows {client} with this URL")
+        codex = driver.find_element(By.ID, "client-codex").text
+        check(all(f in codex for f in ("oauth_resource", "scopes", "enabled_tools", "tool_timeout_sec",
+                                        "codex mcp login helix")), "the Codex section configures OAuth")
+        check('require_approval: "always"' in driver.find_element(By.ID, "client-openai-responses").text,
+              "Responses requires approval")
+        check(bearer(data_dir) not in page["html"] and "eyJ" not in page["html"], "no token on the agent-access page")
         shot(driver, "01-agent-access")
 
         driver.get(account)

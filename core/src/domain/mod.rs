@@ -4,6 +4,7 @@
 pub mod account;
 pub mod approval;
 pub mod authority;
+pub mod clients;
 pub mod credential;
 pub mod event;
 pub mod ids;

@@ -18,6 +18,7 @@ use super::pages::{
 };
 use super::{AppState, Group, pipeline};
 use crate::domain::account::{BrowserSecret, IntentPurpose, intent_nonce, intent_verifier};
+use crate::domain::clients::{ClientSetup, SERVER_NAME, client_setups};
 use crate::domain::random_hex;
 use crate::domain::scopes::all_oauth_scopes;
 use crate::error::ApiError;
@@ -281,48 +282,6 @@ async fn account_page(State(state): State<AppState>, headers: HeaderMap) -> Resu
     Ok(Page(page).into_response())
 }
 
-/// One client's copy-paste setup.
-pub struct ClientSetup {
-    pub id: &'static str,
-    pub name: &'static str,
-    pub steps: String,
-}
-
-fn client_setups(resource: &str) -> Vec<ClientSetup> {
-    vec![
-        ClientSetup {
-            id: "codex",
-            name: "Codex",
-            steps: format!(
-                "# ~/.codex/config.toml\n[mcp_servers.helix]\nurl = \"{resource}\"\n\n# then sign in:\ncodex mcp login helix"
-            ),
-        },
-        ClientSetup {
-            id: "claude-code",
-            name: "Claude Code",
-            steps: format!(
-                "claude mcp add --transport http helix {resource}\n# then run /mcp in Claude Code and choose Authenticate"
-            ),
-        },
-        ClientSetup {
-            id: "openai-responses",
-            name: "OpenAI Responses API",
-            steps: format!(
-                "{{\n  \"model\": \"gpt-5\",\n  \"tools\": [{{\n    \"type\": \"mcp\",\n    \"server_label\": \"helix\",\n    \
-                 \"server_url\": \"{resource}\",\n    \"authorization\": \"$HELIX_ACCESS_TOKEN\",\n    \
-                 \"require_approval\": \"never\"\n  }}],\n  \"input\": \"Start a Helix run about ...\"\n}}"
-            ),
-        },
-        ClientSetup {
-            id: "gemini",
-            name: "Gemini CLI",
-            steps: format!(
-                "// ~/.gemini/settings.json\n{{\n  \"mcpServers\": {{\n    \"helix\": {{ \"httpUrl\": \"{resource}\" }}\n  }}\n}}\n// then: /mcp auth helix"
-            ),
-        },
-    ]
-}
-
 #[derive(Template)]
 #[template(path = "agent_access.html")]
 struct AgentAccessPage {
@@ -358,7 +317,22 @@ async fn agent_access_manifest(State(state): State<AppState>) -> Json<serde_json
     let resource = resource_of(&state);
     let clients: serde_json::Map<String, serde_json::Value> = client_setups(&resource)
         .into_iter()
-        .map(|c| (c.id.to_owned(), serde_json::json!({ "name": c.name, "setup": c.steps })))
+        .map(|c| {
+            let steps: Vec<_> = c
+                .steps
+                .iter()
+                .map(|s| serde_json::json!({ "label": s.label, "language": s.language, "text": s.text }))
+                .collect();
+            let entry = serde_json::json!({
+                "name": c.name,
+                "works": c.works,
+                "needs_public_https": c.needs_public_https,
+                "available": c.available_at(&resource),
+                "server_name": SERVER_NAME,
+                "steps": steps,
+            });
+            (c.id.to_owned(), entry)
+        })
         .collect();
     Json(serde_json::json!({
         "schema": "helix.agent_access.v1",

@@ -1,0 +1,302 @@
+//! What each MCP client needs to connect, in one table: the Agent Access page, its JSON
+//! manifest and the README's "MCP clients" section are all rendered from [`client_setups`],
+//! so they cannot disagree. The snippets name fields and environment variables only; no
+//! token is ever part of them.
+
+use super::scopes::{RUNS_READ, RUNS_WRITE};
+
+/// The MCP server name every snippet uses (hyphen-free, as Gemini Interactions requires).
+pub const SERVER_NAME: &str = "helix";
+/// The environment variable a host that acquires tokens itself puts the access token in.
+pub const TOKEN_ENV: &str = "CASIMIRBOT_MCP_ACCESS_TOKEN";
+/// The MCP URL the README shows in place of a real deployment's.
+pub const README_MCP_URL: &str = "https://helix.example.com/mcp";
+/// Seconds a client waits for one tool call: a turn may run for up to six minutes.
+pub const TOOL_TIMEOUT_SECS: u32 = 360;
+/// The run-loop tools a client is configured for.
+pub const RUN_TOOLS: &[&str] = &[
+    "helix_run_start",
+    "helix_run_continue",
+    "helix_run_inspect",
+    "helix_run_fetch_evidence",
+    "helix_run_list_events",
+    "helix_run_cancel",
+];
+/// The scopes those tools need.
+pub const RUN_SCOPES: &[&str] = &[RUNS_READ, RUNS_WRITE];
+
+/// One copy-paste block of a client's setup.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Step {
+    /// What the block is and where it goes.
+    pub label: &'static str,
+    /// Fence language of the block (`toml`, `json`, `js`, `sh`, `text`).
+    pub language: &'static str,
+    pub text: String,
+}
+
+/// One client: what works with it, what it needs, and its blocks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientSetup {
+    pub id: &'static str,
+    pub name: &'static str,
+    /// One sentence on how this client connects and signs in.
+    pub works: &'static str,
+    /// The provider's servers call the endpoint: only a deployed https URL can work.
+    pub needs_public_https: bool,
+    pub steps: Vec<Step>,
+}
+
+impl ClientSetup {
+    /// Whether this client can reach a server whose MCP URL is `mcp_url`.
+    pub fn available_at(&self, mcp_url: &str) -> bool {
+        !self.needs_public_https || mcp_url.starts_with("https://")
+    }
+}
+
+fn quoted_list(items: &[&str], indent: &str) -> String {
+    items.iter().map(|i| format!("{indent}\"{i}\",\n")).collect()
+}
+
+/// The table, with `mcp_url` in every snippet.
+pub fn client_setups(mcp_url: &str) -> Vec<ClientSetup> {
+    let name = SERVER_NAME;
+    let env = TOKEN_ENV;
+    let timeout = TOOL_TIMEOUT_SECS;
+    let scopes = quoted_list(RUN_SCOPES, "  ");
+    let tools_toml = quoted_list(RUN_TOOLS, "  ");
+    let tools_js = quoted_list(RUN_TOOLS, "      ");
+    vec![
+        ClientSetup {
+            id: "codex",
+            name: "Codex",
+            works: "Codex discovers the authorization server from the protected-resource metadata and signs in with OAuth; no token is stored in the config file.",
+            needs_public_https: false,
+            steps: vec![
+                Step {
+                    label: "~/.codex/config.toml (or a trusted project's .codex/config.toml)",
+                    language: "toml",
+                    text: format!(
+                        "[mcp_servers.{name}]\nurl = \"{mcp_url}\"\noauth_resource = \"{mcp_url}\"\nscopes = [\n{scopes}]\n\
+                         enabled_tools = [\n{tools_toml}]\nenabled = true\nrequired = false\nstartup_timeout_sec = 20\n\
+                         tool_timeout_sec = {timeout}\n"
+                    ),
+                },
+                Step { label: "Then sign in", language: "sh", text: format!("codex mcp login {name}\n") },
+                Step {
+                    label: "A non-interactive host that acquires the token itself: instead of the OAuth sign-in, add to the entry",
+                    language: "toml",
+                    text: format!("bearer_token_env_var = \"{env}\"\n"),
+                },
+            ],
+        },
+        ClientSetup {
+            id: "claude-code",
+            name: "Claude Code",
+            works: "Claude Code signs in with OAuth from its /mcp menu.",
+            needs_public_https: false,
+            steps: vec![
+                Step {
+                    label: "Add the server, then run /mcp in Claude Code and choose Authenticate",
+                    language: "sh",
+                    text: format!("claude mcp add --transport http {name} {mcp_url}\n"),
+                },
+                Step {
+                    label: "A host that acquires the token itself: project .mcp.json (the variable is expanded when it connects)",
+                    language: "json",
+                    text: format!(
+                        "{{ \"mcpServers\": {{ \"{name}\": {{ \"type\": \"http\", \"url\": \"{mcp_url}\",\n  \
+                         \"headers\": {{ \"Authorization\": \"Bearer ${{{env}}}\" }} }} }} }}\n"
+                    ),
+                },
+            ],
+        },
+        ClientSetup {
+            id: "chatgpt",
+            name: "ChatGPT developer mode",
+            works: "ChatGPT's servers connect to the endpoint and run the OAuth sign-in; review the discovered tools before use. Availability depends on the account and workspace policy.",
+            needs_public_https: true,
+            steps: vec![Step {
+                label: "In ChatGPT",
+                language: "text",
+                text: format!(
+                    "Settings → Security and login: enable Developer mode\nSettings → Plugins → + → add {mcp_url}\n\
+                     Complete the sign-in when ChatGPT asks.\n"
+                ),
+            }],
+        },
+        ClientSetup {
+            id: "openai-responses",
+            name: "OpenAI Responses API",
+            works: "The application acquires the OAuth access token and passes it on each request; OpenAI's servers call the endpoint. Every tool call waits for the application's approval.",
+            needs_public_https: true,
+            steps: vec![Step {
+                label: "One Responses request (the token comes from the application's secret store)",
+                language: "js",
+                text: format!(
+                    "const response = await openai.responses.create({{\n  model: process.env.OPENAI_MODEL,\n  \
+                     input: \"Start a Helix run about ...\",\n  tools: [{{\n    type: \"mcp\",\n    \
+                     server_label: \"{name}\",\n    server_url: \"{mcp_url}\",\n    \
+                     authorization: process.env.{env},\n    allowed_tools: [\n{tools_js}    ],\n    \
+                     require_approval: \"always\",\n  }}],\n}});\n"
+                ),
+            }],
+        },
+        ClientSetup {
+            id: "gemini-interactions",
+            name: "Gemini Interactions API",
+            works: "Remote MCP over Streamable HTTP only; the application acquires the OAuth access token and Google's servers call the endpoint. The server name must be hyphen-free.",
+            needs_public_https: true,
+            steps: vec![Step {
+                label: "One interaction (the token comes from the application's secret store)",
+                language: "js",
+                text: format!(
+                    "const interaction = await gemini.interactions.create({{\n  model: process.env.GEMINI_MODEL,\n  \
+                     input: \"Start a Helix run about ...\",\n  tools: [{{\n    type: \"mcp_server\",\n    \
+                     name: \"{name}\",\n    url: \"{mcp_url}\",\n    \
+                     headers: {{ Authorization: `Bearer ${{process.env.{env}}}` }},\n    \
+                     allowed_tools: [\n{tools_js}    ],\n  }}],\n}});\n"
+                ),
+            }],
+        },
+        ClientSetup {
+            id: "gemini-cli",
+            name: "Gemini Code Assist and Gemini CLI",
+            works: "Both read remote servers from the Gemini settings (httpUrl); Gemini CLI signs in with OAuth through /mcp auth.",
+            needs_public_https: false,
+            steps: vec![
+                Step {
+                    label: "~/.gemini/settings.json, then run /mcp auth helix",
+                    language: "json",
+                    text: format!(
+                        "{{ \"mcpServers\": {{ \"{name}\": {{ \"httpUrl\": \"{mcp_url}\", \"timeout\": {timeout}000 }} }} }}\n"
+                    ),
+                },
+                Step {
+                    label: "A host that acquires the token itself (the variable is resolved from the environment; never commit the resolved file)",
+                    language: "json",
+                    text: format!(
+                        "{{ \"mcpServers\": {{ \"{name}\": {{ \"httpUrl\": \"{mcp_url}\",\n  \
+                         \"headers\": {{ \"Authorization\": \"Bearer ${env}\" }}, \"timeout\": {timeout}000 }} }} }}\n"
+                    ),
+                },
+            ],
+        },
+    ]
+}
+
+pub const README_BEGIN: &str = "<!-- clients:begin (generated from core/src/domain/clients.rs; do not edit) -->\n";
+pub const README_END: &str = "<!-- clients:end -->";
+
+/// The README's block (between [`README_BEGIN`] and [`README_END`]), with the placeholder URL.
+pub fn readme_section() -> String {
+    let mut out = String::from(README_BEGIN);
+    for c in client_setups(README_MCP_URL) {
+        out.push_str(&format!("\n#### {}\n\n{}", c.name, c.works));
+        if c.needs_public_https {
+            out.push_str(" Needs a deployed https URL: a loopback server cannot be reached.");
+        }
+        out.push('\n');
+        for s in &c.steps {
+            out.push_str(&format!("\n{}:\n\n```{}\n{}```\n", s.label, s.language, s.text));
+        }
+    }
+    out.push('\n');
+    out.push_str(README_END);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn client<'a>(all: &'a [ClientSetup], id: &str) -> &'a ClientSetup {
+        all.iter().find(|c| c.id == id).unwrap_or_else(|| panic!("{id} missing"))
+    }
+
+    fn all_text(c: &ClientSetup) -> String {
+        c.steps.iter().map(|s| s.text.as_str()).collect()
+    }
+
+    #[test]
+    fn every_client_the_contract_names_is_in_the_table() {
+        let all = client_setups("https://h.example/mcp");
+        for id in ["codex", "claude-code", "chatgpt", "openai-responses", "gemini-interactions", "gemini-cli"] {
+            client(&all, id);
+        }
+        assert_eq!(all.len(), 6);
+        for c in &all {
+            assert!(all_text(c).contains("https://h.example/mcp"), "{} names the URL", c.id);
+            assert!(!all_text(c).contains("eyJ"), "{} carries no token", c.id);
+        }
+    }
+
+    #[test]
+    fn codex_configures_oauth_resource_scopes_tools_and_timeout_then_logs_in() {
+        let all = client_setups("https://h.example/mcp");
+        let text = all_text(client(&all, "codex"));
+        for needle in [
+            "[mcp_servers.helix]",
+            "url = \"https://h.example/mcp\"",
+            "oauth_resource = \"https://h.example/mcp\"",
+            "scopes = [",
+            "\"helix.agent_runs.write\"",
+            "enabled_tools = [",
+            "\"helix_run_start\"",
+            "tool_timeout_sec = 360",
+            "codex mcp login helix",
+            "bearer_token_env_var = \"CASIMIRBOT_MCP_ACCESS_TOKEN\"",
+        ] {
+            assert!(text.contains(needle), "{needle} in {text}");
+        }
+        for tool in RUN_TOOLS {
+            assert!(text.contains(&format!("  \"{tool}\",\n")), "{tool} enabled");
+        }
+    }
+
+    #[test]
+    fn responses_requires_approval_always_and_gemini_names_are_hyphen_free() {
+        let all = client_setups("https://h.example/mcp");
+        let responses = all_text(client(&all, "openai-responses"));
+        assert!(responses.contains("require_approval: \"always\""), "{responses}");
+        assert!(!responses.contains("never"));
+        let gemini = all_text(client(&all, "gemini-interactions"));
+        assert!(gemini.contains("type: \"mcp_server\"") && gemini.contains("name: \"helix\""), "{gemini}");
+        assert!(!SERVER_NAME.contains('-'));
+        assert!(
+            client(&all, "chatgpt").needs_public_https
+                && !client(&all, "chatgpt").available_at("http://127.0.0.1:9000/mcp")
+        );
+        assert!(client(&all, "codex").available_at("http://127.0.0.1:9000/mcp"));
+    }
+
+    #[test]
+    fn the_json_snippets_parse() {
+        let all = client_setups("https://h.example/mcp");
+        for c in &all {
+            for s in c.steps.iter().filter(|s| s.language == "json") {
+                serde_json::from_str::<serde_json::Value>(&s.text)
+                    .unwrap_or_else(|e| panic!("{}: {e}\n{}", c.id, s.text));
+            }
+        }
+    }
+
+    #[test]
+    fn the_readme_block_is_what_the_table_renders() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md");
+        let readme = std::fs::read_to_string(path).expect("README");
+        let expected = readme_section();
+        let begin = readme.find(README_BEGIN).expect("README has the clients:begin marker");
+        let end =
+            readme[begin..].find(README_END).expect("README has the clients:end marker") + begin + README_END.len();
+        if std::env::var_os("HELIX_UPDATE_README").is_some() {
+            std::fs::write(path, format!("{}{expected}{}", &readme[..begin], &readme[end..])).unwrap();
+            return;
+        }
+        assert!(
+            readme[begin..end] == expected,
+            "the README's MCP clients block differs from core/src/domain/clients.rs \
+             (rerun with HELIX_UPDATE_README=1 to regenerate); expected:\n{expected}"
+        );
+    }
+}
