@@ -8,6 +8,7 @@
 pub mod account;
 pub mod admission;
 pub mod agent_runs;
+pub mod dev_auth;
 pub mod dev_oidc;
 pub mod discovery;
 #[cfg(test)]
