@@ -199,6 +199,7 @@ impl TestApp {
             ("CASIMIR_PUBLIC_BASE_URL", base.as_str()),
             ("HELIX_AGENT_OAUTH_JWKS_URL", jwks.as_str()),
             ("HELIX_AGENT_OAUTH_ALGORITHMS", "ES256"),
+            ("HELIX_AGENT_OAUTH_AUTHORIZATION_SERVERS", base.as_str()),
         ];
         Self::spawn_on(listener, backend, &vars).await
     }

@@ -72,6 +72,8 @@ fn local_config(data_dir: &Path, addr: Option<SocketAddr>) -> anyhow::Result<Con
             "CASIMIR_PUBLIC_BASE_URL" => base.clone(),
             "HELIX_AGENT_OAUTH_JWKS_URL" => jwks.clone(),
             "HELIX_AGENT_OAUTH_ALGORITHMS" => jwks.as_ref().map(|_| "ES256".into()),
+            // The protected-resource metadata names the development issuer (the base URL).
+            "HELIX_AGENT_OAUTH_AUTHORIZATION_SERVERS" => jwks.as_ref().and(base.clone()),
             _ => None,
         })
     };

@@ -560,6 +560,12 @@ async fn serve_keeps_the_dev_issuer_key_in_the_data_dir_and_publishes_its_jwks()
         assert_eq!(set["keys"][0]["alg"], "ES256", "{set}");
         assert!(set["keys"][0].get("d").is_none(), "no private part");
         kids.push(kid(&set));
+        let base = format!("http://127.0.0.1:{port}");
+        let get = |path: &str| reqwest::get(format!("{base}{path}"));
+        let prm: Value = get("/.well-known/oauth-protected-resource/mcp").await.unwrap().json().await.unwrap();
+        assert_eq!(prm["authorization_servers"], json!([base]), "the resource names the development issuer");
+        let meta: Value = get("/.well-known/oauth-authorization-server").await.unwrap().json().await.unwrap();
+        assert_eq!(meta["issuer"], base);
         // A `helix dev-token` (local HS256) still works beside the JWKS path.
         let res = reqwest::Client::new()
             .get(format!("http://127.0.0.1:{port}/api/v1/agent-runs/run_abcdefgh12"))

@@ -60,3 +60,41 @@ async fn a_dev_issuer_token_verifies_through_the_jwks_path_and_a_tampered_one_is
         assert_eq!(body["error"]["code"], "invalid_token", "{name}");
     }
 }
+
+#[tokio::test]
+async fn the_dev_issuer_metadata_is_served_at_every_path_clients_probe() {
+    let app = TestApp::spawn_dev_issuer(Backend::Embedded).await;
+    let base = app.base.clone();
+    for path in [
+        "/.well-known/oauth-authorization-server",
+        "/.well-known/oauth-authorization-server/mcp",
+        "/.well-known/openid-configuration",
+        "/.well-known/openid-configuration/mcp",
+        "/mcp/.well-known/openid-configuration",
+    ] {
+        let (status, m) = read(app.http.get(format!("{base}{path}")).send().await.unwrap()).await;
+        assert_eq!(status, 200, "{path}");
+        assert_eq!(m["issuer"], base, "{path}");
+        for (field, end) in [
+            ("authorization_endpoint", "/authorize"),
+            ("token_endpoint", "/token"),
+            ("registration_endpoint", "/register"),
+            ("jwks_uri", JWKS_PATH),
+        ] {
+            assert_eq!(m[field], format!("{base}{end}"), "{path} {field}");
+        }
+        assert_eq!(m["code_challenge_methods_supported"], json!(["S256"]));
+        assert_eq!(m["grant_types_supported"], json!(["authorization_code", "refresh_token"]));
+        assert_eq!(m["token_endpoint_auth_methods_supported"], json!(["none"]));
+        assert_eq!(m["response_types_supported"], json!(["code"]));
+        let scopes: Vec<&str> = m["scopes_supported"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+        for s in ["offline_access", "helix.agent_runs.read", "helix.rooms.manage"] {
+            assert!(scopes.contains(&s), "{path} {s}");
+        }
+        assert!(m.get("authorization_response_iss_parameter_supported").is_none(), "{path}");
+    }
+    // The protected resource names this issuer.
+    let (_, prm) =
+        read(app.http.get(format!("{base}/.well-known/oauth-protected-resource/mcp")).send().await.unwrap()).await;
+    assert_eq!(prm["authorization_servers"], json!([base]));
+}

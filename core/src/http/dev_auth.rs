@@ -16,10 +16,25 @@ use serde_json::{Value, json};
 
 use super::{AppState, Group, pipeline};
 use crate::config::Mode;
+use crate::domain::scopes::all_oauth_scopes;
 use crate::domain::sha256_hex;
 
 /// Where the key set of the development issuer is published.
 pub const JWKS_PATH: &str = "/oauth/jwks";
+/// Its endpoints, on the issuer (the local base URL).
+pub const AUTHORIZE_PATH: &str = "/authorize";
+pub const TOKEN_PATH: &str = "/token";
+pub const REGISTER_PATH: &str = "/register";
+
+/// Where clients look for the issuer's metadata: RFC 8414, its OpenID alias, and the
+/// path-suffixed forms clients derive from the MCP URL.
+pub const METADATA_PATHS: [&str; 5] = [
+    "/.well-known/oauth-authorization-server",
+    "/.well-known/oauth-authorization-server/mcp",
+    "/.well-known/openid-configuration",
+    "/.well-known/openid-configuration/mcp",
+    "/mcp/.well-known/openid-configuration",
+];
 
 /// The development issuer's ES256 (P-256) signing key.
 pub struct DevAuthKey {
@@ -84,16 +99,62 @@ pub fn router(state: AppState, key: Arc<DevAuthKey>) -> Option<Router> {
     if state.services.config.mode != Mode::Development {
         return None;
     }
+    let issuer = DevIssuer { app: state.clone(), key };
+    let mut router = Router::new().route(JWKS_PATH, get(jwks));
+    for path in METADATA_PATHS {
+        router = router.route(path, get(metadata));
+    }
     Some(
-        Router::new()
-            .route(JWKS_PATH, get(jwks))
+        router
             .layer(axum::middleware::from_fn_with_state((state.clone(), Group::Discovery), pipeline))
-            .with_state(key),
+            .with_state(issuer),
     )
 }
 
-async fn jwks(State(key): State<Arc<DevAuthKey>>) -> Json<Value> {
-    Json(key.jwks())
+#[derive(Clone)]
+struct DevIssuer {
+    app: AppState,
+    key: Arc<DevAuthKey>,
+}
+
+/// The issuer identifier: the local base URL.
+pub fn issuer_url(state: &AppState) -> String {
+    state.services.config.public_base_url.clone()
+}
+
+/// The RFC 8414 document. `authorization_response_iss_parameter_supported` is left out
+/// on purpose: a client that drops `iss` from the callback would otherwise be refused.
+pub fn metadata_document(state: &AppState) -> Value {
+    let iss = issuer_url(state);
+    let mut scopes = all_oauth_scopes();
+    scopes.push(OFFLINE_ACCESS);
+    json!({
+        "issuer": iss,
+        "authorization_endpoint": format!("{iss}{AUTHORIZE_PATH}"),
+        "token_endpoint": format!("{iss}{TOKEN_PATH}"),
+        "registration_endpoint": format!("{iss}{REGISTER_PATH}"),
+        "jwks_uri": format!("{iss}{JWKS_PATH}"),
+        "response_types_supported": ["code"],
+        "response_modes_supported": ["query"],
+        "grant_types_supported": ["authorization_code", "refresh_token"],
+        "code_challenge_methods_supported": ["S256"],
+        "token_endpoint_auth_methods_supported": ["none"],
+        "scopes_supported": scopes,
+        "subject_types_supported": ["public"],
+        "id_token_signing_alg_values_supported": ["ES256"],
+        "service_documentation": format!("{iss}/agent-access"),
+    })
+}
+
+/// The scope that asks for a refresh token.
+pub const OFFLINE_ACCESS: &str = "offline_access";
+
+async fn metadata(State(issuer): State<DevIssuer>) -> Json<Value> {
+    Json(metadata_document(&issuer.app))
+}
+
+async fn jwks(State(issuer): State<DevIssuer>) -> Json<Value> {
+    Json(issuer.key.jwks())
 }
 
 #[cfg(test)]
