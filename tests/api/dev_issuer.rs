@@ -98,3 +98,96 @@ async fn the_dev_issuer_metadata_is_served_at_every_path_clients_probe() {
         read(app.http.get(format!("{base}/.well-known/oauth-protected-resource/mcp")).send().await.unwrap()).await;
     assert_eq!(prm["authorization_servers"], json!([base]));
 }
+
+async fn register(app: &TestApp, body: Value) -> (u16, Value) {
+    read(app.http.post(format!("{}/register", app.base)).json(&body).send().await.unwrap()).await
+}
+
+on_both_backends!(public_loopback_clients_register_and_are_kept_in_the_store);
+async fn public_loopback_clients_register_and_are_kept_in_the_store(backend: Backend) {
+    let app = TestApp::spawn_dev_issuer(backend).await;
+    for (name, redirect) in [
+        ("Codex", "http://127.0.0.1:49321/callback/abc123"),
+        ("Claude Code", "http://localhost:33418/callback"),
+        ("Inspector", "http://[::1]:6274/oauth/callback"),
+    ] {
+        let (status, c) = register(
+            &app,
+            json!({
+                "client_name": name, "redirect_uris": [redirect],
+                "grant_types": ["authorization_code", "refresh_token"], "response_types": ["code"],
+                "token_endpoint_auth_method": "none", "scope": "helix.agent_runs.read offline_access",
+                "client_uri": "https://example.com", "software_id": "ignored"
+            }),
+        )
+        .await;
+        assert_eq!(status, 201, "{name}: {c}");
+        assert_eq!(c["client_name"], name);
+        assert_eq!(c["redirect_uris"], json!([redirect]));
+        assert_eq!(c["token_endpoint_auth_method"], "none");
+        assert!(c.get("client_secret").is_none(), "public clients get no secret");
+        assert!(c.get("client_uri").is_none(), "unknown metadata is ignored, not echoed");
+        let id = c["client_id"].as_str().unwrap();
+        let stored = helix_core::service::records::oauth_clients::get_client(app.state.services.store.as_ref(), id)
+            .await
+            .unwrap()
+            .expect("the registration is stored");
+        assert_eq!(stored.redirect_uris, vec![redirect.to_string()]);
+        assert!(stored.expires_at > stored.issued_at, "registrations expire");
+    }
+    // Without grant_types, the default is authorization_code.
+    let (status, c) = register(&app, json!({ "redirect_uris": ["http://127.0.0.1:1/cb"] })).await;
+    assert_eq!((status, &c["grant_types"]), (201, &json!(["authorization_code"])));
+}
+
+#[tokio::test]
+async fn registrations_outside_the_public_loopback_profile_are_typed_rfc7591_errors() {
+    let app = TestApp::spawn_dev_issuer(Backend::Embedded).await;
+    let cases = [
+        (json!({ "redirect_uris": ["https://evil.example.com/cb"] }), "invalid_redirect_uri"),
+        (json!({ "redirect_uris": ["http://example.com:8080/cb"] }), "invalid_redirect_uri"),
+        (json!({ "redirect_uris": ["http://localhost.evil.com/cb"] }), "invalid_redirect_uri"),
+        (json!({ "redirect_uris": ["http://127.0.0.1:1/cb#x"] }), "invalid_redirect_uri"),
+        (json!({ "redirect_uris": [] }), "invalid_redirect_uri"),
+        (json!({ "client_name": "no redirects" }), "invalid_redirect_uri"),
+        (
+            json!({ "redirect_uris": ["http://127.0.0.1:1/cb"], "token_endpoint_auth_method": "client_secret_basic" }),
+            "invalid_client_metadata",
+        ),
+        (json!({ "redirect_uris": ["http://127.0.0.1:1/cb"], "grant_types": ["implicit"] }), "invalid_client_metadata"),
+        (json!({ "redirect_uris": ["http://127.0.0.1:1/cb"], "response_types": ["token"] }), "invalid_client_metadata"),
+        (json!({ "redirect_uris": ["http://127.0.0.1:1/cb"], "scope": "admin" }), "invalid_client_metadata"),
+        (json!({ "redirect_uris": ["http://127.0.0.1:1/cb"], "client_name": 7 }), "invalid_client_metadata"),
+        (json!(["not", "an", "object"]), "invalid_client_metadata"),
+    ];
+    for (body, code) in cases {
+        let (status, e) = register(&app, body.clone()).await;
+        assert_eq!(status, 400, "{body}");
+        assert_eq!(e["error"], code, "{body}: {e}");
+        assert!(e["error_description"].as_str().is_some_and(|d| !d.is_empty()), "{body}");
+    }
+    let res = app.http.post(format!("{}/register", app.base)).body("{not json").send().await.unwrap();
+    let (status, e) = read(res).await;
+    assert_eq!((status, e["error"].as_str()), (400, Some("invalid_client_metadata")));
+}
+
+#[tokio::test]
+async fn registrations_are_bounded_per_hour() {
+    let app = TestApp::spawn_dev_issuer(Backend::Embedded).await;
+    let body = json!({ "redirect_uris": ["http://127.0.0.1:1/cb"] });
+    let max = helix_core::http::dev_register::MAX_REGISTRATIONS_PER_HOUR;
+    let hour = || chrono::Utc::now().timestamp().div_euclid(3600);
+    let started = hour();
+    let mut accepted = 0;
+    for _ in 0..=max {
+        let (status, e) = register(&app, body.clone()).await;
+        match status {
+            201 => accepted += 1,
+            400 => assert_eq!(e["error"], "invalid_client_metadata", "{e}"),
+            other => panic!("unexpected {other}: {e}"),
+        }
+    }
+    if hour() == started {
+        assert_eq!(accepted, max, "the hour's bound holds");
+    } // else an hour boundary fell inside the loop and reset the counter: no verdict.
+}

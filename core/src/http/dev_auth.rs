@@ -100,7 +100,9 @@ pub fn router(state: AppState, key: Arc<DevAuthKey>) -> Option<Router> {
         return None;
     }
     let issuer = DevIssuer { app: state.clone(), key };
-    let mut router = Router::new().route(JWKS_PATH, get(jwks));
+    let mut router = Router::new()
+        .route(JWKS_PATH, get(jwks))
+        .route(REGISTER_PATH, axum::routing::post(super::dev_register::register));
     for path in METADATA_PATHS {
         router = router.route(path, get(metadata));
     }
@@ -115,6 +117,12 @@ pub fn router(state: AppState, key: Arc<DevAuthKey>) -> Option<Router> {
 struct DevIssuer {
     app: AppState,
     key: Arc<DevAuthKey>,
+}
+
+impl axum::extract::FromRef<DevIssuer> for AppState {
+    fn from_ref(issuer: &DevIssuer) -> AppState {
+        issuer.app.clone()
+    }
 }
 
 /// The issuer identifier: the local base URL.
