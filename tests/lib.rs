@@ -34,10 +34,19 @@ pub struct TestApp {
     pub state: AppState,
     pub executor: Arc<ScriptedExecutor>,
     pub http: reqwest::Client,
+    /// The development issuer's signing key (its JWKS is served at `dev_auth::JWKS_PATH`).
+    pub dev_key: Arc<helix_core::http::dev_auth::DevAuthKey>,
     _dir: tempfile::TempDir,
 }
 
 pub fn compose(state: AppState) -> axum::Router {
+    let key =
+        helix_core::http::dev_auth::DevAuthKey::from_pkcs8(&helix_core::http::dev_auth::DevAuthKey::generate_pkcs8());
+    compose_with(state, Arc::new(key.expect("a generated key")))
+}
+
+/// [`compose`] with the development issuer signing with `dev_key`.
+pub fn compose_with(state: AppState, dev_key: Arc<helix_core::http::dev_auth::DevAuthKey>) -> axum::Router {
     let mut app = helix_agent_runs::routes(state.clone())
         .merge(helix_discovery::routes(state.clone()))
         .merge(helix_mcp::routes(state.clone()))
@@ -46,6 +55,9 @@ pub fn compose(state: AppState) -> axum::Router {
         .merge(helix_ingress::routes(state.clone()));
     if let Some(dev) = helix_core::http::dev_oidc::router(state.clone()) {
         app = app.merge(dev);
+    }
+    if let Some(issuer) = helix_core::http::dev_auth::router(state.clone(), dev_key) {
+        app = app.merge(issuer);
     }
     app.fallback_service(helix_core::http::fallback_router(state))
 }
@@ -177,6 +189,21 @@ impl TestApp {
         Self::spawn_on(listener, backend, &vars).await
     }
 
+    /// A live server ([`Self::spawn_live`]) whose resource server verifies tokens of the
+    /// development issuer through the JWKS path (ES256 at its own `dev_auth::JWKS_PATH`).
+    pub async fn spawn_dev_issuer(backend: Backend) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let jwks = format!("{base}{}", helix_core::http::dev_auth::JWKS_PATH);
+        let vars = [
+            ("CASIMIR_PUBLIC_BASE_URL", base.as_str()),
+            ("HELIX_AGENT_OAUTH_JWKS_URL", jwks.as_str()),
+            ("HELIX_AGENT_OAUTH_ALGORITHMS", "ES256"),
+            ("HELIX_AGENT_OAUTH_AUTHORIZATION_SERVERS", base.as_str()),
+        ];
+        Self::spawn_on(listener, backend, &vars).await
+    }
+
     /// A server whose turns run on `executor` instead of the scripted one (the scripted
     /// executor stays in `executor` and is never called).
     pub async fn spawn_with_executor(
@@ -226,14 +253,20 @@ impl TestApp {
             Arc::new(FaultyStore { inner: store_for(backend, dir.path()).await, faults: faults.clone() });
         let turns = turn_executor.unwrap_or_else(|| executor.clone());
         let state = helix_core::wiring::app_state(config, store, turns);
-        let app = compose(state.clone());
+        let dev_key = Arc::new(
+            helix_core::http::dev_auth::DevAuthKey::from_pkcs8(
+                &helix_core::http::dev_auth::DevAuthKey::generate_pkcs8(),
+            )
+            .expect("a generated key"),
+        );
+        let app = compose_with(state.clone(), dev_key.clone());
         let base = format!("http://{}", listener.local_addr().unwrap());
         let limits = state.services.config.server;
         // The same socket server as `helix serve`: its limits are part of what is tested.
         tokio::spawn(async move {
             helix_core::http::server::serve(listener, app, limits, std::future::pending()).await.unwrap()
         });
-        TestApp { base, faults, state, executor, http: reqwest::Client::new(), _dir: dir }
+        TestApp { base, faults, state, executor, http: reqwest::Client::new(), dev_key, _dir: dir }
     }
 
     /// Links (trusted path) and mints a token for the principal.

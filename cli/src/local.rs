@@ -12,6 +12,7 @@ use helix_core::domain::random_hex;
 use helix_core::executor::TurnExecutor;
 use helix_core::executor::local::LocalExecutor;
 use helix_core::http::AppState;
+use helix_core::http::dev_auth::{self, DevAuthKey};
 use helix_core::service::accounts::LinkIdentity;
 use helix_core::store::Store;
 
@@ -21,6 +22,7 @@ pub const DEV_SUBJECT: &str = "dev-user";
 pub const DEV_TENANT: &str = "dev-tenant";
 const SIGNER_ISSUER: &str = "helix-local-executor";
 const SIGNER_KEY_ID: &str = "local-1";
+const DEV_ISSUER_KEY_FILE: &str = "dev-issuer-es256.key";
 
 /// The sample corpus shipped with the binary (used when --corpus is not given).
 const SAMPLE_CORPUS: &[(&str, &str)] = &include!(concat!(env!("OUT_DIR"), "/corpus.rs"));
@@ -59,12 +61,19 @@ fn secret_file(dir: &Path, name: &str, make: impl FnOnce() -> String) -> anyhow:
 fn local_config(data_dir: &Path, addr: Option<SocketAddr>) -> anyhow::Result<Config> {
     let secret = secret_file(data_dir, "local-hs256.secret", || random_hex(32))?;
     let base = addr.map(|a| format!("http://{a}"));
+    // `helix serve` on loopback hosts the development issuer: its tokens verify through
+    // the JWKS path (ES256); the local HS256 secret stays for `helix dev-token`.
+    let jwks = addr.filter(|a| a.ip().is_loopback()).map(|a| format!("http://{a}{}", dev_auth::JWKS_PATH));
     let lookup = move |name: &str| -> Option<String> {
         std::env::var(name).ok().or_else(|| match name {
             "HELIX_AGENT_ALLOW_LOCAL_HS256" => Some("1".into()),
             "HELIX_AGENT_LOCAL_JWT_SECRET" => Some(secret.clone()),
             "HELIX_AGENT_DATABASE_SCOPES" => Some("research_library".into()),
             "CASIMIR_PUBLIC_BASE_URL" => base.clone(),
+            "HELIX_AGENT_OAUTH_JWKS_URL" => jwks.clone(),
+            "HELIX_AGENT_OAUTH_ALGORITHMS" => jwks.as_ref().map(|_| "ES256".into()),
+            // The protected-resource metadata names the development issuer (the base URL).
+            "HELIX_AGENT_OAUTH_AUTHORIZATION_SERVERS" => jwks.as_ref().and(base.clone()),
             _ => None,
         })
     };
@@ -115,9 +124,21 @@ fn local_signer(data_dir: &Path) -> anyhow::Result<TerminalSigner> {
 }
 
 fn hex_seed(s: &str) -> Option<[u8; 32]> {
-    let bytes: Vec<u8> =
-        (0..s.len()).step_by(2).map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok()).collect::<Option<_>>()?;
-    bytes.try_into().ok()
+    hex_bytes(s)?.try_into().ok()
+}
+
+fn hex_bytes(s: &str) -> Option<Vec<u8>> {
+    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok()).collect()
+}
+
+/// The development issuer's ES256 key: generated once into the data dir (0600, PKCS#8
+/// as hex), so tokens it signed stay valid across restarts.
+pub fn dev_issuer_key(data_dir: &Path) -> anyhow::Result<DevAuthKey> {
+    let hex = secret_file(data_dir, DEV_ISSUER_KEY_FILE, || {
+        DevAuthKey::generate_pkcs8().iter().map(|b| format!("{b:02x}")).collect()
+    })?;
+    let der = hex_bytes(&hex).with_context(|| format!("{DEV_ISSUER_KEY_FILE} is not hex"))?;
+    DevAuthKey::from_pkcs8(&der).map_err(|e| anyhow::anyhow!("{DEV_ISSUER_KEY_FILE}: {e}"))
 }
 
 fn executor(config: &mut Config, data_dir: &Path, corpus: Option<PathBuf>) -> anyhow::Result<Arc<dyn TurnExecutor>> {
@@ -149,8 +170,20 @@ pub fn compose(state: AppState) -> axum::Router {
         .fallback_service(helix_core::http::fallback_router(state))
 }
 
-/// The development OpenID provider, hosted only in development and only on loopback.
-fn with_dev_provider(app: axum::Router, state: &AppState, addr: SocketAddr) -> anyhow::Result<axum::Router> {
+/// The development OpenID provider and the development issuer for agents, hosted only
+/// in development and only on loopback (the issuer is left out elsewhere).
+fn with_dev_provider(
+    mut app: axum::Router,
+    state: &AppState,
+    addr: SocketAddr,
+    data_dir: &Path,
+) -> anyhow::Result<axum::Router> {
+    if addr.ip().is_loopback() {
+        let key = Arc::new(dev_issuer_key(data_dir)?);
+        if let Some(issuer) = dev_auth::router(state.clone(), key) {
+            app = issuer.merge(app);
+        }
+    }
     let Some(dev) = helix_core::http::dev_oidc::router(state.clone()) else { return Ok(app) };
     if !addr.ip().is_loopback() {
         bail!(
@@ -173,7 +206,7 @@ pub async fn serve(addr: SocketAddr, args: &StoreArgs, corpus: Option<PathBuf>) 
     let token = mint(&state, DEV_SUBJECT, DEV_TENANT, &default_scopes(), 12 * 3600).await?;
 
     let limits = state.services.config.server;
-    let app = with_dev_provider(compose(state.clone()), &state, addr)?;
+    let app = with_dev_provider(compose(state.clone()), &state, addr, &args.data_dir)?;
     let url = format!("http://{addr}");
     println!("Helix Agent API (development, {} store) listening on {url}", store_name(args));
     println!("Development bearer token (subject {DEV_SUBJECT}, tenant {DEV_TENANT}, valid 12 h):");

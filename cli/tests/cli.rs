@@ -542,3 +542,55 @@ async fn account_policy_is_shown_and_set_by_the_operator_and_applies_on_the_next
     let _server = serve(dir.path(), port).await;
     assert_eq!(bindings(port, cookie.trim()).await.0, 200);
 }
+
+/// The development issuer's key is generated once into the data dir (owner-only) and its
+/// public half is published at the JWKS URL; a restart keeps the same key.
+#[tokio::test]
+async fn serve_keeps_the_dev_issuer_key_in_the_data_dir_and_publishes_its_jwks() {
+    let dir = tempfile::tempdir().unwrap();
+    let kid = |set: &serde_json::Value| set["keys"][0]["kid"].as_str().unwrap().to_owned();
+    let mut kids = Vec::new();
+    for _ in 0..2 {
+        // Minted before serve holds the embedded store.
+        let token = support::dev_token(dir.path(), "dev-user", "dev-tenant");
+        let port = free_port();
+        let _server = serve(dir.path(), port).await;
+        let set: serde_json::Value =
+            reqwest::get(format!("http://127.0.0.1:{port}/oauth/jwks")).await.unwrap().json().await.unwrap();
+        assert_eq!(set["keys"][0]["alg"], "ES256", "{set}");
+        assert!(set["keys"][0].get("d").is_none(), "no private part");
+        kids.push(kid(&set));
+        let base = format!("http://127.0.0.1:{port}");
+        let get = |path: &str| reqwest::get(format!("{base}{path}"));
+        let prm: Value = get("/.well-known/oauth-protected-resource/mcp").await.unwrap().json().await.unwrap();
+        assert_eq!(prm["authorization_servers"], json!([base]), "the resource names the development issuer");
+        let meta: Value = get("/.well-known/oauth-authorization-server").await.unwrap().json().await.unwrap();
+        assert_eq!(meta["issuer"], base);
+        // A `helix dev-token` (local HS256) still works beside the JWKS path.
+        let res = reqwest::Client::new()
+            .get(format!("http://127.0.0.1:{port}/api/v1/agent-runs/run_abcdefgh12"))
+            .bearer_auth(token)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 404, "authenticated, then no such run");
+    }
+    assert_eq!(kids[0], kids[1], "the key survives a restart");
+    let meta = std::fs::metadata(dir.path().join("dev-issuer-es256.key")).unwrap();
+    #[cfg(unix)]
+    assert_eq!(std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o777, 0o600);
+}
+
+#[test]
+fn serve_is_refused_in_production_before_any_dev_issuer_key_exists() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(support::BIN)
+        .args(["serve", "--addr", "127.0.0.1:0", "--data-dir"])
+        .arg(dir.path())
+        .env("HELIX_ENV", "production")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("production"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!dir.path().join("dev-issuer-es256.key").exists());
+}

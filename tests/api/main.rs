@@ -19,6 +19,7 @@ mod account;
 mod approval;
 mod auth;
 mod chat_context;
+mod dev_issuer;
 mod lambda_events;
 mod lanes;
 mod lifecycle;

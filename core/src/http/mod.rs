@@ -8,7 +8,9 @@
 pub mod account;
 pub mod admission;
 pub mod agent_runs;
+pub mod dev_auth;
 pub mod dev_oidc;
+pub mod dev_register;
 pub mod discovery;
 #[cfg(test)]
 mod fuzz;

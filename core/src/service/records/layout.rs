@@ -62,9 +62,15 @@ pub const SOURCE_ITEMS: &[ItemLayout] = &[
 /// Per-minute rate-limit counters (shared store only).
 pub const LIMIT_ITEMS: &[ItemLayout] = &[row("rate-limit window", "RL#<sha256(window key)>#<minute>", "RL")];
 
+/// Clients registered with the development issuer, and the hourly registration count.
+pub const OAUTH_ITEMS: &[ItemLayout] = &[
+    row("registered OAuth client", "OAUTHCLIENT#<client_id>", "CLIENT"),
+    row("client registration counter", "OAUTHREG#<hour>", "COUNT"),
+];
+
 /// Every item kind the service writes.
 pub fn all() -> Vec<ItemLayout> {
-    [RUN_ITEMS, ACCOUNT_ITEMS, ROOM_ITEMS, SOURCE_ITEMS, LIMIT_ITEMS].concat()
+    [RUN_ITEMS, ACCOUNT_ITEMS, ROOM_ITEMS, SOURCE_ITEMS, LIMIT_ITEMS, OAUTH_ITEMS].concat()
 }
 
 #[cfg(test)]

@@ -15,6 +15,7 @@ pub mod bound_room;
 pub mod idempotent;
 pub mod layout;
 pub mod limits;
+pub mod oauth_clients;
 pub mod observations;
 pub mod probes;
 pub mod receipts;
