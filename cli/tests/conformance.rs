@@ -87,6 +87,23 @@ fn loopback(h: &Helix) -> Vec<(&str, String)> {
     ]
 }
 
+/// The probe's settings with an access token and a Gemini key whose provider is `gemini`.
+fn with_gemini<'a>(h: &'a Helix, gemini: &Fake) -> Vec<(&'a str, String)> {
+    let mut env = loopback(h);
+    env.extend([
+        ("CASIMIRBOT_MCP_ACCESS_TOKEN", h.token.clone()),
+        ("GEMINI_API_KEY", GEMINI_KEY.into()),
+        ("CASIMIRBOT_MCP_CONFORMANCE_GEMINI_BASE_URL", gemini.base()),
+    ]);
+    env
+}
+
+/// `helix_run_start` over MCP under the idempotency key the fake Gemini model proposes.
+async fn start_under_the_models_key(h: &Helix) -> Value {
+    let call = json!({ "name": "helix_run_start", "arguments": proposed_args("fake-gemini-run-0001", 1) });
+    mcp(&format!("{}/mcp", h.base), &h.token, "tools/call", call).await
+}
+
 fn refs<'a>(env: &'a [(&'a str, String)]) -> Vec<(&'a str, &'a str)> {
     env.iter().map(|(k, v)| (*k, v.as_str())).collect()
 }
@@ -329,13 +346,8 @@ async fn the_openai_invocation_offers_one_tool_and_creates_one_bounded_run() {
 async fn the_gemini_invocation_declares_one_function_and_the_probe_runs_its_one_call() {
     let h = helix().await;
     let gemini = fake(gemini_behaviour).await;
-    let mut env = loopback(&h);
-    env.extend([
-        ("CASIMIRBOT_MCP_ACCESS_TOKEN", h.token.clone()),
-        ("GEMINI_API_KEY", GEMINI_KEY.into()),
-        ("GEMINI_MODEL", "gemini-test".into()),
-        ("CASIMIRBOT_MCP_CONFORMANCE_GEMINI_BASE_URL", gemini.base()),
-    ]);
+    let mut env = with_gemini(&h, &gemini);
+    env.push(("GEMINI_MODEL", "gemini-test".into()));
     let p = probe(&refs(&env)).await;
     assert!(p.ok, "{}", p.stdout);
     assert_eq!(p.status("gemini_function_call_invocation"), "pass");
@@ -355,13 +367,7 @@ async fn the_gemini_invocation_declares_one_function_and_the_probe_runs_its_one_
     assert_never_continued(&created);
 
     // The model's key was used exactly once: replaying it over MCP answers the same run.
-    let replay = mcp(
-        &format!("{}/mcp", h.base),
-        &h.token,
-        "tools/call",
-        json!({ "name": "helix_run_start", "arguments": proposed_args("fake-gemini-run-0001", 1) }),
-    )
-    .await;
+    let replay = start_under_the_models_key(&h).await;
     assert_eq!(replay["result"]["structuredContent"]["run_id"], run_id.as_str());
     assert_never_continued(&run(&h, &run_id).await);
     assert_no_secret(&p, &[&h.token, GEMINI_KEY]);
@@ -371,24 +377,13 @@ async fn the_gemini_invocation_declares_one_function_and_the_probe_runs_its_one_
 async fn a_call_outside_the_one_step_budget_is_not_executed() {
     let h = helix().await;
     let gemini = fake(gemini_over_budget).await;
-    let mut env = loopback(&h);
-    env.extend([
-        ("CASIMIRBOT_MCP_ACCESS_TOKEN", h.token.clone()),
-        ("GEMINI_API_KEY", GEMINI_KEY.into()),
-        ("CASIMIRBOT_MCP_CONFORMANCE_GEMINI_BASE_URL", gemini.base()),
-    ]);
+    let env = with_gemini(&h, &gemini);
     let p = probe(&refs(&env)).await;
     assert!(!p.ok);
     assert_eq!(p.status("gemini_function_call_invocation"), "fail");
     assert!(p.check("gemini_function_call_invocation")["reason"].as_str().unwrap().contains("not executed"));
     // No run holds the model's key: another request under it is a new run, not a conflict.
-    let fresh = mcp(
-        &format!("{}/mcp", h.base),
-        &h.token,
-        "tools/call",
-        json!({ "name": "helix_run_start", "arguments": proposed_args("fake-gemini-run-0001", 1) }),
-    )
-    .await;
+    let fresh = start_under_the_models_key(&h).await;
     assert_ne!(fresh["result"]["isError"], true, "{fresh}");
     assert_eq!(fresh["result"]["structuredContent"]["version"], 1, "{fresh}");
 }
@@ -397,12 +392,7 @@ async fn a_call_outside_the_one_step_budget_is_not_executed() {
 async fn a_provider_error_quoting_a_key_is_redacted_from_the_whole_report() {
     let h = helix().await;
     let gemini = fake(gemini_echoes_the_key).await;
-    let mut env = loopback(&h);
-    env.extend([
-        ("CASIMIRBOT_MCP_ACCESS_TOKEN", h.token.clone()),
-        ("GEMINI_API_KEY", GEMINI_KEY.into()),
-        ("CASIMIRBOT_MCP_CONFORMANCE_GEMINI_BASE_URL", gemini.base()),
-    ]);
+    let env = with_gemini(&h, &gemini);
     let p = probe(&refs(&env)).await;
     assert!(!p.ok);
     assert_eq!(p.check("gemini_function_call_invocation")["reason"], "[redacted]", "{}", p.stdout);

@@ -10,15 +10,9 @@ use super::{Http, excerpt};
 
 pub const PROTOCOL_VERSION: &str = "2025-06-18";
 pub const START_TOOL: &str = "helix_run_start";
-/// The run tools every full catalog must publish (the contract's Responses example).
-pub const RUN_TOOLS: [&str; 6] = [
-    "helix_run_start",
-    "helix_run_continue",
-    "helix_run_inspect",
-    "helix_run_fetch_evidence",
-    "helix_run_list_events",
-    "helix_run_cancel",
-];
+/// The run tools every full catalog must publish: the ones the Agent Access page
+/// configures clients for (the contract's Responses example).
+pub use helix_core::domain::clients::RUN_TOOLS;
 
 /// What the authenticated checks learned, for the Gemini invocation.
 pub struct Catalog {
@@ -117,7 +111,7 @@ fn check_initialize(result: &Value) -> Result<String, String> {
 fn check_tools(result: &Value) -> Result<(Value, usize), String> {
     let tools = result["tools"].as_array().ok_or("tools/list result has no tools array")?;
     let mut problems = Vec::new();
-    for name in RUN_TOOLS {
+    for name in RUN_TOOLS.iter().copied() {
         match tools.iter().find(|t| t["name"] == name) {
             None => problems.push(format!("{name} is missing")),
             Some(tool) => {
