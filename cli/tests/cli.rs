@@ -228,15 +228,7 @@ impl Table {
         for (k, v) in env {
             cmd.env(k, v);
         }
-        let server = Server(cmd.spawn().unwrap());
-        let url = format!("http://{addr}/.well-known/oauth-protected-resource");
-        for _ in 0..200 {
-            if reqwest::get(&url).await.is_ok_and(|r| r.status() == 200) {
-                return server;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        panic!("helix serve --store dynamodb did not become ready");
+        support::spawn_ready(cmd, port, 200).await
     }
 }
 

@@ -51,13 +51,19 @@ pub async fn serve(dir: &Path, port: u16, env: &[(&str, &str)]) -> Server {
     for (k, v) in env {
         cmd.env(k, v);
     }
+    spawn_ready(cmd, port, 100).await
+}
+
+/// Spawns `cmd` (a `helix serve` on `127.0.0.1:port`) and returns it once its discovery
+/// route answers, polling every 100 ms at most `attempts` times.
+pub async fn spawn_ready(mut cmd: Command, port: u16, attempts: u32) -> Server {
     let server = Server(cmd.spawn().unwrap());
     let url = format!("http://127.0.0.1:{port}/.well-known/oauth-protected-resource");
-    for _ in 0..100 {
+    for _ in 0..attempts {
         if reqwest::get(&url).await.is_ok_and(|r| r.status() == 200) {
             return server;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    panic!("helix serve did not become ready");
+    panic!("helix serve on port {port} did not become ready");
 }
