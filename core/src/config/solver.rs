@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use super::{ConfigError, DefaultMode, Env, Mode, Secret, malformed, mode};
+use super::{ConfigError, DefaultMode, Env, Mode, Secret, ServerLimits, malformed, mode, server_limits};
 use crate::domain::authority::TerminalSigner;
 
 /// The signing key variable: a private key file's JSON (`helix solver keygen`).
@@ -18,6 +18,8 @@ pub struct SolverConfig {
     pub signer: Option<TerminalSigner>,
     /// `HELIX_SOLVER_CORPUS_DIR`: documents on disk instead of the bundled corpus.
     pub corpus_dir: Option<PathBuf>,
+    /// Connection limits of `helix solver serve` (the `HELIX_SERVE_*` of `helix serve`).
+    pub server: ServerLimits,
 }
 
 impl std::fmt::Debug for SolverConfig {
@@ -48,7 +50,8 @@ impl SolverConfig {
             None if prod => return Err(ConfigError::Missing(SIGNING_KEY_VAR)),
             None => None,
         };
-        Ok(Self { mode, bearer, signer, corpus_dir: env.get("HELIX_SOLVER_CORPUS_DIR").map(Into::into) })
+        let corpus_dir = env.get("HELIX_SOLVER_CORPUS_DIR").map(Into::into);
+        Ok(Self { mode, bearer, signer, corpus_dir, server: server_limits(&env)? })
     }
 }
 
