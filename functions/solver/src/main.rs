@@ -3,6 +3,7 @@
 #[tokio::main]
 async fn main() -> Result<(), helix_core::lambda::Error> {
     helix_core::wiring::init_tracing(true);
-    let service = helix_core::wiring::solver_service().await?;
+    // The message, not the Debug form: it names the variable to fix (`..._SECRET_ARN`).
+    let service = helix_core::wiring::solver_service().await.map_err(|e| e.to_string())?;
     helix_core::lambda::run(helix_solver::router(service)).await
 }
