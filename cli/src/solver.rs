@@ -104,19 +104,27 @@ fn write_new_private(path: &Path, text: &str) -> anyhow::Result<()> {
     opts.write(true).create_new(true);
     #[cfg(unix)]
     std::os::unix::fs::OpenOptionsExt::mode(&mut opts, 0o600);
-    let mut f = opts.open(path).with_context(|| format!("creating {} (an existing key is never replaced)", path.display()))?;
+    let mut f =
+        opts.open(path).with_context(|| format!("creating {} (an existing key is never replaced)", path.display()))?;
     f.write_all(text.as_bytes())?;
     f.sync_all()?;
     Ok(())
 }
 
-async fn serve(addr: SocketAddr, data_dir: &Path, key_file: Option<PathBuf>, corpus: Option<PathBuf>) -> anyhow::Result<()> {
+async fn serve(
+    addr: SocketAddr,
+    data_dir: &Path,
+    key_file: Option<PathBuf>,
+    corpus: Option<PathBuf>,
+) -> anyhow::Result<()> {
     let mut config = config()?;
     if config.mode == Mode::Production {
         bail!("refused: HELIX_ENV=production; deploy the solver function instead");
     }
     if config.bearer.is_none() && !addr.ip().is_loopback() {
-        bail!("refused: without HELIX_ASK_BEARER_TOKEN the solver admits any caller, so it binds only a loopback address");
+        bail!(
+            "refused: without HELIX_ASK_BEARER_TOKEN the solver admits any caller, so it binds only a loopback address"
+        );
     }
     if corpus.is_some() {
         config.corpus_dir = corpus;
@@ -139,8 +147,9 @@ async fn serve(addr: SocketAddr, data_dir: &Path, key_file: Option<PathBuf>, cor
             read_key(&path)?
         }
     };
-    let service = TurnService::from_config(&config, signer)
-        .with_context(|| format!("reading the corpus {}", config.corpus_dir.as_deref().unwrap_or(Path::new("")).display()))?;
+    let service = TurnService::from_config(&config, signer).with_context(|| {
+        format!("reading the corpus {}", config.corpus_dir.as_deref().unwrap_or(Path::new("")).display())
+    })?;
     let keys = service.public_keys().to_string();
     let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("binding {addr}"))?;
     let addr = listener.local_addr()?;

@@ -70,8 +70,12 @@ async fn helix_serve_completes_an_authorized_run_through_the_solver_over_http() 
     let public = String::from_utf8(out.stdout).unwrap().trim().to_owned();
     let solver_port = free_port();
     let _solver = solver(&key, solver_port).await;
-    let published: Value =
-        reqwest::get(format!("http://127.0.0.1:{solver_port}/v1/terminal-authority-keys")).await.unwrap().json().await.unwrap();
+    let published: Value = reqwest::get(format!("http://127.0.0.1:{solver_port}/v1/terminal-authority-keys"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     assert_eq!(published, serde_json::from_str::<Value>(&public).unwrap());
 
     let endpoint = format!("http://127.0.0.1:{solver_port}/v1/turns");

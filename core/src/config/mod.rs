@@ -13,9 +13,9 @@ mod limits;
 mod oauth;
 mod proxy;
 mod secret;
-mod solver;
 #[cfg(feature = "secret-store")]
 pub mod secret_store;
+mod solver;
 
 use std::time::Duration;
 

@@ -34,7 +34,10 @@ impl std::fmt::Debug for SolverConfig {
 }
 
 impl SolverConfig {
-    pub fn from_lookup(default_mode: DefaultMode, lookup: &dyn Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+    pub fn from_lookup(
+        default_mode: DefaultMode,
+        lookup: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Self, ConfigError> {
         let env = Env { lookup };
         let mode = mode(&env, default_mode)?;
         let prod = mode == Mode::Production;
@@ -68,7 +71,9 @@ mod tests {
     fn production_needs_a_bearer_and_a_signing_key_and_never_prints_them() {
         let key = TerminalSigner::from_seed("helix-ask", "ask-1", [3; 32]).private_json();
         let bearer = ("HELIX_ASK_BEARER_TOKEN", "solver-caller-credential-0001");
-        assert!(matches!(cfg(DefaultMode::Production, &[]), Err(ConfigError::Missing(m)) if m.starts_with("HELIX_ASK_BEARER_TOKEN")));
+        assert!(
+            matches!(cfg(DefaultMode::Production, &[]), Err(ConfigError::Missing(m)) if m.starts_with("HELIX_ASK_BEARER_TOKEN"))
+        );
         assert_eq!(cfg(DefaultMode::Production, &[bearer]).unwrap_err(), ConfigError::Missing(SIGNING_KEY_VAR));
         let c = cfg(DefaultMode::Production, &[bearer, (SIGNING_KEY_VAR, &key)]).unwrap();
         assert_eq!(c.signer.as_ref().unwrap().key_id, "ask-1");

@@ -174,8 +174,8 @@ struct PrivateKeyFile {
 impl TerminalSigner {
     /// Parses a private key file. The error never quotes the input (it holds the key).
     pub fn from_private_json(json: &str) -> Result<Self, &'static str> {
-        let file: PrivateKeyFile = serde_json::from_str(json)
-            .map_err(|_| "not a JSON object with exactly issuer, key_id and private_key")?;
+        let file: PrivateKeyFile =
+            serde_json::from_str(json).map_err(|_| "not a JSON object with exactly issuer, key_id and private_key")?;
         if file.issuer.is_empty() || file.key_id.is_empty() {
             return Err("issuer and key_id must not be empty");
         }

@@ -9,7 +9,8 @@ use serde_json::{Value, json};
 
 const BEARER: &str = "bearer-value-that-must-never-be-printed";
 /// `{"issuer":"helix-ask","key_id":"ask-boot-1","private_key": base64 of 32 bytes of 7}`.
-const KEY: &str = r#"{"issuer":"helix-ask","key_id":"ask-boot-1","private_key":"BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc="}"#;
+const KEY: &str =
+    r#"{"issuer":"helix-ask","key_id":"ask-boot-1","private_key":"BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc="}"#;
 
 /// `bearer` and `key` are found; anything else is not.
 async fn fake_secrets_manager() -> String {
@@ -25,7 +26,11 @@ async fn fake_secrets_manager() -> String {
             };
             let json_type = [("content-type", "application/x-amz-json-1.1")];
             match value {
-                Some(v) => (axum::http::StatusCode::OK, json_type, json!({"ARN": id, "Name": id, "SecretString": v}).to_string()),
+                Some(v) => (
+                    axum::http::StatusCode::OK,
+                    json_type,
+                    json!({"ARN": id, "Name": id, "SecretString": v}).to_string(),
+                ),
                 None => (
                     axum::http::StatusCode::BAD_REQUEST,
                     json_type,

@@ -27,7 +27,8 @@ pub(crate) async fn fake_secrets_manager() -> (String, Seen) {
             let log = log.clone();
             async move {
                 let target = headers.get("x-amz-target").and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
-                let id = serde_json::from_str::<Value>(&body).ok().and_then(|b| b["SecretId"].as_str().map(String::from));
+                let id =
+                    serde_json::from_str::<Value>(&body).ok().and_then(|b| b["SecretId"].as_str().map(String::from));
                 let id = id.unwrap_or_default();
                 log.lock().unwrap().push((target, id.clone()));
                 answer(&id)
@@ -110,7 +111,10 @@ async fn a_found_secret_fills_its_variable_once() {
 async fn a_missing_secret_names_the_variable_and_the_secret_never_a_value() {
     let (url, _) = fake_secrets_manager().await;
     let err = load(&client(&url), &one("HELIX_SOLVER_SIGNING_KEY", "missing-key")).await.unwrap_err();
-    assert_eq!(err, SecretStoreError::NotFound { var: "HELIX_SOLVER_SIGNING_KEY".into(), secret_id: "missing-key".into() });
+    assert_eq!(
+        err,
+        SecretStoreError::NotFound { var: "HELIX_SOLVER_SIGNING_KEY".into(), secret_id: "missing-key".into() }
+    );
     let text = format!("{err} {err:?}");
     assert!(text.contains("HELIX_SOLVER_SIGNING_KEY_SECRET_ARN"), "{text}");
     assert!(!text.contains(VALUE) && !text.contains(LEAK), "{text}");
@@ -140,5 +144,8 @@ async fn an_unreachable_store_is_unreadable() {
     let url = format!("http://{}", listener.local_addr().unwrap());
     drop(listener);
     let err = load(&client(&url), &one("HELIX_ASK_BEARER_TOKEN", "found-x")).await.unwrap_err();
-    assert!(matches!(err, SecretStoreError::Unreadable { ref reason, .. } if reason == "the secret store did not answer"), "{err:?}");
+    assert!(
+        matches!(err, SecretStoreError::Unreadable { ref reason, .. } if reason == "the secret store did not answer"),
+        "{err:?}"
+    );
 }
