@@ -24,9 +24,6 @@ const SIGNER_ISSUER: &str = "helix-local-executor";
 const SIGNER_KEY_ID: &str = "local-1";
 const DEV_ISSUER_KEY_FILE: &str = "dev-issuer-es256.key";
 
-/// The sample corpus shipped with the binary (used when --corpus is not given).
-const SAMPLE_CORPUS: &[(&str, &str)] = &include!(concat!(env!("OUT_DIR"), "/corpus.rs"));
-
 /// Reads (or creates, 0600) a secret file in the data dir. Creation is atomic (a
 /// complete temp file hard-linked into place), so concurrent `serve` and `dev-token`
 /// agree on one value and never read a half-written file.
@@ -151,10 +148,7 @@ fn executor(config: &mut Config, data_dir: &Path, corpus: Option<PathBuf>) -> an
         Some(dir) => {
             LocalExecutor::from_dir(&dir, signer).with_context(|| format!("reading corpus {}", dir.display()))?
         }
-        None => LocalExecutor::from_documents(
-            SAMPLE_CORPUS.iter().map(|(n, t)| (n.to_string(), t.to_string())).collect(),
-            signer,
-        ),
+        None => LocalExecutor::bundled(signer),
     };
     Ok(Arc::new(exec))
 }

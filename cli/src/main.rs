@@ -4,6 +4,7 @@
 mod conformance;
 mod local;
 mod room_acceptance;
+mod solver;
 mod source_sim;
 
 use std::net::SocketAddr;
@@ -112,6 +113,11 @@ enum Command {
     /// Configured only by environment (CASIMIRBOT_MCP_PUBLIC_BASE_URL, CASIMIRBOT_MCP_ACCESS_TOKEN,
     /// OPENAI_API_KEY, GEMINI_API_KEY, ...; see the README).
     Conformance,
+    /// The reference Helix Ask turn service and its terminal-authority keys.
+    Solver {
+        #[command(subcommand)]
+        command: solver::SolverCommand,
+    },
     /// Create the DynamoDB table (pk/sk, TTL on expires_at); idempotent.
     CreateTable {
         #[arg(long)]
@@ -200,6 +206,7 @@ async fn main() -> anyhow::Result<()> {
             local::link_account(&store, &issuer, &tenant, &provider, &subject).await
         }
         Command::SourceSim { args } => source_sim::run(args).await,
+        Command::Solver { command } => solver::run(command).await,
         Command::RoomAcceptance => std::process::exit(room_acceptance::run().await.into()),
         Command::Conformance => {
             if conformance::run().await {

@@ -10,6 +10,8 @@ pub mod http;
 pub mod lambda;
 pub mod mcp;
 pub mod service;
+#[cfg(feature = "local-executor")]
+pub mod solver;
 pub mod store;
 pub mod wiring;
 

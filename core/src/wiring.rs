@@ -53,6 +53,7 @@ pub fn log_ceiling() -> tracing_subscriber::filter::Targets {
         .with_target("helix_discovery", LevelFilter::TRACE)
         .with_target("helix_mcp", LevelFilter::TRACE)
         .with_target("helix_account", LevelFilter::TRACE)
+        .with_target("helix_solver", LevelFilter::TRACE)
 }
 
 /// The executor the configuration names. `Local` is wired by the CLI, which owns
@@ -76,6 +77,29 @@ pub enum BootError {
     Config(#[from] crate::config::ConfigError),
     #[error("HELIX_TABLE_NAME is required for the DynamoDB store")]
     NoTable,
+    #[cfg(feature = "local-executor")]
+    #[error(transparent)]
+    Corpus(#[from] crate::executor::local::CorpusError),
+}
+
+/// The solver function's cold start: production defaults, its bearer and signing key from
+/// the secret store (`HELIX_ASK_BEARER_TOKEN_SECRET_ARN`, `HELIX_SOLVER_SIGNING_KEY_SECRET_ARN`),
+/// its corpus bundled or from `HELIX_SOLVER_CORPUS_DIR`.
+#[cfg(feature = "local-executor")]
+pub async fn solver_service() -> Result<Arc<crate::solver::TurnService>, BootError> {
+    use crate::config::{ConfigError, DefaultMode, SIGNING_KEY_VAR, SolverConfig};
+    let lookup = crate::config::env_and_secret_store().await?;
+    let mut config = SolverConfig::from_lookup(DefaultMode::Production, &lookup)?;
+    let signer = config.signer.take().ok_or(ConfigError::Missing(SIGNING_KEY_VAR))?;
+    let (issuer, key_id) = (signer.issuer.clone(), signer.key_id.clone());
+    let service = crate::solver::TurnService::from_config(&config, signer)?;
+    tracing::info!(issuer, key_id, documents = service.document_count(), "turn service ready");
+    Ok(Arc::new(service))
+}
+
+/// A Lambda function's typed configuration: production defaults, secrets from the store.
+pub async fn lambda_config() -> Result<Config, BootError> {
+    Ok(Config::from_env_and_secret_store(crate::config::DefaultMode::Production).await?)
 }
 
 /// Lambda cold start of a function that must not touch the table (discovery):
@@ -88,7 +112,7 @@ pub fn lambda_state_without_store() -> Result<AppState, BootError> {
 /// Lambda cold start: production defaults, DynamoDB store, configured executor.
 #[cfg(feature = "dynamodb")]
 pub async fn lambda_state() -> Result<AppState, BootError> {
-    let config = Config::from_env(crate::config::DefaultMode::Production)?;
+    let config = lambda_config().await?;
     let table = config.table_name.clone().ok_or(BootError::NoTable)?;
     let store = Arc::new(crate::store::dynamo::DynamoStore::from_env(table).await);
     let executor = configured_executor(&config);

@@ -269,3 +269,33 @@ fn every_event_file_parses_and_some_test_invokes_it() {
         assert!(sources.contains(&format!("\"{file}\"")), "events/{file} is not invoked by any test in tests/api");
     }
 }
+
+/// The solver function's payloads (a Lambda function URL's v2 events) through its router:
+/// the turn answered with a candidate the published key verifies, only with the bearer.
+#[tokio::test]
+async fn the_solver_function_answers_its_events() {
+    use helix_core::domain::authority::{TerminalSigner, TrustedKeys};
+    use helix_core::executor::local::LocalExecutor;
+    let bearer = "solver-event-bearer-0001";
+    let signer = TerminalSigner::from_seed("helix-ask", "ask-events-1", [6; 32]);
+    let service = std::sync::Arc::new(helix_solver::TurnService::new(
+        LocalExecutor::bundled(signer),
+        Some(&helix_core::config::Secret::new(bearer)),
+    ));
+    let solver = || helix_solver::router(service.clone());
+    let (status, _, keys) = invoke_fn(solver(), "solver-keys.json", None, &[]).await;
+    assert_eq!(status, 200, "{keys}");
+    assert_eq!(keys[0]["key_id"], "ask-events-1");
+    let (status, headers, _) = invoke_fn(solver(), "solver-turn.json", Some("another-bearer-0000"), &[]).await;
+    assert_eq!((status, &headers["www-authenticate"]), (401, &http::HeaderValue::from_static("Bearer")));
+    let (status, _, answer) = invoke_fn(solver(), "solver-turn.json", Some(bearer), &[]).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["schema"], "helix.turn_artifact.v1");
+    let artifact = &answer["artifact"];
+    assert_eq!(artifact["solver_status"], "succeeded", "{answer}");
+    let refs: Vec<String> =
+        artifact["evidence"].as_array().unwrap().iter().map(|e| e["ref"].as_str().unwrap().to_owned()).collect();
+    let candidate = serde_json::from_value(artifact["terminal_candidate"].clone()).unwrap();
+    let trusted = TrustedKeys::from_json(&keys.to_string()).unwrap();
+    assert_eq!(trusted.verify(&candidate, EXAMPLE_RUN, 1, "claim-example-0001", &refs), Ok(()));
+}

@@ -13,6 +13,9 @@ mod limits;
 mod oauth;
 mod proxy;
 mod secret;
+#[cfg(feature = "secret-store")]
+pub mod secret_store;
+mod solver;
 
 use std::time::Duration;
 
@@ -22,6 +25,7 @@ pub use limits::{Limits, ServerLimits, SourceConfig};
 pub use oauth::OAuthConfig;
 pub use proxy::TrustProxy;
 pub use secret::Secret;
+pub use solver::{SIGNING_KEY_VAR, SolverConfig};
 
 use crate::domain::approval::{APPROVAL_KEYS_VAR, ApprovalKeys};
 use crate::domain::authority::TrustedKeys;
@@ -83,6 +87,9 @@ pub enum ConfigError {
     UnsafeProduction(String),
     #[error("refusing to start: {0}")]
     Inconsistent(String),
+    #[cfg(feature = "secret-store")]
+    #[error(transparent)]
+    SecretStore(#[from] secret_store::SecretStoreError),
 }
 
 fn malformed(name: &'static str, problem: impl Into<String>) -> ConfigError {
@@ -99,6 +106,14 @@ pub enum DefaultMode {
 impl Config {
     pub fn from_env(default_mode: DefaultMode) -> Result<Self, ConfigError> {
         Self::from_lookup(default_mode, &|name| std::env::var(name).ok())
+    }
+
+    /// The cold start of a deployed function: every `<VAR>_SECRET_ARN` read from the secret
+    /// store once (see [`secret_store`]), then the environment. Without the feature, the
+    /// environment alone.
+    pub async fn from_env_and_secret_store(default_mode: DefaultMode) -> Result<Self, ConfigError> {
+        let lookup = env_and_secret_store().await?;
+        Self::from_lookup(default_mode, &lookup)
     }
 
     /// Reads every variable in named steps; each step fails with the variable's name.
@@ -187,6 +202,20 @@ impl Config {
     pub fn lease(&self) -> Duration {
         (self.turn_timeout + Duration::from_secs(60)).max(Duration::from_secs(120))
     }
+}
+
+/// The process environment over the secret store's values (see
+/// [`Config::from_env_and_secret_store`]); other typed configurations (the solver's) use it too.
+pub async fn env_and_secret_store() -> Result<impl Fn(&str) -> Option<String>, ConfigError> {
+    #[cfg(feature = "secret-store")]
+    let secrets = secret_store::load_from_env().await?;
+    Ok(move |name: &str| {
+        #[cfg(feature = "secret-store")]
+        if let Some(v) = secrets.get(name) {
+            return Some(v);
+        }
+        std::env::var(name).ok()
+    })
 }
 
 fn mode(env: &Env, default_mode: DefaultMode) -> Result<Mode, ConfigError> {

@@ -160,9 +160,76 @@ impl TerminalSigner {
     }
 }
 
+/// A signer's private key file (and secret value): `{"issuer","key_id","private_key"}`,
+/// the private key the standard base64 of the 32-byte Ed25519 seed. Only the solver
+/// holds it; the service is given the public entry ([`TerminalSigner::public_entry`]).
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PrivateKeyFile {
+    issuer: String,
+    key_id: String,
+    private_key: String,
+}
+
+impl TerminalSigner {
+    /// Parses a private key file. The error never quotes the input (it holds the key).
+    pub fn from_private_json(json: &str) -> Result<Self, &'static str> {
+        let file: PrivateKeyFile =
+            serde_json::from_str(json).map_err(|_| "not a JSON object with exactly issuer, key_id and private_key")?;
+        if file.issuer.is_empty() || file.key_id.is_empty() {
+            return Err("issuer and key_id must not be empty");
+        }
+        let seed = B64.decode(file.private_key.trim()).map_err(|_| "private_key is not standard base64")?;
+        let seed: [u8; 32] = seed.try_into().map_err(|_| "private_key is not 32 bytes")?;
+        Ok(Self::from_seed(&file.issuer, &file.key_id, seed))
+    }
+
+    /// The private key file of this signer (a secret: write it only where secrets go).
+    pub fn private_json(&self) -> String {
+        let file = PrivateKeyFile {
+            issuer: self.issuer.clone(),
+            key_id: self.key_id.clone(),
+            private_key: B64.encode(self.seed()),
+        };
+        serde_json::to_string(&file).expect("a key file serializes")
+    }
+
+    /// This signer's entry of `HELIX_TERMINAL_AUTHORITY_PUBLIC_KEYS_JSON` (public).
+    pub fn public_entry(&self) -> serde_json::Value {
+        serde_json::json!({
+            "issuer": self.issuer,
+            "key_id": self.key_id,
+            "public_key": B64.encode(self.verifying_key().to_bytes()),
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_private_key_file_round_trips_and_its_public_entry_is_trusted() {
+        let signer = TerminalSigner::from_seed("helix-ask", "ask-2026-12", [5; 32]);
+        let again = TerminalSigner::from_private_json(&signer.private_json()).unwrap();
+        assert_eq!(again.seed(), [5; 32]);
+        assert_eq!((again.issuer.as_str(), again.key_id.as_str()), ("helix-ask", "ask-2026-12"));
+        let keys = TrustedKeys::from_json(&serde_json::json!([signer.public_entry()]).to_string()).unwrap();
+        let refs = vec!["evidence:a".to_string()];
+        let c = again.sign("run_abcdefgh", 1, "t", "answer", refs.clone());
+        assert_eq!(keys.verify(&c, "run_abcdefgh", 1, "t", &refs), Ok(()));
+        assert!(!signer.public_entry().to_string().contains(&B64.encode([5u8; 32])));
+        for bad in [
+            "",
+            r#"{"issuer":"i","key_id":"k"}"#,
+            r#"{"issuer":"i","key_id":"k","private_key":"BQUF","x":1}"#,
+            r#"{"issuer":"i","key_id":"k","private_key":"BQUF"}"#,
+            r#"{"issuer":"","key_id":"k","private_key":"BQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQU="}"#,
+        ] {
+            let err = TerminalSigner::from_private_json(bad).err().unwrap();
+            assert!(!err.contains("BQUF"), "{err}");
+        }
+    }
 
     fn setup() -> (TerminalSigner, TrustedKeys) {
         let signer = TerminalSigner::from_seed("helix-ask", "k1", [7; 32]);

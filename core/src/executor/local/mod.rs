@@ -66,6 +66,8 @@ pub const MAX_PASSAGE_CHARS: usize = 1500;
 const EXCERPT_CHARS: usize = 400;
 const CLAIM_CHARS: usize = 300;
 const EXTENSIONS: &[&str] = &["md", "markdown", "txt"];
+/// The sample corpus (the repository's `corpus/`), embedded at build time.
+pub const BUNDLED_CORPUS: &[(&str, &str)] = &include!(concat!(env!("OUT_DIR"), "/corpus.rs"));
 
 /// Why a corpus could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -131,6 +133,11 @@ impl LocalExecutor {
             .collect();
         let engine = SearchEngineBuilder::<u32>::with_documents(Language::English, entries).build();
         Self { engine, tokenizer, passages, documents: with_text, signer, min_score: DEFAULT_MIN_SCORE }
+    }
+
+    /// The index of [`BUNDLED_CORPUS`].
+    pub fn bundled(signer: TerminalSigner) -> Self {
+        Self::from_documents(BUNDLED_CORPUS.iter().map(|(n, t)| (n.to_string(), t.to_string())).collect(), signer)
     }
 
     /// Overrides the minimum BM25 score of a relevant passage.

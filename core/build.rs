@@ -1,4 +1,5 @@
-//! Embeds the sample corpus (../corpus/*.md) into the binary as (name, text) pairs.
+//! Embeds the sample corpus (../corpus/*.md) as (name, text) pairs: the bundled corpus of
+//! the local solver (`executor::local::BUNDLED_CORPUS`), in `helix serve` and the solver function.
 
 use std::fmt::Write;
 
