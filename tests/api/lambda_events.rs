@@ -6,7 +6,7 @@ use helix_integration_tests::support::runs::completing_step;
 use helix_integration_tests::*;
 use serde_json::Value;
 
-const EXAMPLE_RUN: &str = "run_exampleid0001";
+const EXAMPLE_RUN: &str = "RUN_ID_EXAMPLE";
 
 async fn invoke(app: &TestApp, file: &str, token: &str, run_id: Option<&str>) -> (u16, Value) {
     invoke_from(app, file, token, run_id, None).await
