@@ -1,6 +1,7 @@
 //! The Lambda transport: runs a router under `lambda_http`, passing the invocation's
-//! remaining time, the caller's source IP and the front door (`Transport::ApiGateway`)
-//! to the pipeline as typed extensions, behind the same panic guard as `helix serve`.
+//! remaining time (clamped to the limit of the front that delivered the event), the
+//! caller's source IP and the front door (`Transport::ApiGateway`) to the pipeline as
+//! typed extensions, behind the same panic guard as `helix serve`.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -12,12 +13,39 @@ use lambda_http::request::RequestContext;
 use crate::http::admission::Transport;
 use crate::http::{ClientIp, Invocation};
 
+/// An API Gateway HTTP API cuts every integration at 30 s, and that cannot be raised.
+pub const HTTP_API_LIMIT: Duration = Duration::from_secs(30);
+/// A REST API's default integration timeout.
+pub const REST_API_LIMIT: Duration = Duration::from_secs(29);
+
+/// A Lambda function URL's host: `<url-id>.lambda-url.<region>.on.aws`. AWS writes the
+/// request context, so a caller cannot make an API Gateway event look like one.
+pub fn is_function_url_host(domain: &str) -> bool {
+    let d = domain.to_ascii_lowercase();
+    d.ends_with(".on.aws") && d.split('.').nth(1) == Some("lambda-url")
+}
+
+/// The response limit of the front that delivered the event: the gateway's for API
+/// Gateway; none of its own for a function URL (payload 2.0 too, but capped only by the
+/// function's `Timeout`, which the invocation's remaining time already carries). So a
+/// function serving both fronts never lets a turn that came through the gateway outlive
+/// the gateway's response, whatever its `HELIX_GATEWAY_TIMEOUT_MS`.
+fn front_limit(ctx: Option<&RequestContext>) -> Option<Duration> {
+    match ctx? {
+        RequestContext::ApiGatewayV2(c) if c.domain_name.as_deref().is_some_and(is_function_url_host) => None,
+        RequestContext::ApiGatewayV2(_) => Some(HTTP_API_LIMIT),
+        RequestContext::ApiGatewayV1(_) => Some(REST_API_LIMIT),
+        _ => None,
+    }
+}
+
 fn annotate(mut req: Request) -> Request {
     let ip = match req.extensions().get::<RequestContext>() {
         Some(RequestContext::ApiGatewayV2(ctx)) => Some(ctx.http.source_ip.clone()),
         Some(RequestContext::ApiGatewayV1(ctx)) => Some(ctx.identity.source_ip.clone()),
         _ => None,
     };
+    let front = front_limit(req.extensions().get::<RequestContext>());
     if ip.is_some() {
         // API Gateway and function URLs (payload v2) accept HTTPS only.
         req.extensions_mut().insert(Transport::ApiGateway);
@@ -25,10 +53,16 @@ fn annotate(mut req: Request) -> Request {
     if let Some(ip) = ip.flatten() {
         req.extensions_mut().insert(ClientIp(ip));
     }
-    if let Some(ctx) = req.extensions().get::<lambda_http::Context>() {
+    let lambda = req.extensions().get::<lambda_http::Context>().map(|ctx| {
         let now_ms = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0);
-        let remaining = Duration::from_millis(ctx.deadline.saturating_sub(now_ms));
-        req.extensions_mut().insert(Invocation { remaining: Some(remaining) });
+        Duration::from_millis(ctx.deadline.saturating_sub(now_ms))
+    });
+    let remaining = match (lambda, front) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
+    if remaining.is_some() {
+        req.extensions_mut().insert(Invocation { remaining });
     }
     req
 }

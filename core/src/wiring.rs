@@ -56,8 +56,9 @@ pub fn log_ceiling() -> tracing_subscriber::filter::Targets {
         .with_target("helix_solver", LevelFilter::TRACE)
 }
 
-/// The executor the configuration names. `Local` is wired by the CLI, which owns
-/// the corpus and the signer; elsewhere it is refused as unconfigured.
+/// The executor the configuration names. `Local` is wired by the CLI (which owns the
+/// sample corpus and the persisted signer) or, in a development Lambda, by
+/// [`lambda_executor`]; here it is refused as unconfigured.
 pub fn configured_executor(config: &Config) -> Arc<dyn TurnExecutor> {
     match &config.executor {
         ExecutorConfig::Http { endpoint, bearer } => {
@@ -80,6 +81,8 @@ pub enum BootError {
     #[cfg(feature = "local-executor")]
     #[error(transparent)]
     Corpus(#[from] crate::executor::local::CorpusError),
+    #[error("HELIX_LOCAL_CORPUS_DIR: {0}")]
+    LocalCorpus(String),
 }
 
 /// The solver function's cold start: production defaults, its bearer and signing key from
@@ -102,6 +105,32 @@ pub async fn lambda_config() -> Result<Config, BootError> {
     Ok(Config::from_env_and_secret_store(crate::config::DefaultMode::Production).await?)
 }
 
+/// The issuer and key id of a development Lambda's local solver signer.
+pub const LAMBDA_LOCAL_SIGNER: (&str, &str) = ("helix-local-executor", "lambda-local");
+
+/// A Lambda function's executor. In development with `HELIX_LOCAL_CORPUS_DIR` (and no
+/// `HELIX_ASK_ENDPOINT`), the local solver over that corpus, as `helix serve` runs it: its
+/// signer is generated for this process and trusted by it alone (the function that runs
+/// a turn is the one that verifies its terminal candidate). Production never gets here
+/// (the config has no `Local` executor in production); without a corpus directory a
+/// Lambda has no solver (`executor_unavailable`), as before.
+pub fn lambda_executor(config: &mut Config) -> Result<Arc<dyn TurnExecutor>, BootError> {
+    #[cfg(feature = "local-executor")]
+    if let (crate::config::Mode::Development, ExecutorConfig::Local { corpus_dir: Some(dir) }) =
+        (config.mode, &config.executor)
+    {
+        let (issuer, key_id) = LAMBDA_LOCAL_SIGNER;
+        let signer = crate::domain::authority::TerminalSigner::generate(issuer, key_id);
+        let key = signer.verifying_key();
+        let exec = crate::executor::local::LocalExecutor::from_dir(dir, signer)
+            .map_err(|e| BootError::LocalCorpus(e.to_string()))?;
+        tracing::info!(documents = exec.document_count(), "local solver over HELIX_LOCAL_CORPUS_DIR (development)");
+        config.trusted_terminal_keys.insert(issuer, key_id, key);
+        return Ok(Arc::new(exec));
+    }
+    Ok(configured_executor(config))
+}
+
 /// Lambda cold start of a function that must not touch the table (discovery):
 /// production defaults, no SDK client, a store that refuses every call.
 pub fn lambda_state_without_store() -> Result<AppState, BootError> {
@@ -113,8 +142,70 @@ pub fn lambda_state_without_store() -> Result<AppState, BootError> {
 #[cfg(feature = "dynamodb")]
 pub async fn lambda_state() -> Result<AppState, BootError> {
     let config = lambda_config().await?;
+    let mut config = Config::from_env(crate::config::DefaultMode::Production)?;
     let table = config.table_name.clone().ok_or(BootError::NoTable)?;
+    let executor = lambda_executor(&mut config)?;
     let store = Arc::new(crate::store::dynamo::DynamoStore::from_env(table).await);
-    let executor = configured_executor(&config);
     Ok(app_state(config, store, executor))
+}
+
+#[cfg(all(test, feature = "local-executor"))]
+mod tests {
+    use std::collections::HashMap;
+
+    use tokio_util::sync::CancellationToken;
+
+    use super::*;
+    use crate::config::DefaultMode;
+    use crate::domain::turn::TurnFailure;
+    use crate::executor::local::tests::request;
+
+    fn lambda_config(vars: &[(&str, &str)]) -> Config {
+        let mut map: HashMap<String, String> = [
+            ("HELIX_ENV", "development"),
+            ("HELIX_AGENT_ALLOW_LOCAL_HS256", "1"),
+            ("HELIX_AGENT_LOCAL_JWT_SECRET", "0123456789abcdef0123456789abcdef"),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        map.extend(vars.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        // The Lambda default mode: HELIX_ENV=development is what makes it a development function.
+        Config::from_lookup(DefaultMode::Production, &move |k| map.get(k).cloned()).unwrap()
+    }
+
+    fn corpus() -> String {
+        concat!(env!("CARGO_MANIFEST_DIR"), "/../corpus").to_owned()
+    }
+
+    #[tokio::test]
+    async fn a_development_lambda_runs_the_local_solver_over_helix_local_corpus_dir() {
+        let dir = corpus();
+        let mut config = lambda_config(&[("HELIX_LOCAL_CORPUS_DIR", &dir)]);
+        let exec = lambda_executor(&mut config).unwrap();
+        let req = request("What force did Lamoreaux measure between a sphere and a plate?", None, vec![]);
+        let artifact = exec.execute(req, CancellationToken::new()).await.expect("the local solver answers");
+        let candidate = artifact.terminal_candidate.expect("a signed terminal candidate");
+        let (issuer, key_id) = LAMBDA_LOCAL_SIGNER;
+        assert_eq!((candidate.issuer.as_str(), candidate.key_id.as_str()), (issuer, key_id));
+        // The function trusts its own signer: the candidate verifies for its run, step and claim.
+        let refs = candidate.supporting_refs.clone();
+        config.trusted_terminal_keys.verify(&candidate, "run_localtest01", 1, "claim-abc", &refs).unwrap();
+    }
+
+    #[tokio::test]
+    async fn without_a_corpus_dir_a_lambda_has_no_solver() {
+        let mut config = lambda_config(&[]);
+        let exec = lambda_executor(&mut config).unwrap();
+        let err = exec.execute(request("anything", None, vec![]), CancellationToken::new()).await.unwrap_err();
+        assert!(matches!(err, TurnFailure::ExecutorUnavailable));
+        assert!(config.trusted_terminal_keys.is_empty());
+    }
+
+    #[test]
+    fn an_unreadable_corpus_dir_fails_start_with_its_variable() {
+        let mut config = lambda_config(&[("HELIX_LOCAL_CORPUS_DIR", "/nonexistent/helix-corpus")]);
+        let err = lambda_executor(&mut config).err().expect("refused");
+        assert!(err.to_string().starts_with("HELIX_LOCAL_CORPUS_DIR"), "{err}");
+    }
 }

@@ -6,7 +6,7 @@ use helix_integration_tests::support::runs::completing_step;
 use helix_integration_tests::*;
 use serde_json::Value;
 
-const EXAMPLE_RUN: &str = "run_exampleid0001";
+const EXAMPLE_RUN: &str = "RUN_ID_EXAMPLE";
 
 async fn invoke(app: &TestApp, file: &str, token: &str, run_id: Option<&str>) -> (u16, Value) {
     invoke_from(app, file, token, run_id, None).await
@@ -298,4 +298,48 @@ async fn the_solver_function_answers_its_events() {
     let candidate = serde_json::from_value(artifact["terminal_candidate"].clone()).unwrap();
     let trusted = TrustedKeys::from_json(&keys.to_string()).unwrap();
     assert_eq!(trusted.verify(&candidate, EXAMPLE_RUN, 1, "claim-example-0001", &refs), Ok(()));
+/// The remaining time the Lambda adapter hands a handler for `events/continue.json`, with
+/// the event's `requestContext.domainName` set to `domain`.
+async fn invocation_limit(domain: &str) -> Option<std::time::Duration> {
+    use tower::ServiceExt;
+    let mut event: Value =
+        serde_json::from_str(&event_text("continue.json", &[(EXAMPLE_RUN, "run_0123456789")])).unwrap();
+    event["requestContext"]["domainName"] = Value::from(domain);
+    event["headers"]["host"] = Value::from(domain);
+    let req = lambda_http::request::from_str(&event.to_string()).unwrap();
+    let (parts, body) = req.into_parts();
+    let req = http::Request::from_parts(parts, axum::body::Body::from(body.to_vec()));
+    let echo = axum::Router::new().route(
+        "/api/v1/agent-runs/{run_id}/continue",
+        axum::routing::post(|inv: Option<axum::Extension<helix_core::http::Invocation>>| async move {
+            format!("{:?}", inv.and_then(|i| i.0.remaining.map(|d| d.as_millis())))
+        }),
+    );
+    let res = helix_core::lambda::adapt(echo).oneshot(req).await.unwrap();
+    let bytes = http_body_util::BodyExt::collect(res.into_body()).await.unwrap().to_bytes();
+    match std::str::from_utf8(&bytes).unwrap() {
+        "None" => None,
+        some => Some(std::time::Duration::from_millis(
+            some.trim_start_matches("Some(").trim_end_matches(')').parse().unwrap(),
+        )),
+    }
+}
+
+/// A function fronted both by the HTTP API and by its function URL: a turn that came
+/// through the gateway is held to the gateway's fixed 30 s whatever the function's
+/// HELIX_GATEWAY_TIMEOUT_MS; one that came through the function URL only to the function's
+/// own time (the Lambda deadline) and HELIX_GATEWAY_TIMEOUT_MS.
+#[tokio::test]
+async fn a_turn_through_the_gateway_keeps_the_gateway_limit_and_one_through_a_function_url_does_not() {
+    assert_eq!(invocation_limit("api.example.com").await, Some(helix_core::lambda::HTTP_API_LIMIT));
+    assert_eq!(
+        invocation_limit("a1b2c3d4e5.execute-api.us-east-1.amazonaws.com").await,
+        Some(std::time::Duration::from_secs(30))
+    );
+    assert_eq!(invocation_limit("abcdefghijklmnopqrstuvwxyz012345.lambda-url.us-east-1.on.aws").await, None);
+    // Not a function URL host, only a look-alike: still the gateway's limit.
+    assert_eq!(
+        invocation_limit("lambda-url.example.on.aws.example.com").await,
+        Some(std::time::Duration::from_secs(30))
+    );
 }

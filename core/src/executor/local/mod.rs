@@ -174,4 +174,4 @@ impl TurnExecutor for LocalExecutor {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

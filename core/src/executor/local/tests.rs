@@ -22,7 +22,7 @@ pub(super) fn executor() -> LocalExecutor {
     LocalExecutor::from_dir(corpus_dir(), signer()).expect("sample corpus loads")
 }
 
-pub(super) fn request(objective: &str, instruction: Option<&str>, answers: Vec<Answer>) -> TurnRequest {
+pub(crate) fn request(objective: &str, instruction: Option<&str>, answers: Vec<Answer>) -> TurnRequest {
     TurnRequest {
         schema: crate::executor::TURN_REQUEST_SCHEMA.into(),
         mode: crate::executor::TurnMode::Read,

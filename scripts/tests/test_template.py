@@ -1,0 +1,86 @@
+"""infra/template.yaml as data (cfn-lint's loader, which reads !Ref and friends): the
+long-turn front and the time limits that must agree. cfn-lint checks the syntax; these
+check what it cannot: that the numbers match each other and the contract."""
+
+import unittest
+from pathlib import Path
+
+from cfnlint.decode import decode
+
+ROOT = Path(__file__).resolve().parents[2]
+TURN_FUNCTIONS = ["AgentRunsFunction", "McpFunction"]
+HTTP_API_LIMIT_MS = 30_000
+
+
+class TemplateTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        template, matches = decode(str(ROOT / "infra" / "template.yaml"))
+        assert not matches, matches
+        cls.t = template
+        cls.params = template["Parameters"]
+        cls.globals = template["Globals"]["Function"]
+        cls.functions = {
+            name: r["Properties"] for name, r in template["Resources"].items() if r["Type"] == "AWS::Serverless::Function"
+        }
+
+    def env(self, props):
+        return {**self.globals["Environment"]["Variables"], **props.get("Environment", {}).get("Variables", {})}
+
+    def test_the_turn_timeout_defaults_to_the_contracts_120_s_and_is_clamped_to_900_s(self):
+        p = self.params["TurnTimeoutMs"]
+        self.assertEqual(int(p["Default"]), 120_000)
+        self.assertEqual(int(p["MaxValue"]), 900_000)
+        self.assertEqual(self.globals["Environment"]["Variables"]["HELIX_AGENT_TURN_TIMEOUT_MS"], {"Ref": "TurnTimeoutMs"})
+
+    def test_the_functions_that_run_turns_have_a_function_url_with_matching_limits(self):
+        for name in TURN_FUNCTIONS:
+            props = self.functions[name]
+            self.assertEqual(props["FunctionUrlConfig"]["AuthType"], "NONE", name)
+            # One parameter: the Lambda Timeout (s) and HELIX_GATEWAY_TIMEOUT_MS (ms) agree.
+            self.assertEqual(props["Timeout"], {"Ref": "TurnFunctionTimeout"}, name)
+            self.assertEqual(self.env(props)["HELIX_GATEWAY_TIMEOUT_MS"], {"Fn::Sub": "${TurnFunctionTimeout}000"}, name)
+            hosts = self.env(props)["HELIX_AGENT_ALLOWED_HOSTS"]
+            self.assertEqual(hosts["Fn::If"][0], "HasFunctionUrlHosts", name)
+            self.assertIn("${FunctionUrlHosts}", hosts["Fn::If"][1]["Fn::Sub"], name)
+            self.assertEqual(self.env(props)["TRUST_PROXY"], "apigateway", name)
+            permission = self.t["Resources"][f"{name}UrlInvoke"]["Properties"]
+            self.assertEqual(permission["FunctionName"], {"Ref": name})
+            self.assertEqual(permission["Action"], "lambda:InvokeFunction")
+            self.assertIs(permission["InvokedViaFunctionUrl"], True)
+
+    def test_a_default_turn_fits_in_the_function_and_the_function_in_the_lambda_maximum(self):
+        p = self.params["TurnFunctionTimeout"]
+        self.assertGreater(int(p["Default"]) * 1000, int(self.params["TurnTimeoutMs"]["Default"]))
+        self.assertLessEqual(int(p["MaxValue"]), 900)
+        self.assertGreaterEqual(int(p["MinValue"]) * 1000, HTTP_API_LIMIT_MS)
+
+    def test_every_other_function_stays_under_the_gateway(self):
+        self.assertEqual(self.globals["Environment"]["Variables"]["HELIX_GATEWAY_TIMEOUT_MS"], str(HTTP_API_LIMIT_MS))
+        self.assertLess(int(self.globals["Timeout"]) * 1000, HTTP_API_LIMIT_MS)
+        for name, props in self.functions.items():
+            if name in TURN_FUNCTIONS or name == "SolverFunction":
+                continue
+            self.assertNotIn("FunctionUrlConfig", props, name)
+            self.assertNotIn("Timeout", props, f"{name} keeps the 29 s of Globals")
+            self.assertNotIn("HELIX_GATEWAY_TIMEOUT_MS", props.get("Environment", {}).get("Variables", {}), name)
+
+    def test_the_solver_lives_as_long_as_the_turns_that_call_it(self):
+        solver = self.functions["SolverFunction"]
+        self.assertEqual(solver["Timeout"], {"Ref": "TurnFunctionTimeout"})
+        self.assertEqual(solver["FunctionUrlConfig"]["AuthType"], "NONE")
+        self.assertNotIn("Events", solver, "the solver is never behind the 30 s HTTP API")
+
+    def test_every_http_api_route_waits_the_gateways_whole_limit(self):
+        for name, props in self.functions.items():
+            for event_name, event in props.get("Events", {}).items():
+                if event["Type"] == "HttpApi":
+                    self.assertEqual(int(event["Properties"]["TimeoutInMillis"]), HTTP_API_LIMIT_MS, event_name)
+
+    def test_the_function_url_hosts_are_outputs(self):
+        for name in TURN_FUNCTIONS:
+            self.assertIn(f"{name}UrlHost", self.t["Outputs"])
+
+
+if __name__ == "__main__":
+    unittest.main()
