@@ -11,6 +11,7 @@ pub mod lambda;
 pub mod mcp;
 pub mod service;
 pub mod store;
+pub mod telemetry;
 pub mod wiring;
 
 /// The allocator of every binary that links the core (the Lambda functions, the CLI, the
