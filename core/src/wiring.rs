@@ -71,8 +71,9 @@ pub const OWN_CRATES: [&str; 6] =
 /// notifications verbatim) at `warn`. A second global filter, so no directive lifts it.
 pub fn log_ceiling() -> tracing_subscriber::filter::Targets {
     use tracing_subscriber::filter::LevelFilter;
-    let ceiling =
-        tracing_subscriber::filter::Targets::new().with_default(LevelFilter::INFO).with_target("rmcp", LevelFilter::WARN);
+    let ceiling = tracing_subscriber::filter::Targets::new()
+        .with_default(LevelFilter::INFO)
+        .with_target("rmcp", LevelFilter::WARN);
     OWN_CRATES.iter().fold(ceiling, |t, name| t.with_target(*name, LevelFilter::TRACE))
 }
 

@@ -46,7 +46,8 @@ pub fn looks_like_credential(value: &str) -> bool {
 /// clear to every hop of a trace); a longer hex run, an uppercase one or any other shape
 /// stays refused.
 pub fn is_trace_context_id(value: &str) -> bool {
-    let hex = |s: &str, len: usize| s.len() == len && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+    let hex =
+        |s: &str, len: usize| s.len() == len && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
     let id = |s: &str, len: usize| hex(s, len) && s.bytes().any(|b| b != b'0');
     match value.split('-').collect::<Vec<_>>().as_slice() {
         [trace_id] => id(trace_id, 32),
