@@ -221,6 +221,8 @@ pub async fn serve(addr: SocketAddr, args: &StoreArgs, corpus: Option<PathBuf>) 
         let _ = tokio::signal::ctrl_c().await;
     })
     .await?;
+    // The last spans (the requests that finished during shutdown) reach the collector.
+    let _ = tokio::task::spawn_blocking(helix_core::telemetry::shutdown).await;
     Ok(())
 }
 

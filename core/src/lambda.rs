@@ -72,7 +72,18 @@ pub fn adapt(router: Router) -> Router {
     crate::http::server::guard(router.layer(axum::middleware::map_request(|req: Request| async move { annotate(req) })))
 }
 
-/// Serves the router as this Lambda function until the runtime stops it.
+/// Serves the router as this Lambda function until the runtime stops it. When traces
+/// are exported, each invocation's spans are flushed before its response is handed to
+/// the runtime: after that the environment may be frozen until the next invocation.
 pub async fn run(router: Router) -> Result<(), lambda_http::Error> {
-    lambda_http::run(adapt(router)).await
+    lambda_http::run(adapt(router).layer(axum::middleware::from_fn(flush_after))).await
+}
+
+async fn flush_after(req: Request, next: axum::middleware::Next) -> axum::response::Response {
+    let res = next.run(req).await;
+    if crate::telemetry::enabled() {
+        // `force_flush` blocks until the exporter answers (at most `OTEL_EXPORTER_OTLP_TIMEOUT`).
+        let _ = tokio::task::spawn_blocking(crate::telemetry::flush).await;
+    }
+    res
 }

@@ -13,6 +13,7 @@ pub mod service;
 #[cfg(feature = "local-executor")]
 pub mod solver;
 pub mod store;
+pub mod telemetry;
 pub mod wiring;
 
 /// The allocator of every binary that links the core (the Lambda functions, the CLI, the

@@ -10,17 +10,39 @@ use crate::service::Services;
 use crate::store::Store;
 
 /// Tracing for every binary: JSON lines on Lambda, compact text locally; `RUST_LOG` filters
-/// (default `info`) under the fixed [`log_ceiling`].
+/// (default `info`) under the fixed [`log_ceiling`]. Spans are also exported by OTLP when
+/// the environment asks for it (see `telemetry`); the binary then calls
+/// `telemetry::shutdown` on exit (`helix serve`) or `telemetry::flush` per invocation
+/// (Lambda, `lambda::run`).
 pub fn init_tracing(json: bool) {
     use tracing_subscriber::util::SubscriberInitExt;
     let directives = std::env::var("RUST_LOG").unwrap_or_default();
-    let _ = log_subscriber(&directives, json, std::io::stdout).try_init();
+    let service = std::env::var("AWS_LAMBDA_FUNCTION_NAME").unwrap_or_else(|_| "helix".into());
+    let provider = crate::telemetry::provider_from_env(&service);
+    if subscriber(&directives, json, std::io::stdout, provider.as_ref()).try_init().is_ok()
+        && let Some(provider) = provider
+    {
+        crate::telemetry::install(provider);
+    }
     crate::http::server::install_panic_hook();
 }
 
 /// The subscriber [`init_tracing`] installs, writing to `writer` (tests capture it).
 /// `directives` is a `RUST_LOG` value; empty or malformed means `info`.
 pub fn log_subscriber<W>(directives: &str, json: bool, writer: W) -> Box<dyn tracing::Subscriber + Send + Sync>
+where
+    W: for<'w> tracing_subscriber::fmt::MakeWriter<'w> + Send + Sync + 'static,
+{
+    subscriber(directives, json, writer, None)
+}
+
+/// [`log_subscriber`], plus the OpenTelemetry layer over `traces` when given.
+pub fn subscriber<W>(
+    directives: &str,
+    json: bool,
+    writer: W,
+    traces: Option<&opentelemetry_sdk::trace::SdkTracerProvider>,
+) -> Box<dyn tracing::Subscriber + Send + Sync>
 where
     W: for<'w> tracing_subscriber::fmt::MakeWriter<'w> + Send + Sync + 'static,
 {
@@ -32,9 +54,14 @@ where
     // Colour only on a terminal: a log file or collector gets plain text.
     let ansi = !json && std::io::IsTerminal::is_terminal(&std::io::stdout());
     let fmt = tracing_subscriber::fmt::layer().with_target(false).with_ansi(ansi).with_writer(writer);
-    let base = tracing_subscriber::registry().with(env).with(log_ceiling());
+    let base = tracing_subscriber::registry().with(env).with(log_ceiling()).with(traces.map(crate::telemetry::layer));
     if json { Box::new(base.with(fmt.json())) } else { Box::new(base.with(fmt.compact())) }
 }
+
+/// Helix's own crates (targets): they follow `RUST_LOG` to `trace`, and only their spans
+/// are exported as traces.
+pub const OWN_CRATES: [&str; 7] =
+    ["helix", "helix_core", "helix_agent_runs", "helix_discovery", "helix_mcp", "helix_account", "helix_solver"];
 
 /// The most any `RUST_LOG` can enable. Dependencies write request data at debug and
 /// trace: rmcp every JSON-RPC message (tool arguments and results, idempotency keys
@@ -44,16 +71,10 @@ where
 /// notifications verbatim) at `warn`. A second global filter, so no directive lifts it.
 pub fn log_ceiling() -> tracing_subscriber::filter::Targets {
     use tracing_subscriber::filter::LevelFilter;
-    tracing_subscriber::filter::Targets::new()
+    let ceiling = tracing_subscriber::filter::Targets::new()
         .with_default(LevelFilter::INFO)
-        .with_target("rmcp", LevelFilter::WARN)
-        .with_target("helix", LevelFilter::TRACE)
-        .with_target("helix_core", LevelFilter::TRACE)
-        .with_target("helix_agent_runs", LevelFilter::TRACE)
-        .with_target("helix_discovery", LevelFilter::TRACE)
-        .with_target("helix_mcp", LevelFilter::TRACE)
-        .with_target("helix_account", LevelFilter::TRACE)
-        .with_target("helix_solver", LevelFilter::TRACE)
+        .with_target("rmcp", LevelFilter::WARN);
+    OWN_CRATES.iter().fold(ceiling, |t, name| t.with_target(*name, LevelFilter::TRACE))
 }
 
 /// The executor the configuration names. `Local` is wired by the CLI (which owns the
@@ -141,8 +162,7 @@ pub fn lambda_state_without_store() -> Result<AppState, BootError> {
 /// Lambda cold start: production defaults, DynamoDB store, configured executor.
 #[cfg(feature = "dynamodb")]
 pub async fn lambda_state() -> Result<AppState, BootError> {
-    let config = lambda_config().await?;
-    let mut config = Config::from_env(crate::config::DefaultMode::Production)?;
+    let mut config = lambda_config().await?;
     let table = config.table_name.clone().ok_or(BootError::NoTable)?;
     let executor = lambda_executor(&mut config)?;
     let store = Arc::new(crate::store::dynamo::DynamoStore::from_env(table).await);

@@ -298,6 +298,8 @@ async fn the_solver_function_answers_its_events() {
     let candidate = serde_json::from_value(artifact["terminal_candidate"].clone()).unwrap();
     let trusted = TrustedKeys::from_json(&keys.to_string()).unwrap();
     assert_eq!(trusted.verify(&candidate, EXAMPLE_RUN, 1, "claim-example-0001", &refs), Ok(()));
+}
+
 /// The remaining time the Lambda adapter hands a handler for `events/continue.json`, with
 /// the event's `requestContext.domainName` set to `domain`.
 async fn invocation_limit(domain: &str) -> Option<std::time::Duration> {

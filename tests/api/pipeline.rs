@@ -29,6 +29,33 @@ async fn safe_request_ids_are_kept_and_credential_shaped_ones_replaced() {
     assert_ne!(res.headers()["x-request-id"], long.as_str());
 }
 
+/// A standard trace id, or a whole `traceparent` value, is a caller's correlation id: it
+/// comes back in the header and the error body; a longer hex run (a hex secret) does not.
+#[tokio::test]
+async fn w3c_trace_ids_are_kept_as_request_ids_and_longer_hex_runs_replaced() {
+    let app = TestApp::spawn().await;
+    let token = app.token().await;
+    for kept in ["4bf92f3577b34da6a3ce929d0e0e4736", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"] {
+        let res =
+            app.get("/api/v1/agent-runs/run_missing0001", &token).header("X-Request-Id", kept).send().await.unwrap();
+        assert_eq!(res.headers()["x-request-id"], kept);
+        let body: Value = res.json().await.unwrap();
+        assert_eq!(body["request_id"], kept);
+    }
+    for replaced in
+        ["4bf92f3577b34da6a3ce929d0e0e47364bf92f35", "sk-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"]
+    {
+        let res = app
+            .get("/api/v1/agent-runs/run_missing0001", &token)
+            .header("X-Request-Id", replaced)
+            .send()
+            .await
+            .unwrap();
+        assert!(res.headers()["x-request-id"].to_str().unwrap().starts_with("req_"));
+        assert!(!res.text().await.unwrap().contains(replaced));
+    }
+}
+
 #[tokio::test]
 async fn a_disallowed_host_is_refused_before_auth() {
     let app = TestApp::spawn().await;

@@ -134,6 +134,10 @@ impl HttpExecutor {
         if let Some(bearer) = &self.bearer {
             request = request.bearer_auth(bearer.expose());
         }
+        // The caller's trace goes on in Helix Ask (`traceparent`, when traces are exported).
+        let mut trace = http::HeaderMap::new();
+        crate::telemetry::inject_current(&mut trace);
+        request = request.headers(trace);
         let mut response = request.send().await.map_err(|e| (None, transport_failure(&e)))?;
         let status = response.status().as_u16();
         let fail = |f| (Some(status), f);

@@ -227,8 +227,14 @@ pub async fn pipeline(State((state, group)): State<(AppState, Group)>, mut req: 
     req.extensions_mut().insert(RequestId(request_id.clone()));
     req.extensions_mut().insert(group);
     // Every line logged while this request is handled (the per-turn line included)
-    // carries its request id.
-    let span = tracing::info_span!("request", request_id = %request_id, group = ?group);
+    // carries its request id: in the span `server::guard` opened, else in a new one.
+    let span = match req.extensions().get::<server::RequestSpan>() {
+        Some(server::RequestSpan(span)) => {
+            span.record("request_id", request_id.as_str()).record("group", tracing::field::debug(group));
+            span.clone()
+        }
+        None => tracing::info_span!("request", request_id = %request_id, group = ?group),
+    };
     run_pipeline(state, group, req, next, request_id).instrument(span).await
 }
 

@@ -172,7 +172,8 @@ impl RateLimits {
         self.local.check(&key, limit, now).map_err(|retry_after_secs| Refusal::Limited { retry_after_secs })?;
         let Some(store) = self.shared.clone() else { return Ok(Window::ready(Ok(()))) };
         let local = self.local.clone();
-        let task = tokio::spawn(async move {
+        // In the request's span: the shared count is one of its store calls.
+        let task = tokio::spawn(tracing::Instrument::in_current_span(async move {
             let minute = now.div_euclid(60);
             let counter = counter_key(&key, minute);
             // A short TTL: the window's minute plus one, so lazily deleted items stay few.
@@ -187,7 +188,7 @@ impl RateLimits {
                     Err(Refusal::Unavailable)
                 }
             }
-        });
+        }));
         Ok(Window(async move { task.await.unwrap_or(Err(Refusal::Unavailable)) }.boxed().shared()))
     }
 }

@@ -1,14 +1,17 @@
 //! Credential-shaped value detection: used for request ids, error messages and
 //! anything else that could echo caller input.
 
-pub use crate::domain::credential::{identifier_carries_credential, looks_like_credential, text_carries_credential};
+pub use crate::domain::credential::{
+    identifier_carries_credential, is_trace_context_id, looks_like_credential, text_carries_credential,
+};
 
-/// A caller's request id is kept when short, plain and not credential-shaped.
+/// A caller's request id is kept when short, plain and not credential-shaped; a W3C
+/// trace id or `traceparent` value is kept as it is (see [`is_trace_context_id`]).
 pub fn safe_request_id(value: &str) -> bool {
     !value.is_empty()
         && value.len() <= 160
         && value.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(&b))
-        && !looks_like_credential(value)
+        && (is_trace_context_id(value) || !looks_like_credential(value))
 }
 
 /// Removes quoted and back-ticked fragments from a parser message, so a bad value
@@ -53,9 +56,24 @@ mod tests {
         assert!(!safe_request_id("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJlc2ln"));
         assert!(!safe_request_id("sk-live-abc"));
         assert!(!safe_request_id("Bearer_abc"));
-        assert!(!safe_request_id("0123456789abcdef0123456789abcdef"));
+        assert!(!safe_request_id("0123456789abcdef0123456789abcdef0123"), "a hex run longer than a trace id");
+        assert!(!safe_request_id("0123456789ABCDEF0123456789ABCDEF"), "uppercase hex is no W3C trace id");
+        assert!(!safe_request_id("3f786850e387550fdab836ed7e6dc881de23001b"));
+        assert!(!safe_request_id("00000000000000000000000000000000"), "the invalid all-zero trace id");
+        assert!(!safe_request_id("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331"), "three parts");
+        assert!(!safe_request_id("ff-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"), "version ff");
+        assert!(!safe_request_id("sk-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"));
+        assert!(!safe_request_id("00-0af7651916cd43dd8448eb211c80319c0af7651916cd43dd-b7ad6b7169203331-01"));
         assert!(!safe_request_id(&"a-".repeat(81)));
         assert!(!safe_request_id("has space"));
+    }
+
+    #[test]
+    fn w3c_trace_ids_and_traceparent_values_are_kept() {
+        assert!(safe_request_id("0af7651916cd43dd8448eb211c80319c"));
+        assert!(safe_request_id("0123456789abcdef0123456789abcdef"));
+        assert!(safe_request_id("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"));
+        assert!(safe_request_id("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00"));
     }
 
     #[test]

@@ -53,8 +53,36 @@ pub struct BodyTimedOut;
 /// The last line of defence: a panic that escaped the pipeline (or happened in it)
 /// becomes a 500 in the error schema. Only the fact is logged: a panic message may
 /// quote request data.
+///
+/// Outside it, every request gets its span ([`RequestSpan`]): the caller's W3C
+/// `traceparent` (and `tracestate`) is its parent when traces are exported, so any
+/// server on this stack continues its caller's trace.
 pub fn guard(router: Router) -> Router {
-    router.layer(tower_http::catch_panic::CatchPanicLayer::custom(on_panic))
+    router
+        .layer(tower_http::catch_panic::CatchPanicLayer::custom(on_panic))
+        .layer(axum::middleware::from_fn(request_span))
+}
+
+/// The request's span, opened by [`guard`]; the pipeline records the request id and
+/// route group into it. Method and status only: no path, query or header.
+#[derive(Clone)]
+pub struct RequestSpan(pub tracing::Span);
+
+async fn request_span(mut req: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    let span = tracing::info_span!(
+        "request",
+        otel.kind = "server",
+        otel.name = %req.method(),
+        http.request.method = %req.method(),
+        request_id = tracing::field::Empty,
+        group = tracing::field::Empty,
+        http.response.status_code = tracing::field::Empty,
+    );
+    crate::telemetry::continue_trace(&span, req.headers());
+    req.extensions_mut().insert(RequestSpan(span.clone()));
+    let res = tracing::Instrument::instrument(next.run(req), span.clone()).await;
+    span.record("http.response.status_code", res.status().as_u16());
+    res
 }
 
 fn on_panic(_payload: Box<dyn Any + Send + 'static>) -> Response {

@@ -42,7 +42,8 @@ pub fn watch(
     every: Duration,
 ) -> Watch {
     let (key, run_id, claim_token) = (run_key(run_id), run_id.to_owned(), claim_token.to_owned());
-    Watch(tokio::spawn(async move {
+    // In the turn's span: its reads are store calls of the turn.
+    Watch(tokio::spawn(tracing::Instrument::in_current_span(async move {
         let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
@@ -68,7 +69,7 @@ pub fn watch(
                 return;
             }
         }
-    }))
+    })))
 }
 
 /// The turn may go on: the run is live and still claimed by it.

@@ -39,6 +39,25 @@ pub fn looks_like_credential(value: &str) -> bool {
     longest_run(value) >= 32
 }
 
+/// The W3C Trace Context identifiers a caller may use to correlate a request: a trace id
+/// (32 lowercase hex digits, not all zero) or a whole `traceparent` value
+/// (`00-<trace id>-<16 hex parent id>-<2 hex flags>`). Their hex runs are what
+/// [`looks_like_credential`] refuses, but these shapes are public by design (sent in the
+/// clear to every hop of a trace); a longer hex run, an uppercase one or any other shape
+/// stays refused.
+pub fn is_trace_context_id(value: &str) -> bool {
+    let hex =
+        |s: &str, len: usize| s.len() == len && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+    let id = |s: &str, len: usize| hex(s, len) && s.bytes().any(|b| b != b'0');
+    match value.split('-').collect::<Vec<_>>().as_slice() {
+        [trace_id] => id(trace_id, 32),
+        [version, trace_id, parent_id, flags] => {
+            hex(version, 2) && *version != "ff" && id(trace_id, 32) && id(parent_id, 16) && hex(flags, 2)
+        }
+        _ => false,
+    }
+}
+
 fn is_run_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || c == '+' || c == '/' || c == '=' || c == '_'
 }

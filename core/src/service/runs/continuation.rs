@@ -6,6 +6,7 @@ use std::time::{Duration as StdDuration, Instant};
 
 use chrono::{DateTime, Utc};
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use super::{Invocation, OP_CONTINUE, check_mutable, completed, detached, owned, owned_by, push_events, run_mutation};
 use crate::domain::event::EventLog;
@@ -92,30 +93,37 @@ impl RunService {
             Proceed::Answered(m) => return Ok(m),
         };
         let step = turn.claimed.budget.steps_used + 1;
-        let (budget, deadline) = self.deadline(&turn.claimed, c.invocation);
-        let started = Instant::now();
-        let mut request = turn_request(&turn, &c.req, step, deadline);
-        request.conversation_context = self.conversation_context(p, &request.run_id).await;
-        let (outcome, issued) = if admitted.iter().any(|s| s.room_bound) {
-            match self.execute_room_turn(p, request, budget, &admitted).await {
-                Ok((artifact, issued)) => (Ok(artifact), issued),
-                Err(failure) => (Err(failure), vec![]),
-            }
-        } else {
-            (self.execute_turn(request, budget).await, vec![])
-        };
-        tracing::info!(
-            run_id = %turn.claimed.run_id,
-            step,
-            failure = outcome.as_ref().err().map(|f| f.code()).unwrap_or("none"),
-            turn_ms = started.elapsed().as_millis() as u64,
-            budget_ms = budget.as_millis() as u64,
-            "turn"
-        );
-        let binding = TurnBinding { run_id: &turn.claimed.run_id, step, claim_token: &turn.token };
-        let admitted = (turn.capabilities.as_slice(), turn.families.as_slice());
-        let (outcome, approved) = self.govern_turn(p, binding, admitted, outcome).await?;
-        self.finalize_turn(&p.owner_hash(), &c, turn, step, outcome, &issued, approved).await
+        // The turn's span (a trace's `turn`): the executor call and the store calls that
+        // record its outcome. The step only: no objective, answer or artifact.
+        let span = tracing::info_span!("turn", helix.step = step);
+        async move {
+            let (budget, deadline) = self.deadline(&turn.claimed, c.invocation);
+            let started = Instant::now();
+            let mut request = turn_request(&turn, &c.req, step, deadline);
+            request.conversation_context = self.conversation_context(p, &request.run_id).await;
+            let (outcome, issued) = if admitted.iter().any(|s| s.room_bound) {
+                match self.execute_room_turn(p, request, budget, &admitted).await {
+                    Ok((artifact, issued)) => (Ok(artifact), issued),
+                    Err(failure) => (Err(failure), vec![]),
+                }
+            } else {
+                (self.execute_turn(request, budget).await, vec![])
+            };
+            tracing::info!(
+                run_id = %turn.claimed.run_id,
+                step,
+                failure = outcome.as_ref().err().map(|f| f.code()).unwrap_or("none"),
+                turn_ms = started.elapsed().as_millis() as u64,
+                budget_ms = budget.as_millis() as u64,
+                "turn"
+            );
+            let binding = TurnBinding { run_id: &turn.claimed.run_id, step, claim_token: &turn.token };
+            let admitted = (turn.capabilities.as_slice(), turn.families.as_slice());
+            let (outcome, approved) = self.govern_turn(p, binding, admitted, outcome).await?;
+            self.finalize_turn(&p.owner_hash(), &c, turn, step, outcome, &issued, approved).await
+        }
+        .instrument(span)
+        .await
     }
 
     /// The run, if this request may continue it: a receipt of the key answers first; then
@@ -238,7 +246,7 @@ impl RunService {
             // answer must not pass for a timeout.
             biased;
             _ = cancel.cancelled() => Err(TurnFailure::TurnCancelled),
-            r = self.executor.execute(turn, cancel.clone()) => r,
+            r = self.executor.execute(turn, cancel.clone()).instrument(tracing::info_span!("executor", otel.kind = "client")) => r,
             _ = tokio::time::sleep(budget) => Err(TurnFailure::TurnTimeout),
         };
         let cancelled = cancel.is_cancelled();
