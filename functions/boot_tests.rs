@@ -31,5 +31,24 @@ macro_rules! boot_tests {
             assert!(!out.status.success());
             assert!(String::from_utf8_lossy(&out.stderr).contains("production"));
         }
+
+        #[test]
+        fn the_function_reads_its_secrets_from_the_secret_store_before_it_starts() {
+            // An unreachable Secrets Manager: the cold start must try it (and fail naming
+            // the variable), not fall back to a plain environment configuration.
+            let out = Command::new(env!($bin))
+                .env_clear()
+                .env("HELIX_ASK_BEARER_TOKEN_SECRET_ARN", "helix/ask-bearer")
+                .env("AWS_ENDPOINT_URL_SECRETS_MANAGER", "http://127.0.0.1:9")
+                .env("AWS_REGION", "us-east-1")
+                .env("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
+                .env("AWS_SECRET_ACCESS_KEY", "not-a-real-secret-key")
+                .env("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9")
+                .output()
+                .unwrap();
+            assert!(!out.status.success());
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(stderr.contains("HELIX_ASK_BEARER_TOKEN") && stderr.contains("helix/ask-bearer"), "names the secret: {stderr}");
+        }
     };
 }
