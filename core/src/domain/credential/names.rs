@@ -147,8 +147,10 @@ pub(super) fn named_values(text: &str, spans: &mut Vec<Range<usize>>) {
         if c != b':' && c != b'=' {
             continue;
         }
-        // `://` is a URL; the second character of `:=`, `==` or `=>` is not a separator.
-        if (c == b':' && text[i + 1..].starts_with("//")) || (i > 0 && matches!(b[i - 1], b':' | b'=')) {
+        // The second character of `:=`, `==` or `=>` is not a separator. A `://` is no
+        // exception: a URL's scheme is never a secret name, and a secret name before `://`
+        // (`password://…`) is a value to redact, not a URL to keep (fail closed).
+        if i > 0 && matches!(b[i - 1], b':' | b'=') {
             continue;
         }
         let Some(kind) = name_before(&text[..i]) else { continue };

@@ -21,6 +21,8 @@ fn name_value_forms_are_found_and_only_their_values_redacted() {
     assert_eq!(redacts("client_secret = s3cr3tvalue", "s3cr3tvalue"), "client_secret = [redacted]");
     assert_eq!(redacts("clientSecret=s3cr3tvalue&x=1", "s3cr3tvalue"), "clientSecret=[redacted]&x=1");
     assert_eq!(redacts("Authorization: Bearer abc.def", "abc.def"), "Authorization: [redacted]");
+    // A secret name before `://` is no URL scheme: its value goes (a proptest found `password://00`).
+    assert_eq!(redacts("password://hunter2x", "//hunter2x"), "password:[redacted]");
     assert_eq!(redacts("cookie: sid=abc123; theme=dark", "abc123"), "cookie: [redacted]");
     assert_eq!(redacts("AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI", "wJalrXUtnFEMI"), "AWS_SECRET_ACCESS_KEY=[redacted]");
     assert_eq!(redacts("x-api-key: 12345", "12345"), "x-api-key: [redacted]");
