@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context, bail};
-use helix_core::config::{Config, DefaultMode, ExecutorConfig, LOCAL_AUDIENCE, LOCAL_ISSUER, Mode, Secret};
+use helix_core::config::{Config, DefaultMode, ExecutorConfig, Mode, Secret};
 use helix_core::domain::authority::TerminalSigner;
 use helix_core::domain::random_hex;
 use helix_core::executor::TurnExecutor;
@@ -67,6 +67,7 @@ fn local_config(data_dir: &Path, addr: Option<SocketAddr>) -> anyhow::Result<Con
     // One issuer for people and agents: the base URL, as the development issuer signs;
     // its tokens are for the canonical resource, `{base}/mcp`.
     let issuer = jwks.as_ref().and(base.clone());
+    let servers = issuer.clone();
     let lookup = move |name: &str| -> Option<String> {
         std::env::var(name).ok().or_else(|| match name {
             "HELIX_AGENT_ALLOW_LOCAL_HS256" => Some("1".into()),
@@ -76,19 +77,17 @@ fn local_config(data_dir: &Path, addr: Option<SocketAddr>) -> anyhow::Result<Con
             "HELIX_AGENT_OAUTH_JWKS_URL" => jwks.clone(),
             "HELIX_AGENT_OAUTH_ALGORITHMS" => jwks.as_ref().map(|_| "ES256".into()),
             // The protected-resource metadata names the development issuer (the base URL).
-            "HELIX_AGENT_OAUTH_AUTHORIZATION_SERVERS" => issuer.clone(),
-            "HELIX_AGENT_OAUTH_ISSUER" => issuer.clone(),
-            "HELIX_AGENT_OAUTH_AUDIENCE" => issuer.as_ref().map(|i| format!("{i}/mcp")),
+            "HELIX_AGENT_OAUTH_AUTHORIZATION_SERVERS" => servers.clone(),
             _ => None,
         })
     };
     let mut config = Config::from_lookup(DefaultMode::Development, &lookup)?;
-    // `helix dev-token` knows no port: its HS256 tokens keep the port-independent pair
-    // (what this function gives without an address), whatever issuer the server expects.
-    let env = |name: &str, default: &str| std::env::var(name).unwrap_or_else(|_| default.to_owned());
-    let local = (env("HELIX_AGENT_OAUTH_ISSUER", LOCAL_ISSUER), env("HELIX_AGENT_OAUTH_AUDIENCE", LOCAL_AUDIENCE));
-    if (config.oauth.issuer.as_str(), config.oauth.audience.as_str()) != (local.0.as_str(), local.1.as_str()) {
-        config.oauth.local_identity = Some(local);
+    // The development issuer signs with the base URL and the canonical resource; its tokens
+    // stand for the configured issuer, which `helix dev-token` (knowing no port) also uses:
+    // one identity, one agent binding, whichever way the token was obtained.
+    let own_keys = std::env::var("HELIX_AGENT_OAUTH_JWKS_URL").is_err();
+    if let Some(base) = issuer.filter(|_| own_keys) {
+        config.oauth.jwks_identity = Some((base, config.resource.clone()));
     }
     Ok(config)
 }
@@ -271,7 +270,7 @@ fn default_scopes() -> Vec<String> {
 async fn mint(state: &AppState, subject: &str, tenant: &str, scopes: &[String], ttl: i64) -> anyhow::Result<String> {
     let config = &state.services.config;
     let secret: &Secret = config.oauth.local_hs256_secret.as_ref().context("the local HS256 path is not enabled")?;
-    let (issuer, audience) = config.oauth.local_pair();
+    let (issuer, audience) = (&config.oauth.issuer, &config.oauth.audience);
     let id = LinkIdentity { issuer, tenant, provider: &config.oauth.provider, subject };
     let (_, status) = state.services.accounts.link_account(&id).await?;
     if status == helix_core::service::accounts::BindingStatus::Revoked {

@@ -16,26 +16,17 @@ pub struct OAuthConfig {
     /// Only outside production, with `HELIX_AGENT_ALLOW_LOCAL_HS256=1`.
     pub local_hs256_secret: Option<Secret>,
     pub authorization_servers: Vec<String>,
-    /// The (issuer, audience) local HS256 tokens carry, when not `issuer` and `audience`:
-    /// `helix serve` on loopback expects its own base URL from the tokens of its
-    /// development issuer and keeps `helix dev-token`'s port-independent pair for these.
-    pub local_identity: Option<(String, String)>,
+    /// The (iss, aud) key-set tokens carry when not `issuer` and `audience`: `helix serve`
+    /// on loopback, whose development issuer signs with its base URL and the canonical
+    /// resource. Such a token stands for `issuer` (one identity with `helix dev-token`'s
+    /// port-independent tokens, the browser sign-in and the account bindings).
+    pub jwks_identity: Option<(String, String)>,
 }
 
 /// The development defaults of the expected issuer and audience (port-independent, so a
 /// `helix dev-token` token works against a server on any port).
 pub const LOCAL_ISSUER: &str = "helix-local-issuer";
 pub const LOCAL_AUDIENCE: &str = "helix-local-resource";
-
-impl OAuthConfig {
-    /// The (issuer, audience) a local HS256 token is minted with and checked against.
-    pub fn local_pair(&self) -> (&str, &str) {
-        match &self.local_identity {
-            Some((iss, aud)) => (iss, aud),
-            None => (&self.issuer, &self.audience),
-        }
-    }
-}
 
 pub(super) fn public_base_url(env: &Env, prod: bool) -> Result<String, ConfigError> {
     let url = match env.get("CASIMIR_PUBLIC_BASE_URL") {
@@ -102,7 +93,7 @@ pub(super) fn oauth(
         algorithms,
         local_hs256_secret,
         authorization_servers,
-        local_identity: None,
+        jwks_identity: None,
     })
 }
 

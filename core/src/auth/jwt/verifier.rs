@@ -22,8 +22,8 @@ pub struct TokenVerifier {
     audience: String,
     algorithms: Vec<Algorithm>,
     local_hs256: Option<DecodingKey>,
-    /// The (issuer, audience) of local HS256 tokens.
-    local_identity: (String, String),
+    /// The (iss, aud) of key-set tokens.
+    jwks_identity: (String, String),
     jwks: Option<JwksCache>,
     verified: VerifiedTokens,
 }
@@ -95,7 +95,10 @@ impl TokenVerifier {
                 .local_hs256_secret
                 .as_ref()
                 .and_then(|s| DecodingKey::from_secret(s.expose().as_bytes()).ok()),
-            local_identity: (oauth.local_pair().0.to_owned(), oauth.local_pair().1.to_owned()),
+            jwks_identity: oauth
+                .jwks_identity
+                .clone()
+                .unwrap_or_else(|| (oauth.issuer.clone(), oauth.audience.clone())),
             jwks: oauth.jwks_url.as_ref().map(|url| JwksCache::new(url.clone(), http, policy)),
             verified: VerifiedTokens::default(),
         }
@@ -177,10 +180,12 @@ impl TokenVerifier {
         })?;
 
         let (issuer, audience) = match key {
-            KeyRef::Local(_) => (self.local_identity.0.as_str(), self.local_identity.1.as_str()),
-            KeyRef::Jwks(_) => (self.issuer.as_str(), self.audience.as_str()),
+            KeyRef::Local(_) => (self.issuer.as_str(), self.audience.as_str()),
+            KeyRef::Jwks(_) => (self.jwks_identity.0.as_str(), self.jwks_identity.1.as_str()),
         };
-        let token = claims::check(issuer, audience, &data.claims, now)?;
+        let mut token = claims::check(issuer, audience, &data.claims, now)?;
+        // Whatever name the key-set issuer signs with, the token stands for the configured one.
+        token.issuer = self.issuer.clone();
         let key = match key {
             KeyRef::Local(_) => None,
             KeyRef::Jwks(entry) => Some((header.kid.unwrap_or_default(), entry)),
@@ -241,7 +246,7 @@ mod tests {
             algorithms: vec![],
             local_hs256_secret: Some(secret.clone()),
             authorization_servers: vec![],
-            local_identity: None,
+            jwks_identity: None,
         };
         (TokenVerifier::new(&oauth, reqwest::Client::new()), secret)
     }
