@@ -61,6 +61,10 @@ fn local_config(data_dir: &Path, addr: Option<SocketAddr>) -> anyhow::Result<Con
     // `helix serve` on loopback hosts the development issuer: its tokens verify through
     // the JWKS path (ES256); the local HS256 secret stays for `helix dev-token`.
     let jwks = addr.filter(|a| a.ip().is_loopback()).map(|a| format!("http://{a}{}", dev_auth::JWKS_PATH));
+    // One issuer for people and agents: the base URL, as the development issuer signs;
+    // its tokens are for the canonical resource, `{base}/mcp`.
+    let issuer = jwks.as_ref().and(base.clone());
+    let servers = issuer.clone();
     let lookup = move |name: &str| -> Option<String> {
         std::env::var(name).ok().or_else(|| match name {
             "HELIX_AGENT_ALLOW_LOCAL_HS256" => Some("1".into()),
@@ -70,17 +74,26 @@ fn local_config(data_dir: &Path, addr: Option<SocketAddr>) -> anyhow::Result<Con
             "HELIX_AGENT_OAUTH_JWKS_URL" => jwks.clone(),
             "HELIX_AGENT_OAUTH_ALGORITHMS" => jwks.as_ref().map(|_| "ES256".into()),
             // The protected-resource metadata names the development issuer (the base URL).
-            "HELIX_AGENT_OAUTH_AUTHORIZATION_SERVERS" => jwks.as_ref().and(base.clone()),
+            "HELIX_AGENT_OAUTH_AUTHORIZATION_SERVERS" => servers.clone(),
             _ => None,
         })
     };
-    let config = Config::from_lookup(DefaultMode::Development, &lookup)?;
+    let mut config = Config::from_lookup(DefaultMode::Development, &lookup)?;
+    // The development issuer signs with the base URL and the canonical resource; its tokens
+    // stand for the configured issuer, which `helix dev-token` (knowing no port) also uses:
+    // one identity, one agent binding, whichever way the token was obtained.
+    let own_keys = std::env::var("HELIX_AGENT_OAUTH_JWKS_URL").is_err();
+    if let Some(base) = issuer.filter(|_| own_keys) {
+        config.oauth.jwks_identity = Some((base, config.resource.clone()));
+    }
     Ok(config)
 }
 
+const PRODUCTION_REFUSAL: &str = "refused: HELIX_ENV=production; the development authorization server, development tokens and the local server are nonproduction paths (deploy the functions with a real authorization server)";
+
 fn refuse_production(config: &Config) -> anyhow::Result<()> {
     if config.mode == Mode::Production {
-        bail!("refused: HELIX_ENV=production; development tokens and the local server are nonproduction paths");
+        bail!(PRODUCTION_REFUSAL);
     }
     Ok(())
 }
@@ -164,32 +177,36 @@ pub fn compose(state: AppState) -> axum::Router {
         .fallback_service(helix_core::http::fallback_router(state))
 }
 
-/// The development OpenID provider and the development issuer for agents, hosted only
-/// in development and only on loopback (the issuer is left out elsewhere).
+/// The development issuer (people's sign-in and agents' authorization server), hosted
+/// only in development and only on loopback.
 fn with_dev_provider(
-    mut app: axum::Router,
+    app: axum::Router,
     state: &AppState,
     addr: SocketAddr,
     data_dir: &Path,
 ) -> anyhow::Result<axum::Router> {
-    if addr.ip().is_loopback() {
-        let key = Arc::new(dev_issuer_key(data_dir)?);
-        if let Some(issuer) = dev_auth::router(state.clone(), key) {
-            app = issuer.merge(app);
-        }
-    }
-    let Some(dev) = helix_core::http::dev_oidc::router(state.clone()) else { return Ok(app) };
     if !addr.ip().is_loopback() {
-        bail!(
-            "refused: the development OpenID provider is served only on a loopback address (set HELIX_BROWSER_DEV_PROVIDER=0 or bind 127.0.0.1)"
-        );
+        if state.services.config.browser.dev_provider {
+            bail!(
+                "refused: the development issuer (sign-in and the agents' authorization server) is served only on a loopback address (set HELIX_BROWSER_DEV_PROVIDER=0 or bind 127.0.0.1)"
+            );
+        }
+        return Ok(app);
     }
-    Ok(dev.merge(app))
+    let key = Arc::new(dev_issuer_key(data_dir)?);
+    Ok(match dev_auth::router(state.clone(), key) {
+        Some(issuer) => issuer.merge(app),
+        None => app,
+    })
 }
 
 pub async fn serve(addr: SocketAddr, args: &StoreArgs, corpus: Option<PathBuf>) -> anyhow::Result<()> {
     // Bound first, so the public base URL (and the browser lane's issuer and redirect URI
     // derived from it) names the real port even for --addr 127.0.0.1:0.
+    // Before the configuration is read: in production it would refuse for a lesser reason.
+    if std::env::var("HELIX_ENV").is_ok_and(|e| e == "production") {
+        bail!(PRODUCTION_REFUSAL);
+    }
     let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("binding {addr}"))?;
     let addr = listener.local_addr()?;
     let mut config = local_config(&args.data_dir, Some(addr))?;
@@ -249,20 +266,13 @@ fn default_scopes() -> Vec<String> {
 async fn mint(state: &AppState, subject: &str, tenant: &str, scopes: &[String], ttl: i64) -> anyhow::Result<String> {
     let config = &state.services.config;
     let secret: &Secret = config.oauth.local_hs256_secret.as_ref().context("the local HS256 path is not enabled")?;
-    let id = LinkIdentity { issuer: &config.oauth.issuer, tenant, provider: &config.oauth.provider, subject };
+    let (issuer, audience) = (&config.oauth.issuer, &config.oauth.audience);
+    let id = LinkIdentity { issuer, tenant, provider: &config.oauth.provider, subject };
     let (_, status) = state.services.accounts.link_account(&id).await?;
     if status == helix_core::service::accounts::BindingStatus::Revoked {
         eprintln!("warning: the agent binding for this principal is revoked; the token will be refused");
     }
-    Ok(helix_core::auth::jwt::mint_local_hs256(
-        secret,
-        &config.oauth.issuer,
-        &config.oauth.audience,
-        subject,
-        tenant,
-        scopes,
-        ttl,
-    ))
+    Ok(helix_core::auth::jwt::mint_local_hs256(secret, issuer, audience, subject, tenant, scopes, ttl))
 }
 
 pub async fn dev_token(

@@ -16,7 +16,17 @@ pub struct OAuthConfig {
     /// Only outside production, with `HELIX_AGENT_ALLOW_LOCAL_HS256=1`.
     pub local_hs256_secret: Option<Secret>,
     pub authorization_servers: Vec<String>,
+    /// The (iss, aud) key-set tokens carry when not `issuer` and `audience`: `helix serve`
+    /// on loopback, whose development issuer signs with its base URL and the canonical
+    /// resource. Such a token stands for `issuer` (one identity with `helix dev-token`'s
+    /// port-independent tokens, the browser sign-in and the account bindings).
+    pub jwks_identity: Option<(String, String)>,
 }
+
+/// The development defaults of the expected issuer and audience (port-independent, so a
+/// `helix dev-token` token works against a server on any port).
+pub const LOCAL_ISSUER: &str = "helix-local-issuer";
+pub const LOCAL_AUDIENCE: &str = "helix-local-resource";
 
 pub(super) fn public_base_url(env: &Env, prod: bool) -> Result<String, ConfigError> {
     let url = match env.get("CASIMIR_PUBLIC_BASE_URL") {
@@ -59,8 +69,8 @@ pub(super) fn oauth(
     local_hs256_secret: Option<Secret>,
     algorithms: Vec<Algorithm>,
 ) -> Result<OAuthConfig, ConfigError> {
-    let issuer = dev_default(env, prod, "HELIX_AGENT_OAUTH_ISSUER", "helix-local-issuer")?;
-    let audience = dev_default(env, prod, "HELIX_AGENT_OAUTH_AUDIENCE", "helix-local-resource")?;
+    let issuer = dev_default(env, prod, "HELIX_AGENT_OAUTH_ISSUER", LOCAL_ISSUER)?;
+    let audience = dev_default(env, prod, "HELIX_AGENT_OAUTH_AUDIENCE", LOCAL_AUDIENCE)?;
     let provider = dev_default(env, prod, "HELIX_AGENT_OAUTH_PROVIDER", "helix-local")?;
     let jwks_url = env.get("HELIX_AGENT_OAUTH_JWKS_URL");
     if prod {
@@ -75,7 +85,16 @@ pub(super) fn oauth(
     if authorization_servers.is_empty() {
         authorization_servers.push(issuer.clone());
     }
-    Ok(OAuthConfig { issuer, audience, jwks_url, provider, algorithms, local_hs256_secret, authorization_servers })
+    Ok(OAuthConfig {
+        issuer,
+        audience,
+        jwks_url,
+        provider,
+        algorithms,
+        local_hs256_secret,
+        authorization_servers,
+        jwks_identity: None,
+    })
 }
 
 pub(super) fn local_hs256(env: &Env, prod: bool) -> Result<Option<Secret>, ConfigError> {

@@ -22,6 +22,8 @@ pub struct TokenVerifier {
     audience: String,
     algorithms: Vec<Algorithm>,
     local_hs256: Option<DecodingKey>,
+    /// The (iss, aud) of key-set tokens.
+    jwks_identity: (String, String),
     jwks: Option<JwksCache>,
     verified: VerifiedTokens,
 }
@@ -93,6 +95,10 @@ impl TokenVerifier {
                 .local_hs256_secret
                 .as_ref()
                 .and_then(|s| DecodingKey::from_secret(s.expose().as_bytes()).ok()),
+            jwks_identity: oauth
+                .jwks_identity
+                .clone()
+                .unwrap_or_else(|| (oauth.issuer.clone(), oauth.audience.clone())),
             jwks: oauth.jwks_url.as_ref().map(|url| JwksCache::new(url.clone(), http, policy)),
             verified: VerifiedTokens::default(),
         }
@@ -173,7 +179,13 @@ impl TokenVerifier {
             })
         })?;
 
-        let token = claims::check(&self.issuer, &self.audience, &data.claims, now)?;
+        let (issuer, audience) = match key {
+            KeyRef::Local(_) => (self.issuer.as_str(), self.audience.as_str()),
+            KeyRef::Jwks(_) => (self.jwks_identity.0.as_str(), self.jwks_identity.1.as_str()),
+        };
+        let mut token = claims::check(issuer, audience, &data.claims, now)?;
+        // Whatever name the key-set issuer signs with, the token stands for the configured one.
+        token.issuer = self.issuer.clone();
         let key = match key {
             KeyRef::Local(_) => None,
             KeyRef::Jwks(entry) => Some((header.kid.unwrap_or_default(), entry)),
@@ -234,6 +246,7 @@ mod tests {
             algorithms: vec![],
             local_hs256_secret: Some(secret.clone()),
             authorization_servers: vec![],
+            jwks_identity: None,
         };
         (TokenVerifier::new(&oauth, reqwest::Client::new()), secret)
     }
