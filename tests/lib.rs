@@ -200,6 +200,7 @@ impl TestApp {
             ("HELIX_AGENT_OAUTH_JWKS_URL", jwks.as_str()),
             ("HELIX_AGENT_OAUTH_ALGORITHMS", "ES256"),
             ("HELIX_AGENT_OAUTH_AUTHORIZATION_SERVERS", base.as_str()),
+            ("HELIX_AGENT_OAUTH_ISSUER", base.as_str()),
         ];
         Self::spawn_on(listener, backend, &vars).await
     }
@@ -267,6 +268,31 @@ impl TestApp {
             helix_core::http::server::serve(listener, app, limits, std::future::pending()).await.unwrap()
         });
         TestApp { base, faults, state, executor, http: reqwest::Client::new(), dev_key, _dir: dir }
+    }
+
+    /// A second server over this one's store, configuration and issuer key (a restart:
+    /// nothing held in the first server's memory is shared), on a new port.
+    pub async fn restarted(&self) -> TestApp {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let config = (*self.state.services.config).clone();
+        let executor = Arc::new(ScriptedExecutor::new(vec![], Some(signer())));
+        let state = helix_core::wiring::app_state(config, self.state.services.store.clone(), executor.clone());
+        let app = compose_with(state.clone(), self.dev_key.clone());
+        let limits = state.services.config.server;
+        tokio::spawn(async move {
+            helix_core::http::server::serve(listener, app, limits, std::future::pending()).await.unwrap()
+        });
+        let dir = tempfile::tempdir().unwrap();
+        TestApp {
+            base,
+            faults: self.faults.clone(),
+            state,
+            executor,
+            http: reqwest::Client::new(),
+            dev_key: self.dev_key.clone(),
+            _dir: dir,
+        }
     }
 
     /// Links (trusted path) and mints a token for the principal.

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context, bail};
-use helix_core::config::{Config, DefaultMode, ExecutorConfig, Mode, Secret};
+use helix_core::config::{Config, DefaultMode, ExecutorConfig, LOCAL_AUDIENCE, LOCAL_ISSUER, Mode, Secret};
 use helix_core::domain::authority::TerminalSigner;
 use helix_core::domain::random_hex;
 use helix_core::executor::TurnExecutor;
@@ -64,6 +64,9 @@ fn local_config(data_dir: &Path, addr: Option<SocketAddr>) -> anyhow::Result<Con
     // `helix serve` on loopback hosts the development issuer: its tokens verify through
     // the JWKS path (ES256); the local HS256 secret stays for `helix dev-token`.
     let jwks = addr.filter(|a| a.ip().is_loopback()).map(|a| format!("http://{a}{}", dev_auth::JWKS_PATH));
+    // One issuer for people and agents: the base URL, as the development issuer signs;
+    // its tokens are for the canonical resource, `{base}/mcp`.
+    let issuer = jwks.as_ref().and(base.clone());
     let lookup = move |name: &str| -> Option<String> {
         std::env::var(name).ok().or_else(|| match name {
             "HELIX_AGENT_ALLOW_LOCAL_HS256" => Some("1".into()),
@@ -73,11 +76,20 @@ fn local_config(data_dir: &Path, addr: Option<SocketAddr>) -> anyhow::Result<Con
             "HELIX_AGENT_OAUTH_JWKS_URL" => jwks.clone(),
             "HELIX_AGENT_OAUTH_ALGORITHMS" => jwks.as_ref().map(|_| "ES256".into()),
             // The protected-resource metadata names the development issuer (the base URL).
-            "HELIX_AGENT_OAUTH_AUTHORIZATION_SERVERS" => jwks.as_ref().and(base.clone()),
+            "HELIX_AGENT_OAUTH_AUTHORIZATION_SERVERS" => issuer.clone(),
+            "HELIX_AGENT_OAUTH_ISSUER" => issuer.clone(),
+            "HELIX_AGENT_OAUTH_AUDIENCE" => issuer.as_ref().map(|i| format!("{i}/mcp")),
             _ => None,
         })
     };
-    let config = Config::from_lookup(DefaultMode::Development, &lookup)?;
+    let mut config = Config::from_lookup(DefaultMode::Development, &lookup)?;
+    // `helix dev-token` knows no port: its HS256 tokens keep the port-independent pair
+    // (what this function gives without an address), whatever issuer the server expects.
+    let env = |name: &str, default: &str| std::env::var(name).unwrap_or_else(|_| default.to_owned());
+    let local = (env("HELIX_AGENT_OAUTH_ISSUER", LOCAL_ISSUER), env("HELIX_AGENT_OAUTH_AUDIENCE", LOCAL_AUDIENCE));
+    if (config.oauth.issuer.as_str(), config.oauth.audience.as_str()) != (local.0.as_str(), local.1.as_str()) {
+        config.oauth.local_identity = Some(local);
+    }
     Ok(config)
 }
 
@@ -253,20 +265,13 @@ fn default_scopes() -> Vec<String> {
 async fn mint(state: &AppState, subject: &str, tenant: &str, scopes: &[String], ttl: i64) -> anyhow::Result<String> {
     let config = &state.services.config;
     let secret: &Secret = config.oauth.local_hs256_secret.as_ref().context("the local HS256 path is not enabled")?;
-    let id = LinkIdentity { issuer: &config.oauth.issuer, tenant, provider: &config.oauth.provider, subject };
+    let (issuer, audience) = config.oauth.local_pair();
+    let id = LinkIdentity { issuer, tenant, provider: &config.oauth.provider, subject };
     let (_, status) = state.services.accounts.link_account(&id).await?;
     if status == helix_core::service::accounts::BindingStatus::Revoked {
         eprintln!("warning: the agent binding for this principal is revoked; the token will be refused");
     }
-    Ok(helix_core::auth::jwt::mint_local_hs256(
-        secret,
-        &config.oauth.issuer,
-        &config.oauth.audience,
-        subject,
-        tenant,
-        scopes,
-        ttl,
-    ))
+    Ok(helix_core::auth::jwt::mint_local_hs256(secret, issuer, audience, subject, tenant, scopes, ttl))
 }
 
 pub async fn dev_token(

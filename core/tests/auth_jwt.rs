@@ -120,6 +120,7 @@ fn oauth(jwks_url: Option<&str>, local_secret: Option<&str>) -> OAuthConfig {
         algorithms: vec![Algorithm::RS256, Algorithm::ES256],
         local_hs256_secret: local_secret.map(Secret::new),
         authorization_servers: vec![ISSUER.into()],
+        local_identity: None,
     }
 }
 

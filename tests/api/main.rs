@@ -24,6 +24,7 @@ mod lambda_events;
 mod lanes;
 mod lifecycle;
 mod limits;
+mod oauth_flow;
 mod pipeline;
 mod probes;
 mod redaction;

@@ -7,6 +7,7 @@ pub mod browser;
 pub mod events;
 pub mod faults;
 pub mod mcp;
+pub mod oauth;
 pub mod rooms;
 pub mod runs;
 pub mod sources;

@@ -16,6 +16,25 @@ pub struct OAuthConfig {
     /// Only outside production, with `HELIX_AGENT_ALLOW_LOCAL_HS256=1`.
     pub local_hs256_secret: Option<Secret>,
     pub authorization_servers: Vec<String>,
+    /// The (issuer, audience) local HS256 tokens carry, when not `issuer` and `audience`:
+    /// `helix serve` on loopback expects its own base URL from the tokens of its
+    /// development issuer and keeps `helix dev-token`'s port-independent pair for these.
+    pub local_identity: Option<(String, String)>,
+}
+
+/// The development defaults of the expected issuer and audience (port-independent, so a
+/// `helix dev-token` token works against a server on any port).
+pub const LOCAL_ISSUER: &str = "helix-local-issuer";
+pub const LOCAL_AUDIENCE: &str = "helix-local-resource";
+
+impl OAuthConfig {
+    /// The (issuer, audience) a local HS256 token is minted with and checked against.
+    pub fn local_pair(&self) -> (&str, &str) {
+        match &self.local_identity {
+            Some((iss, aud)) => (iss, aud),
+            None => (&self.issuer, &self.audience),
+        }
+    }
 }
 
 pub(super) fn public_base_url(env: &Env, prod: bool) -> Result<String, ConfigError> {
@@ -59,8 +78,8 @@ pub(super) fn oauth(
     local_hs256_secret: Option<Secret>,
     algorithms: Vec<Algorithm>,
 ) -> Result<OAuthConfig, ConfigError> {
-    let issuer = dev_default(env, prod, "HELIX_AGENT_OAUTH_ISSUER", "helix-local-issuer")?;
-    let audience = dev_default(env, prod, "HELIX_AGENT_OAUTH_AUDIENCE", "helix-local-resource")?;
+    let issuer = dev_default(env, prod, "HELIX_AGENT_OAUTH_ISSUER", LOCAL_ISSUER)?;
+    let audience = dev_default(env, prod, "HELIX_AGENT_OAUTH_AUDIENCE", LOCAL_AUDIENCE)?;
     let provider = dev_default(env, prod, "HELIX_AGENT_OAUTH_PROVIDER", "helix-local")?;
     let jwks_url = env.get("HELIX_AGENT_OAUTH_JWKS_URL");
     if prod {
@@ -75,7 +94,16 @@ pub(super) fn oauth(
     if authorization_servers.is_empty() {
         authorization_servers.push(issuer.clone());
     }
-    Ok(OAuthConfig { issuer, audience, jwks_url, provider, algorithms, local_hs256_secret, authorization_servers })
+    Ok(OAuthConfig {
+        issuer,
+        audience,
+        jwks_url,
+        provider,
+        algorithms,
+        local_hs256_secret,
+        authorization_servers,
+        local_identity: None,
+    })
 }
 
 pub(super) fn local_hs256(env: &Env, prod: bool) -> Result<Option<Secret>, ConfigError> {

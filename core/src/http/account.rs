@@ -52,7 +52,7 @@ pub fn router(state: AppState) -> Router {
 // ---------------------------------------------------------------------------------------------
 // Cookies
 
-fn set_cookie(state: &AppState, name: &str, value: &str, path: &str, max_age: i64) -> HeaderValue {
+pub(super) fn set_cookie(state: &AppState, name: &str, value: &str, path: &str, max_age: i64) -> HeaderValue {
     let secure = if state.services.config.browser.secure_cookies { "; Secure" } else { "" };
     HeaderValue::from_str(&format!("{name}={value}; Path={path}; HttpOnly; SameSite=Lax; Max-Age={max_age}{secure}"))
         .expect("cookie values are hex")

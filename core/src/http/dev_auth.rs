@@ -14,10 +14,14 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::{Value, json};
 
+use super::pages::{Csp, Referrer, page_headers_but_csp as page_headers};
 use super::{AppState, Group, pipeline};
 use crate::config::Mode;
 use crate::domain::scopes::all_oauth_scopes;
 use crate::domain::sha256_hex;
+use http::HeaderValue;
+use http::header::CONTENT_SECURITY_POLICY;
+use tower_http::set_header::SetResponseHeaderLayer;
 
 /// Where the key set of the development issuer is published.
 pub const JWKS_PATH: &str = "/oauth/jwks";
@@ -102,21 +106,33 @@ pub fn router(state: AppState, key: Arc<DevAuthKey>) -> Option<Router> {
     let issuer = DevIssuer { app: state.clone(), key };
     let mut router = Router::new()
         .route(JWKS_PATH, get(jwks))
-        .route(REGISTER_PATH, axum::routing::post(super::dev_register::register));
+        .route(REGISTER_PATH, axum::routing::post(super::dev_register::register))
+        .route(TOKEN_PATH, axum::routing::post(super::dev_token::token));
     for path in METADATA_PATHS {
         router = router.route(path, get(metadata));
     }
+    // The pages: the account lane's pipeline and headers, except that the consent page
+    // sets its own policy (its form leads back to the client's loopback redirect).
+    let policy = HeaderValue::from_str(&Csp::NoScript.policy(&state)).expect("ascii policy");
+    let pages = Router::new()
+        .route(AUTHORIZE_PATH, get(super::dev_authorize::authorize).post(super::dev_authorize::decide))
+        .layer(axum::middleware::from_fn_with_state((state.clone(), Group::Account), pipeline))
+        .layer(page_headers(&state, Referrer::SameOrigin))
+        .layer(SetResponseHeaderLayer::if_not_present(CONTENT_SECURITY_POLICY, policy))
+        .with_state(state.clone());
     Some(
         router
             .layer(axum::middleware::from_fn_with_state((state.clone(), Group::Discovery), pipeline))
-            .with_state(issuer),
+            .with_state(issuer)
+            .merge(pages),
     )
 }
 
+/// The issuer's state: the app and its signing key.
 #[derive(Clone)]
-struct DevIssuer {
-    app: AppState,
-    key: Arc<DevAuthKey>,
+pub(super) struct DevIssuer {
+    pub app: AppState,
+    pub key: Arc<DevAuthKey>,
 }
 
 impl axum::extract::FromRef<DevIssuer> for AppState {

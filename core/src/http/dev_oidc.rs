@@ -157,15 +157,13 @@ struct AuthorizeQuery {
 
 #[derive(Template)]
 #[template(path = "dev_login.html")]
-struct LoginPage {
-    action: String,
-    client_id: String,
-    redirect_uri: String,
-    state: String,
-    nonce: String,
-    code_challenge: String,
-    subject: &'static str,
-    tenant: &'static str,
+pub(super) struct LoginPage {
+    pub action: String,
+    /// Hidden form fields carried to the POST.
+    pub hidden: Vec<(&'static str, String)>,
+    pub subject: &'static str,
+    pub tenant: &'static str,
+    pub button_id: &'static str,
 }
 
 fn bad(what: &str) -> ApiError {
@@ -193,13 +191,16 @@ async fn login_page(State(dev): State<Dev>, Query(q): Query<AuthorizeQuery>) -> 
     check_client(&dev, &client_id, &redirect)?;
     let page = LoginPage {
         action: format!("{DEV_PROVIDER_PATH}/authorize"),
-        client_id,
-        redirect_uri: redirect,
-        state: q.state.ok_or_else(|| bad("state is required"))?,
-        nonce: q.nonce.ok_or_else(|| bad("nonce is required"))?,
-        code_challenge: q.code_challenge.ok_or_else(|| bad("code_challenge is required"))?,
+        hidden: vec![
+            ("client_id", client_id),
+            ("redirect_uri", redirect),
+            ("state", q.state.ok_or_else(|| bad("state is required"))?),
+            ("nonce", q.nonce.ok_or_else(|| bad("nonce is required"))?),
+            ("code_challenge", q.code_challenge.ok_or_else(|| bad("code_challenge is required"))?),
+        ],
         subject: DEFAULT_SUBJECT,
         tenant: DEFAULT_TENANT,
+        button_id: "dev-sign-in",
     };
     Ok(Page(page).into_response())
 }
@@ -215,7 +216,7 @@ struct LoginForm {
     tenant: String,
 }
 
-fn identifier_ok(s: &str) -> bool {
+pub(super) fn identifier_ok(s: &str) -> bool {
     (1..=128).contains(&s.len())
         && s.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'@'))
 }

@@ -9,8 +9,10 @@ pub mod account;
 pub mod admission;
 pub mod agent_runs;
 pub mod dev_auth;
+pub mod dev_authorize;
 pub mod dev_oidc;
 pub mod dev_register;
+pub mod dev_token;
 pub mod discovery;
 #[cfg(test)]
 mod fuzz;

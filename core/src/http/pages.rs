@@ -231,6 +231,19 @@ pub fn page_headers(state: &AppState, csp: Csp, referrer: Referrer) -> PageHeade
         .layer(SetResponseHeaderLayer::overriding(REFERRER_POLICY, HeaderValue::from_static(referrer.value())))
 }
 
+/// [`page_headers`] without the content security policy (for a lane whose answers set
+/// their own, under a default the caller layers).
+pub fn page_headers_but_csp(
+    state: &AppState,
+    referrer: Referrer,
+) -> ServiceBuilder<Stack<SetHeader, Stack<SetHeader, Stack<SetHeader, Identity>>>> {
+    let _ = state;
+    ServiceBuilder::new()
+        .layer(SetResponseHeaderLayer::overriding(X_FRAME_OPTIONS, HeaderValue::from_static("DENY")))
+        .layer(SetResponseHeaderLayer::overriding(X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff")))
+        .layer(SetResponseHeaderLayer::overriding(REFERRER_POLICY, HeaderValue::from_static(referrer.value())))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -22,6 +22,8 @@ pub struct TokenVerifier {
     audience: String,
     algorithms: Vec<Algorithm>,
     local_hs256: Option<DecodingKey>,
+    /// The (issuer, audience) of local HS256 tokens.
+    local_identity: (String, String),
     jwks: Option<JwksCache>,
     verified: VerifiedTokens,
 }
@@ -93,6 +95,7 @@ impl TokenVerifier {
                 .local_hs256_secret
                 .as_ref()
                 .and_then(|s| DecodingKey::from_secret(s.expose().as_bytes()).ok()),
+            local_identity: (oauth.local_pair().0.to_owned(), oauth.local_pair().1.to_owned()),
             jwks: oauth.jwks_url.as_ref().map(|url| JwksCache::new(url.clone(), http, policy)),
             verified: VerifiedTokens::default(),
         }
@@ -173,7 +176,11 @@ impl TokenVerifier {
             })
         })?;
 
-        let token = claims::check(&self.issuer, &self.audience, &data.claims, now)?;
+        let (issuer, audience) = match key {
+            KeyRef::Local(_) => (self.local_identity.0.as_str(), self.local_identity.1.as_str()),
+            KeyRef::Jwks(_) => (self.issuer.as_str(), self.audience.as_str()),
+        };
+        let token = claims::check(issuer, audience, &data.claims, now)?;
         let key = match key {
             KeyRef::Local(_) => None,
             KeyRef::Jwks(entry) => Some((header.kid.unwrap_or_default(), entry)),
@@ -234,6 +241,7 @@ mod tests {
             algorithms: vec![],
             local_hs256_secret: Some(secret.clone()),
             authorization_servers: vec![],
+            local_identity: None,
         };
         (TokenVerifier::new(&oauth, reqwest::Client::new()), secret)
     }

@@ -62,10 +62,15 @@ pub const SOURCE_ITEMS: &[ItemLayout] = &[
 /// Per-minute rate-limit counters (shared store only).
 pub const LIMIT_ITEMS: &[ItemLayout] = &[row("rate-limit window", "RL#<sha256(window key)>#<minute>", "RL")];
 
-/// Clients registered with the development issuer, and the hourly registration count.
+/// Clients registered with the development issuer, the hourly registration count, and
+/// what it keeps while authorizing: pending authorizations, codes, refresh families.
 pub const OAUTH_ITEMS: &[ItemLayout] = &[
     row("registered OAuth client", "OAUTHCLIENT#<client_id>", "CLIENT"),
     row("client registration counter", "OAUTHREG#<hour>", "COUNT"),
+    row("pending authorization", "OAUTHPENDING#<sha256(pending id)>", "PENDING"),
+    row("authorization code", "OAUTHCODE#<sha256(code)>", "CODE"),
+    row("refresh-token family", "OAUTHFAMILY#<family_id>", "FAMILY"),
+    row("refresh token", "OAUTHREFRESH#<sha256(token)>", "REFRESH"),
 ];
 
 /// Every item kind the service writes.

@@ -16,6 +16,7 @@ pub mod idempotent;
 pub mod layout;
 pub mod limits;
 pub mod oauth_clients;
+pub mod oauth_grants;
 pub mod observations;
 pub mod probes;
 pub mod receipts;
