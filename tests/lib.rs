@@ -53,9 +53,6 @@ pub fn compose_with(state: AppState, dev_key: Arc<helix_core::http::dev_auth::De
         .merge(helix_account::routes(state.clone()))
         .merge(helix_rooms::routes(state.clone()))
         .merge(helix_ingress::routes(state.clone()));
-    if let Some(dev) = helix_core::http::dev_oidc::router(state.clone()) {
-        app = app.merge(dev);
-    }
     if let Some(issuer) = helix_core::http::dev_auth::router(state.clone(), dev_key) {
         app = app.merge(issuer);
     }

@@ -93,9 +93,11 @@ fn local_config(data_dir: &Path, addr: Option<SocketAddr>) -> anyhow::Result<Con
     Ok(config)
 }
 
+const PRODUCTION_REFUSAL: &str = "refused: HELIX_ENV=production; the development authorization server, development tokens and the local server are nonproduction paths (deploy the functions with a real authorization server)";
+
 fn refuse_production(config: &Config) -> anyhow::Result<()> {
     if config.mode == Mode::Production {
-        bail!("refused: HELIX_ENV=production; development tokens and the local server are nonproduction paths");
+        bail!(PRODUCTION_REFUSAL);
     }
     Ok(())
 }
@@ -182,32 +184,36 @@ pub fn compose(state: AppState) -> axum::Router {
         .fallback_service(helix_core::http::fallback_router(state))
 }
 
-/// The development OpenID provider and the development issuer for agents, hosted only
-/// in development and only on loopback (the issuer is left out elsewhere).
+/// The development issuer (people's sign-in and agents' authorization server), hosted
+/// only in development and only on loopback.
 fn with_dev_provider(
-    mut app: axum::Router,
+    app: axum::Router,
     state: &AppState,
     addr: SocketAddr,
     data_dir: &Path,
 ) -> anyhow::Result<axum::Router> {
-    if addr.ip().is_loopback() {
-        let key = Arc::new(dev_issuer_key(data_dir)?);
-        if let Some(issuer) = dev_auth::router(state.clone(), key) {
-            app = issuer.merge(app);
-        }
-    }
-    let Some(dev) = helix_core::http::dev_oidc::router(state.clone()) else { return Ok(app) };
     if !addr.ip().is_loopback() {
-        bail!(
-            "refused: the development OpenID provider is served only on a loopback address (set HELIX_BROWSER_DEV_PROVIDER=0 or bind 127.0.0.1)"
-        );
+        if state.services.config.browser.dev_provider {
+            bail!(
+                "refused: the development issuer (sign-in and the agents' authorization server) is served only on a loopback address (set HELIX_BROWSER_DEV_PROVIDER=0 or bind 127.0.0.1)"
+            );
+        }
+        return Ok(app);
     }
-    Ok(dev.merge(app))
+    let key = Arc::new(dev_issuer_key(data_dir)?);
+    Ok(match dev_auth::router(state.clone(), key) {
+        Some(issuer) => issuer.merge(app),
+        None => app,
+    })
 }
 
 pub async fn serve(addr: SocketAddr, args: &StoreArgs, corpus: Option<PathBuf>) -> anyhow::Result<()> {
     // Bound first, so the public base URL (and the browser lane's issuer and redirect URI
     // derived from it) names the real port even for --addr 127.0.0.1:0.
+    // Before the configuration is read: in production it would refuse for a lesser reason.
+    if std::env::var("HELIX_ENV").is_ok_and(|e| e == "production") {
+        bail!(PRODUCTION_REFUSAL);
+    }
     let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("binding {addr}"))?;
     let addr = listener.local_addr()?;
     let mut config = local_config(&args.data_dir, Some(addr))?;

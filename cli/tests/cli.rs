@@ -583,6 +583,22 @@ fn serve_is_refused_in_production_before_any_dev_issuer_key_exists() {
         .output()
         .unwrap();
     assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("production"), "{}", String::from_utf8_lossy(&out.stderr));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("production") && stderr.contains("development authorization server"), "{stderr}");
+    assert!(!dir.path().join("dev-issuer-es256.key").exists());
+}
+
+#[test]
+fn serve_off_loopback_is_refused_while_the_development_issuer_is_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(support::BIN)
+        .args(["serve", "--addr", "0.0.0.0:0", "--data-dir"])
+        .arg(dir.path())
+        .env_remove("HELIX_ENV")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("development issuer") && stderr.contains("loopback"), "{stderr}");
     assert!(!dir.path().join("dev-issuer-es256.key").exists());
 }

@@ -91,7 +91,13 @@ impl Browser {
     async fn through_dev_provider(&mut self, start: &str, subject: &str, tenant: &str) -> String {
         let res = self.post(start, &[]).await;
         assert_eq!(res.status(), StatusCode::SEE_OTHER, "{start}");
-        let authorize = location(&res);
+        // One issuer for people and agents: its /authorize sends the browser client to the
+        // development sign-in page.
+        let issuer_authorize = location(&res);
+        assert!(issuer_authorize.starts_with(&format!("{}/authorize?", self.base)), "{issuer_authorize}");
+        let res = self.get(&issuer_authorize).await;
+        assert_eq!(res.status(), StatusCode::SEE_OTHER);
+        let authorize = format!("{}{}", self.base, location(&res));
         assert!(authorize.starts_with(&format!("{}/dev-oidc/authorize?", self.base)), "{authorize}");
         let page = self.get(&authorize).await;
         assert_eq!(page.status(), StatusCode::OK);

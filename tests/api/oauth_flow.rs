@@ -291,3 +291,23 @@ async fn unticking_a_scope_leaves_it_out_of_the_token() {
     let (_, tokens) = client.exchange(&back.param("code").unwrap(), &verifier).await;
     assert_eq!(claims(tokens["access_token"].as_str().unwrap())["scope"], "helix.rooms.read");
 }
+
+#[tokio::test]
+async fn people_and_agents_sign_in_at_one_issuer_with_one_key() {
+    let app = TestApp::spawn_dev_issuer(Backend::Embedded).await;
+    let config = &app.state.services.config;
+    let browser = config.browser.oidc.as_ref().unwrap();
+    assert_eq!(browser.issuer, app.base, "the browser's sign-in is the development issuer");
+    assert_eq!(config.oauth.issuer, app.base, "and agents' tokens are expected from it");
+    assert_eq!(browser.algorithms, vec!["ES256".to_owned()]);
+    let (_, meta) =
+        read(app.http.get(format!("{}/.well-known/openid-configuration", app.base)).send().await.unwrap()).await;
+    assert_eq!(meta["issuer"], app.base);
+    assert_eq!(meta["id_token_signing_alg_values_supported"], json!(["ES256"]));
+    // The browser client's authorization request goes to the sign-in page, not to consent.
+    let client = app.oauth_client(REDIRECT).await;
+    let q = "response_type=code&client_id=helix-local-browser&state=s&nonce=n&code_challenge_method=S256";
+    let res = client.http.get(format!("{}?{q}", client.authorize)).send().await.unwrap();
+    assert_eq!(res.status(), 303);
+    assert!(res.headers()["location"].to_str().unwrap().starts_with("/dev-oidc/authorize?"));
+}

@@ -61,7 +61,7 @@ impl BrowserConfig {
         let client_secret = env.get("HELIX_BROWSER_OIDC_CLIENT_SECRET").map(Secret::new);
         let algorithms = match env.get("HELIX_BROWSER_OIDC_ALGORITHMS") {
             Some(list) => list.split(',').map(|a| a.trim().to_owned()).filter(|a| !a.is_empty()).collect(),
-            None if dev_provider => vec!["EdDSA".to_owned()],
+            None if dev_provider => vec!["ES256".to_owned()],
             None => vec!["RS256".to_owned()],
         };
         if let Some(a) = algorithms.iter().find(|a| parse_asymmetric(a).is_none()) {
@@ -75,7 +75,8 @@ impl BrowserConfig {
                 return Err(malformed("HELIX_BROWSER_OIDC_ISSUER", "set either it or HELIX_BROWSER_DEV_PROVIDER=1"));
             }
             (None, None, true) => Some(OidcConfig {
-                issuer: format!("{public_base_url}{DEV_PROVIDER_PATH}"),
+                // One issuer for people and agents: the development issuer at the base URL.
+                issuer: public_base_url.to_owned(),
                 client_id: DEV_PROVIDER_CLIENT_ID.into(),
                 client_secret: None,
                 algorithms,
@@ -147,8 +148,8 @@ mod tests {
         let c = cfg(DefaultMode::Development, DEV).unwrap();
         assert!(c.browser.dev_provider);
         let oidc = c.browser.oidc.unwrap();
-        assert_eq!(oidc.issuer, "http://127.0.0.1:9000/dev-oidc");
-        assert_eq!(oidc.algorithms, vec!["EdDSA"]);
+        assert_eq!(oidc.issuer, "http://127.0.0.1:9000");
+        assert_eq!(oidc.algorithms, vec!["ES256"]);
         assert_eq!(c.browser.public_origin, "http://127.0.0.1:9000");
         assert!(!c.browser.secure_cookies);
         assert!(c.browser.session_idle <= c.browser.session_absolute);

@@ -1,7 +1,9 @@
-//! The development authorization server for agents, hosted by `helix serve` in
-//! development mode on loopback only. Its access tokens are ES256 JWTs signed by a key
-//! generated once into the data dir and published at [`JWKS_PATH`], so the resource
-//! server verifies them through the same JWKS verifier a production issuer uses.
+//! The development issuer, hosted by `helix serve` in development mode on loopback only:
+//! one authorization server for people (the browser's sign-in, `dev_oidc`) and agents
+//! (`dev_register`, `dev_authorize`, `dev_token`), at the base URL. Its tokens are ES256
+//! JWTs signed by a key generated once into the data dir and published at [`JWKS_PATH`],
+//! so the resource server verifies them through the same JWKS verifier a production
+//! issuer uses.
 
 use std::sync::Arc;
 
@@ -103,7 +105,8 @@ pub fn router(state: AppState, key: Arc<DevAuthKey>) -> Option<Router> {
     if state.services.config.mode != Mode::Development {
         return None;
     }
-    let issuer = DevIssuer { app: state.clone(), key };
+    let browser = super::dev_oidc::provider(&state, key.clone());
+    let issuer = DevIssuer { app: state.clone(), key, browser: browser.clone() };
     let mut router = Router::new()
         .route(JWKS_PATH, get(jwks))
         .route(REGISTER_PATH, axum::routing::post(super::dev_register::register))
@@ -120,12 +123,14 @@ pub fn router(state: AppState, key: Arc<DevAuthKey>) -> Option<Router> {
         .layer(page_headers(&state, Referrer::SameOrigin))
         .layer(SetResponseHeaderLayer::if_not_present(CONTENT_SECURITY_POLICY, policy))
         .with_state(state.clone());
-    Some(
-        router
-            .layer(axum::middleware::from_fn_with_state((state.clone(), Group::Discovery), pipeline))
-            .with_state(issuer)
-            .merge(pages),
-    )
+    let mut all = router
+        .layer(axum::middleware::from_fn_with_state((state.clone(), Group::Discovery), pipeline))
+        .with_state(issuer)
+        .merge(pages);
+    if let Some(browser) = browser {
+        all = all.merge(super::dev_oidc::router(state, browser));
+    }
+    Some(all)
 }
 
 /// The issuer's state: the app and its signing key.
@@ -133,6 +138,8 @@ pub fn router(state: AppState, key: Arc<DevAuthKey>) -> Option<Router> {
 pub(super) struct DevIssuer {
     pub app: AppState,
     pub key: Arc<DevAuthKey>,
+    /// The browser's sign-in (the first-party client), when enabled.
+    pub browser: Option<Arc<super::dev_oidc::DevProvider>>,
 }
 
 impl axum::extract::FromRef<DevIssuer> for AppState {

@@ -19,6 +19,7 @@ use super::AppState;
 use super::dev_auth::{AUTHORIZE_PATH, OFFLINE_ACCESS};
 use super::dev_oidc::{LoginPage, identifier_ok};
 use super::pages::{Csp, Page, SESSION_COOKIE, SameOrigin, cookie};
+use crate::config::{DEV_PROVIDER_CLIENT_ID, DEV_PROVIDER_PATH};
 use crate::domain::account::BrowserSecret;
 use crate::domain::random_hex;
 use crate::domain::scopes::all_oauth_scopes;
@@ -126,6 +127,10 @@ fn refuse(redirect_uri: &str, state: Option<&str>, error: &str, description: &st
 /// `GET /authorize`: checks the request and shows the sign-in page.
 pub async fn authorize(State(state): State<AppState>, RawQuery(query): RawQuery) -> Response {
     let q = pairs(query.as_deref().unwrap_or(""));
+    // The first-party browser client signs in on its own page (no consent: it is Helix).
+    if single(&q, "client_id") == Ok(Some(DEV_PROVIDER_CLIENT_ID)) && state.services.config.browser.dev_provider {
+        return see_other(&format!("{DEV_PROVIDER_PATH}/authorize?{}", query.unwrap_or_default()));
+    }
     let one = |name: &str| single(&q, name);
     let (Ok(client_id), Ok(redirect_uri)) = (one("client_id"), one("redirect_uri")) else {
         return error_page("invalid_request", "client_id and redirect_uri may be given once");

@@ -1,8 +1,11 @@
-//! The development OpenID provider hosted by `helix serve`: development mode only, on
-//! loopback only, so the browser lane's real OIDC client code signs a newcomer in with
-//! no external service. Codes are single-use, short-lived, PKCE (S256) bound and kept in
-//! memory; ID tokens are EdDSA-signed by a per-process key published at its JWKS.
-//! The subject and tenant a newcomer picks on its login page are the same identity as
+//! The browser's sign-in at the development issuer hosted by `helix serve` (development
+//! mode only, on loopback only): the first-party client `helix-local-browser` signs a
+//! person in through its real OIDC client code with no external service. People and
+//! agents sign in at one issuer, as at Auth0 in production: its identifier is the base
+//! URL, its metadata the issuer's, `/authorize` sends this client to the sign-in page
+//! here and `/token` hands its codes to [`exchange`]; ID tokens are ES256, signed by the
+//! issuer's data-dir key. Codes are single-use, short-lived, PKCE (S256) bound and kept in
+//! memory. The subject and tenant picked on the page are the same identity as
 //! `helix dev-token --subject S --tenant T`.
 
 use std::collections::HashMap;
@@ -15,16 +18,16 @@ use axum::routing::get;
 use axum::{Form, Json, Router};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
-use ed25519_dalek::{Signer, SigningKey};
 use http::header::LOCATION;
 use http::{HeaderValue, StatusCode};
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::json;
 
+use super::dev_auth::DevAuthKey;
 use super::pages::{Csp, Page, Referrer, SameOrigin, page_headers};
 use super::{AppState, Group, pipeline};
 use crate::config::{DEV_PROVIDER_CLIENT_ID, DEV_PROVIDER_PATH, Mode};
-use crate::domain::{random_hex, sha256_hex};
+use crate::domain::random_hex;
 use crate::error::ApiError;
 
 const CODE_TTL_SECS: i64 = 60;
@@ -32,9 +35,10 @@ const ID_TOKEN_TTL_SECS: i64 = 300;
 const DEFAULT_SUBJECT: &str = "dev-user";
 const DEFAULT_TENANT: &str = "dev-tenant";
 
-/// An EdDSA (Ed25519) ID-token signer and its JWKS.
+/// An EdDSA (Ed25519) signer and its JWKS: a stand-in provider's key in tests of the
+/// browser lane's OIDC client against providers other than this one.
 pub struct DevSigner {
-    key: SigningKey,
+    key: ed25519_dalek::SigningKey,
     kid: String,
 }
 
@@ -42,12 +46,12 @@ impl DevSigner {
     pub fn generate() -> Self {
         let mut seed = [0u8; 32];
         getrandom::fill(&mut seed).expect("operating system randomness");
-        let key = SigningKey::from_bytes(&seed);
-        let kid = sha256_hex(key.verifying_key().to_bytes())[..16].to_owned();
+        let key = ed25519_dalek::SigningKey::from_bytes(&seed);
+        let kid = crate::domain::sha256_hex(key.verifying_key().to_bytes())[..16].to_owned();
         Self { key, kid }
     }
 
-    pub fn jwks(&self) -> Value {
+    pub fn jwks(&self) -> serde_json::Value {
         json!({ "keys": [{
             "kty": "OKP", "crv": "Ed25519", "use": "sig", "alg": "EdDSA", "kid": self.kid,
             "x": B64.encode(self.key.verifying_key().to_bytes()),
@@ -55,7 +59,8 @@ impl DevSigner {
     }
 
     /// A compact JWS of the claims.
-    pub fn sign(&self, claims: &Value) -> String {
+    pub fn sign(&self, claims: &serde_json::Value) -> String {
+        use ed25519_dalek::Signer;
         let header = json!({ "alg": "EdDSA", "typ": "JWT", "kid": self.kid });
         let input = format!("{}.{}", B64.encode(header.to_string()), B64.encode(claims.to_string()));
         let sig = self.key.sign(input.as_bytes());
@@ -73,10 +78,16 @@ struct Grant {
     expires_at: i64,
 }
 
-/// The provider's state: its signer and the codes it issued.
+/// The browser sign-in's state: the issuer's key and the codes it issued.
 pub struct DevProvider {
-    signer: DevSigner,
+    key: Arc<DevAuthKey>,
     codes: Mutex<HashMap<String, Grant>>,
+}
+
+impl DevProvider {
+    pub fn new(key: Arc<DevAuthKey>) -> Self {
+        Self { key, codes: Mutex::default() }
+    }
 }
 
 #[derive(Clone)]
@@ -91,57 +102,26 @@ impl FromRef<Dev> for AppState {
     }
 }
 
-fn issuer(state: &AppState) -> String {
-    format!("{}{DEV_PROVIDER_PATH}", state.services.config.public_base_url)
-}
-
 fn redirect_uri(state: &AppState) -> String {
     format!("{}{}", state.services.config.public_base_url, super::account::CALLBACK_PATH)
 }
 
-/// The provider's routes, or None unless this is development with the provider enabled.
-/// (`helix serve` also refuses to host it on anything but a loopback address.)
-pub fn router(state: AppState) -> Option<Router> {
+/// The provider, or None unless this is development with the provider enabled.
+pub fn provider(state: &AppState, key: Arc<DevAuthKey>) -> Option<Arc<DevProvider>> {
     let config = &state.services.config;
-    if config.mode != Mode::Development || !config.browser.dev_provider {
-        return None;
-    }
-    let dev = Dev {
-        app: state.clone(),
-        provider: Arc::new(DevProvider { signer: DevSigner::generate(), codes: Mutex::default() }),
-    };
+    (config.mode == Mode::Development && config.browser.dev_provider).then(|| Arc::new(DevProvider::new(key)))
+}
+
+/// The sign-in page's routes (the issuer's `/authorize` sends the browser client here).
+pub(super) fn router(state: AppState, provider: Arc<DevProvider>) -> Router {
+    let dev = Dev { app: state.clone(), provider };
     let p = DEV_PROVIDER_PATH;
-    Some(
-        Router::new()
-            .route(&format!("{p}/.well-known/openid-configuration"), get(discovery))
-            .route(&format!("{p}/jwks"), get(jwks))
-            .route(&format!("{p}/authorize"), get(login_page).post(login))
-            .route(&format!("{p}/token"), axum::routing::post(token))
-            .layer(axum::middleware::from_fn_with_state((state.clone(), Group::Account), pipeline))
-            .layer(page_headers(&state, Csp::NoScript, Referrer::SameOrigin))
-            .with_state(dev),
-    )
-}
-
-async fn discovery(State(dev): State<Dev>) -> Json<Value> {
-    let iss = issuer(&dev.app);
-    Json(json!({
-        "issuer": iss,
-        "authorization_endpoint": format!("{iss}/authorize"),
-        "token_endpoint": format!("{iss}/token"),
-        "jwks_uri": format!("{iss}/jwks"),
-        "response_types_supported": ["code"],
-        "subject_types_supported": ["public"],
-        "id_token_signing_alg_values_supported": ["EdDSA"],
-        "code_challenge_methods_supported": ["S256"],
-        "token_endpoint_auth_methods_supported": ["none"],
-        "scopes_supported": ["openid"],
-        "claims_supported": ["sub", "iss", "aud", "exp", "iat", "auth_time", "nonce", "tenant_id"],
-    }))
-}
-
-async fn jwks(State(dev): State<Dev>) -> Json<Value> {
-    Json(dev.provider.signer.jwks())
+    Router::new()
+        .route(&format!("{p}/authorize"), get(login_page).post(login))
+        .route(&format!("{p}/token"), axum::routing::post(token))
+        .layer(axum::middleware::from_fn_with_state((state.clone(), Group::Account), pipeline))
+        .layer(page_headers(&state, Csp::NoScript, Referrer::SameOrigin))
+        .with_state(dev)
 }
 
 #[derive(Deserialize)]
@@ -252,36 +232,43 @@ async fn login(State(dev): State<Dev>, _: SameOrigin, Form(f): Form<LoginForm>) 
 }
 
 #[derive(Deserialize)]
-struct TokenForm {
-    grant_type: String,
-    code: String,
-    redirect_uri: String,
-    code_verifier: String,
-    client_id: Option<String>,
+pub(super) struct TokenForm {
+    pub grant_type: String,
+    pub code: String,
+    pub redirect_uri: String,
+    pub code_verifier: String,
+    pub client_id: Option<String>,
 }
 
 fn token_error(code: &str) -> Response {
-    (StatusCode::BAD_REQUEST, Json(json!({ "error": code }))).into_response()
+    let mut res = (StatusCode::BAD_REQUEST, Json(json!({ "error": code }))).into_response();
+    res.headers_mut().insert(http::header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    res
 }
 
 async fn token(State(dev): State<Dev>, Form(f): Form<TokenForm>) -> Response {
+    exchange(&dev.app, &dev.provider, f)
+}
+
+/// The browser client's code exchange (at `/token` or here): an ID token.
+pub(super) fn exchange(app: &AppState, provider: &DevProvider, f: TokenForm) -> Response {
     if f.grant_type != "authorization_code" {
         return token_error("unsupported_grant_type");
     }
     if f.client_id.as_deref().is_some_and(|c| c != DEV_PROVIDER_CLIENT_ID) {
         return token_error("invalid_client");
     }
-    let now = dev.app.services.clock.epoch();
+    let now = app.services.clock.epoch();
     // Single use: the code is removed whatever the outcome.
-    let Some(grant) = dev.provider.codes.lock().expect("codes lock").remove(&f.code) else {
+    let Some(grant) = provider.codes.lock().expect("codes lock").remove(&f.code) else {
         return token_error("invalid_grant");
     };
     let challenge = B64.encode(sha2::Sha256::digest(f.code_verifier.as_bytes()));
     if grant.expires_at <= now || grant.redirect_uri != f.redirect_uri || challenge != grant.code_challenge {
         return token_error("invalid_grant");
     }
-    let id_token = dev.provider.signer.sign(&json!({
-        "iss": issuer(&dev.app),
+    let id_token = provider.key.sign(&json!({
+        "iss": super::dev_auth::issuer_url(app),
         "sub": grant.subject,
         "aud": DEV_PROVIDER_CLIENT_ID,
         "iat": now,

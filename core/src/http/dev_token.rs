@@ -17,6 +17,8 @@ use sha2::Digest;
 
 use super::dev_auth::{DevIssuer, OFFLINE_ACCESS, issuer_url};
 use super::dev_authorize::{pairs, resource_ok, single};
+use super::dev_oidc::{TokenForm, exchange};
+use crate::config::DEV_PROVIDER_CLIENT_ID;
 use crate::domain::{random_hex, sha256_hex};
 use crate::error::ApiError;
 use crate::service::records::oauth_clients::get_client;
@@ -55,6 +57,16 @@ pub(super) async fn token(State(issuer): State<DevIssuer>, body: Bytes) -> Respo
         }
     }
     let get = |name: &str| field(&form, name);
+    if let (Some(DEV_PROVIDER_CLIENT_ID), Some(browser)) = (get("client_id"), &issuer.browser) {
+        let f = TokenForm {
+            grant_type: get("grant_type").unwrap_or_default().to_owned(),
+            code: get("code").unwrap_or_default().to_owned(),
+            redirect_uri: get("redirect_uri").unwrap_or_default().to_owned(),
+            code_verifier: get("code_verifier").unwrap_or_default().to_owned(),
+            client_id: Some(DEV_PROVIDER_CLIENT_ID.to_owned()),
+        };
+        return no_store(exchange(&issuer.app, browser, f));
+    }
     if !resource_ok(&issuer.app, &form) {
         return oauth_error("invalid_target", "resource must be this server's MCP resource");
     }
