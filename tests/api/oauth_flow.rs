@@ -12,6 +12,9 @@ on_both_backends!(
     step_up_a_token_without_rooms_manage_is_refused_until_reauthorized,
 );
 
+/// A changed token-request field: (name, value).
+type Change<'a> = Vec<(&'a str, &'a str)>;
+
 const REDIRECT: &str = "http://127.0.0.1:49321/callback/abc";
 const WHO: (&str, &str) = ("alice", "tenant-a");
 
@@ -98,7 +101,7 @@ async fn the_token_endpoint_checks_verifier_redirect_client_and_resource() {
     let (verifier, challenge) = pkce();
     let other_redirect = "http://127.0.0.1:49321/callback/other";
     let (wrong_verifier, _) = pkce();
-    let cases: [(&str, Vec<(&str, &str)>, &str); 5] = [
+    let cases: [(&str, Change, &str); 5] = [
         ("wrong verifier", vec![("code_verifier", &wrong_verifier)], "invalid_grant"),
         ("wrong redirect", vec![("redirect_uri", other_redirect)], "invalid_grant"),
         ("other resource", vec![("resource", "https://elsewhere.example/mcp")], "invalid_target"),

@@ -120,7 +120,7 @@ pub fn router(state: AppState, key: Arc<DevAuthKey>) -> Option<Router> {
     let pages = Router::new()
         .route(AUTHORIZE_PATH, get(super::dev_authorize::authorize).post(super::dev_authorize::decide))
         .layer(axum::middleware::from_fn_with_state((state.clone(), Group::Account), pipeline))
-        .layer(page_headers(&state, Referrer::SameOrigin))
+        .layer(page_headers(Referrer::SameOrigin))
         .layer(SetResponseHeaderLayer::if_not_present(CONTENT_SECURITY_POLICY, policy))
         .with_state(state.clone());
     let mut all = router

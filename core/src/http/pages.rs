@@ -231,13 +231,12 @@ pub fn page_headers(state: &AppState, csp: Csp, referrer: Referrer) -> PageHeade
         .layer(SetResponseHeaderLayer::overriding(REFERRER_POLICY, HeaderValue::from_static(referrer.value())))
 }
 
+/// [`page_headers`] less the content security policy.
+pub type PageHeadersButCsp = ServiceBuilder<Stack<SetHeader, Stack<SetHeader, Stack<SetHeader, Identity>>>>;
+
 /// [`page_headers`] without the content security policy (for a lane whose answers set
 /// their own, under a default the caller layers).
-pub fn page_headers_but_csp(
-    state: &AppState,
-    referrer: Referrer,
-) -> ServiceBuilder<Stack<SetHeader, Stack<SetHeader, Stack<SetHeader, Identity>>>> {
-    let _ = state;
+pub fn page_headers_but_csp(referrer: Referrer) -> PageHeadersButCsp {
     ServiceBuilder::new()
         .layer(SetResponseHeaderLayer::overriding(X_FRAME_OPTIONS, HeaderValue::from_static("DENY")))
         .layer(SetResponseHeaderLayer::overriding(X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff")))
@@ -327,8 +326,10 @@ mod tests {
         assert_eq!(page_headers_of(super::super::account::router(s.clone()), "/account/nowhere").await, forms);
         let observer = super::super::observer::router(s.clone());
         assert_eq!(page_headers_of(observer, super::super::observer::BASE).await, forms, "405 of the observer lane");
-        let dev = super::super::dev_oidc::router(s.clone()).expect("development provider");
-        assert_eq!(page_headers_of(dev, "/dev-oidc/jwks").await, forms);
+        let key = super::super::dev_auth::DevAuthKey::from_pkcs8(&super::super::dev_auth::DevAuthKey::generate_pkcs8());
+        let provider = super::super::dev_oidc::provider(&s, std::sync::Arc::new(key.unwrap()));
+        let dev = super::super::dev_oidc::router(s.clone(), provider.expect("development provider"));
+        assert_eq!(page_headers_of(dev, "/dev-oidc/nowhere").await, forms);
         let script = expected(SAME_ORIGIN_SCRIPT, "same-origin");
         assert_eq!(page_headers_of(super::super::room_pages::router(s.clone()), "/chat/static/chat.js").await, script);
         let claim = expected(SAME_ORIGIN_SCRIPT, "no-referrer");
