@@ -3,7 +3,7 @@
 //! so they cannot disagree. The snippets name fields and environment variables only; no
 //! token is ever part of them.
 
-use super::scopes::{RUNS_READ, RUNS_WRITE};
+use super::scopes::{self, RUNS_READ, RUNS_WRITE};
 
 /// The MCP server name every snippet uses (hyphen-free, as Gemini Interactions requires).
 pub const SERVER_NAME: &str = "helix";
@@ -24,6 +24,15 @@ pub const RUN_TOOLS: &[&str] = &[
 ];
 /// The scopes those tools need.
 pub const RUN_SCOPES: &[&str] = &[RUNS_READ, RUNS_WRITE];
+/// The logical data scope the README's snippets assume enabled: the one `helix serve`
+/// enables (its sample research library).
+pub const README_DATA_SCOPE: &str = "research_library";
+
+/// The OAuth scope of each enabled logical data scope, in the deployment's order: a run
+/// names at least one data scope, and starting it needs that scope's OAuth scope too.
+pub fn data_oauth_scopes(enabled: &[String]) -> Vec<&'static str> {
+    enabled.iter().filter_map(|id| scopes::lookup(id)).map(|s| s.oauth_scope).collect()
+}
 
 /// One copy-paste block of a client's setup.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,12 +67,14 @@ fn quoted_list(items: &[&str], indent: &str) -> String {
     items.iter().map(|i| format!("{indent}\"{i}\",\n")).collect()
 }
 
-/// The table, with `mcp_url` in every snippet.
-pub fn client_setups(mcp_url: &str) -> Vec<ClientSetup> {
+/// The table, with `mcp_url` in every snippet. A client that names the scopes it asks for
+/// (Codex) asks for the run tools' and `data_scopes` (see [`data_oauth_scopes`]).
+pub fn client_setups(mcp_url: &str, data_scopes: &[&str]) -> Vec<ClientSetup> {
     let name = SERVER_NAME;
     let env = TOKEN_ENV;
     let timeout = TOOL_TIMEOUT_SECS;
-    let scopes = quoted_list(RUN_SCOPES, "  ");
+    let requested: Vec<&str> = RUN_SCOPES.iter().chain(data_scopes).copied().collect();
+    let scopes = quoted_list(&requested, "  ");
     let tools_toml = quoted_list(RUN_TOOLS, "  ");
     let tools_js = quoted_list(RUN_TOOLS, "      ");
     vec![
@@ -191,7 +202,8 @@ pub const README_END: &str = "<!-- clients:end -->";
 /// The README's block (between [`README_BEGIN`] and [`README_END`]), with the placeholder URL.
 pub fn readme_section() -> String {
     let mut out = String::from(README_BEGIN);
-    for c in client_setups(README_MCP_URL) {
+    let data = data_oauth_scopes(&[README_DATA_SCOPE.to_owned()]);
+    for c in client_setups(README_MCP_URL, &data) {
         out.push_str(&format!("\n#### {}\n\n{}", c.name, c.works));
         if c.needs_public_https {
             out.push_str(" Needs a deployed https URL: a loopback server cannot be reached.");
@@ -220,7 +232,7 @@ mod tests {
 
     #[test]
     fn every_client_the_contract_names_is_in_the_table() {
-        let all = client_setups("https://h.example/mcp");
+        let all = client_setups("https://h.example/mcp", &[]);
         for id in ["codex", "claude-code", "chatgpt", "openai-responses", "gemini-interactions", "gemini-cli"] {
             client(&all, id);
         }
@@ -233,7 +245,7 @@ mod tests {
 
     #[test]
     fn codex_configures_oauth_resource_scopes_tools_and_timeout_then_logs_in() {
-        let all = client_setups("https://h.example/mcp");
+        let all = client_setups("https://h.example/mcp", &[]);
         let text = all_text(client(&all, "codex"));
         for needle in [
             "[mcp_servers.helix]",
@@ -255,8 +267,20 @@ mod tests {
     }
 
     #[test]
+    fn codex_asks_for_the_enabled_data_scopes_a_run_needs_besides_the_run_scopes() {
+        let enabled = ["research_library".to_owned(), "not_in_catalog".to_owned(), "public_web".to_owned()];
+        let data = data_oauth_scopes(&enabled);
+        assert_eq!(data, ["helix.data.research_library.read", "helix.data.public_web.read"]);
+        let all = client_setups("https://h.example/mcp", &data);
+        let text = all_text(client(&all, "codex"));
+        let scopes = "scopes = [\n  \"helix.agent_runs.read\",\n  \"helix.agent_runs.write\",\n  \
+                      \"helix.data.research_library.read\",\n  \"helix.data.public_web.read\",\n]\n";
+        assert!(text.contains(scopes), "{text}");
+    }
+
+    #[test]
     fn responses_requires_approval_always_and_gemini_names_are_hyphen_free() {
-        let all = client_setups("https://h.example/mcp");
+        let all = client_setups("https://h.example/mcp", &[]);
         let responses = all_text(client(&all, "openai-responses"));
         assert!(responses.contains("require_approval: \"always\""), "{responses}");
         assert!(!responses.contains("never"));
@@ -272,7 +296,7 @@ mod tests {
 
     #[test]
     fn the_json_snippets_parse() {
-        let all = client_setups("https://h.example/mcp");
+        let all = client_setups("https://h.example/mcp", &[]);
         for c in &all {
             for s in c.steps.iter().filter(|s| s.language == "json") {
                 serde_json::from_str::<serde_json::Value>(&s.text)

@@ -18,7 +18,7 @@ use super::pages::{
 };
 use super::{AppState, Group, pipeline};
 use crate::domain::account::{BrowserSecret, IntentPurpose, intent_nonce, intent_verifier};
-use crate::domain::clients::{ClientSetup, SERVER_NAME, client_setups};
+use crate::domain::clients::{ClientSetup, SERVER_NAME, client_setups, data_oauth_scopes};
 use crate::domain::random_hex;
 use crate::domain::scopes::all_oauth_scopes;
 use crate::error::ApiError;
@@ -302,7 +302,7 @@ async fn agent_access_page(State(state): State<AppState>) -> Result<Response, Ap
     let config = &state.services.config;
     let resource = resource_of(&state);
     Ok(Page(AgentAccessPage {
-        clients: client_setups(&resource),
+        clients: client_setups(&resource, &data_oauth_scopes(&config.database_scopes)),
         resource,
         rest_base: format!("{}/api/v1/agent-runs", config.public_base_url),
         metadata_url: super::resource_metadata_url(&config.public_base_url, Group::Mcp),
@@ -315,25 +315,26 @@ async fn agent_access_page(State(state): State<AppState>) -> Result<Response, Ap
 async fn agent_access_manifest(State(state): State<AppState>) -> Json<serde_json::Value> {
     let config = &state.services.config;
     let resource = resource_of(&state);
-    let clients: serde_json::Map<String, serde_json::Value> = client_setups(&resource)
-        .into_iter()
-        .map(|c| {
-            let steps: Vec<_> = c
-                .steps
-                .iter()
-                .map(|s| serde_json::json!({ "label": s.label, "language": s.language, "text": s.text }))
-                .collect();
-            let entry = serde_json::json!({
-                "name": c.name,
-                "works": c.works,
-                "needs_public_https": c.needs_public_https,
-                "available": c.available_at(&resource),
-                "server_name": SERVER_NAME,
-                "steps": steps,
-            });
-            (c.id.to_owned(), entry)
-        })
-        .collect();
+    let clients: serde_json::Map<String, serde_json::Value> =
+        client_setups(&resource, &data_oauth_scopes(&config.database_scopes))
+            .into_iter()
+            .map(|c| {
+                let steps: Vec<_> = c
+                    .steps
+                    .iter()
+                    .map(|s| serde_json::json!({ "label": s.label, "language": s.language, "text": s.text }))
+                    .collect();
+                let entry = serde_json::json!({
+                    "name": c.name,
+                    "works": c.works,
+                    "needs_public_https": c.needs_public_https,
+                    "available": c.available_at(&resource),
+                    "server_name": SERVER_NAME,
+                    "steps": steps,
+                });
+                (c.id.to_owned(), entry)
+            })
+            .collect();
     Json(serde_json::json!({
         "schema": "helix.agent_access.v1",
         "resource": resource,
