@@ -149,7 +149,7 @@ async fn drain(api: &Api, path: &str, after: &mut u64) -> anyhow::Result<()> {
         let query: Vec<(&str, &str)> = query.iter().map(|(k, v)| (*k, v.as_str())).collect();
         let page = api.get(&format!("{path}/events"), &query).await?;
         for e in page["events"].as_array().into_iter().flatten() {
-            println!("#{:<4} {:<40} {}", e["seq"], label(text(e, "kind")), text(e, "created_at"));
+            println!("#{:<4} {:<40} {}", e["seq"].as_u64().unwrap_or(0), label(text(e, "kind")), text(e, "created_at"));
         }
         *after = page["next_after_seq"].as_u64().unwrap_or(*after);
         if page["has_more"] != true {
