@@ -215,4 +215,17 @@ async fn listing_runs_takes_the_documented_round_trips() {
     assert_eq!(app.faults.take_log(), ["batch_get", "query", "batch_get"], "list: principal, entries, runs");
     browse(&app, &cookie, "/api/account/runs").await;
     assert_eq!(app.faults.take_log(), ["get", "get", "query", "batch_get"], "console list: session, entries, runs");
+    let id = ids(&list(&app, &o.a, "").await.1).remove(0);
+    app.faults.take_log();
+    app.browser(Method::GET, &format!("/runs/{id}"), &cookie).send().await.unwrap();
+    assert_eq!(app.faults.take_log(), ["get", "get", "get", "query"], "run page: session, run, events");
+    let res = app
+        .browser(Method::POST, &format!("/api/account/runs/{id}/cancel"), &cookie)
+        .header("Idempotency-Key", "counted-console-cancel")
+        .json(&json!({"expected_version": 1}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    assert_eq!(app.faults.take_log(), ["get", "get", "batch_get", "transact"], "console cancel");
 }

@@ -172,10 +172,7 @@ async fn run_page(
     let Some(session) = session_of(&state, &headers).await? else {
         return Ok(Page(RunsPage::default()).into_response());
     };
-    let runs = &state.services.runs;
-    let run = runs.person_inspect(&session.account_id, &run_id).await?;
-    let evidence = runs.person_evidence(&session.account_id, &run_id).await?;
-    let events = runs.person_events(&session.account_id, &run_id, 0, 200).await?;
+    let (run, evidence, events) = state.services.runs.person_page(&session.account_id, &run_id, 200).await?;
     let timeline: Vec<TimelineEntry> = events
         .events
         .iter()

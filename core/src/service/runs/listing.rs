@@ -88,6 +88,20 @@ impl RunService {
         Ok(EvidenceBundleView::of(&self.person_run(account_id, run_id).await?))
     }
 
+    /// Everything the run page shows, from one read of the run and one page of its events
+    /// (the first `limit`).
+    pub async fn person_page(
+        &self,
+        account_id: &str,
+        run_id: &str,
+        limit: usize,
+    ) -> Result<(RunView, EvidenceBundleView, EventPageView), ApiError> {
+        let run = self.person_run(account_id, run_id).await?;
+        let page = events_after(&*self.store, &run.run_id, 0, limit).await?;
+        let events = EventPageView::new(&run.run_id, page.events, 0, page.has_more);
+        Ok((RunView::observed(&run, self.clock.epoch()), EvidenceBundleView::of(&run), events))
+    }
+
     pub async fn person_events(
         &self,
         account_id: &str,
