@@ -115,7 +115,12 @@ fn print_list(page: &Value) {
     for r in &runs {
         let steps = format!("{}/{}", r["budget"]["steps_used"], r["budget"]["max_steps"]);
         let statuses = format!("{}/{}", text(r, "lifecycle_status"), text(r, "completion_status"));
-        println!("{}  {statuses:<28} steps {steps:<6} {}  {}", text(r, "run_id"), text(r, "created_at"), text(r, "objective"));
+        println!(
+            "{}  {statuses:<28} steps {steps:<6} {}  {}",
+            text(r, "run_id"),
+            text(r, "created_at"),
+            text(r, "objective")
+        );
     }
     if let Some(next) = page["next_cursor"].as_str() {
         println!("more: helix runs list --cursor {next}");

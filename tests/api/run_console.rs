@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use helix_core::executor::scripted::Step;
-use helix_integration_tests::support::runs::{assert_contiguous, completing_step, kinds, research_run};
+use helix_integration_tests::support::runs::{assert_contiguous, completing_step, kinds};
 use helix_integration_tests::*;
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -70,7 +70,7 @@ async fn the_list_route_shows_each_binding_its_own_runs_newest_first(backend: Ba
 
     let (status, _) = read(app.cancel(&o.a, &first, "list-cancel-0001", json!({"expected_version": 1})).await).await;
     assert_eq!(status, 200);
-    assert_eq!(ids(&list(&app, &o.a, "?status=cancelled").await.1), [first.clone()]);
+    assert_eq!(ids(&list(&app, &o.a, "?status=cancelled").await.1), std::slice::from_ref(&first));
     assert_eq!(ids(&list(&app, &o.a, "?status=waiting").await.1), [second]);
     assert!(ids(&list(&app, &o.a, "?status=queued").await.1).is_empty());
     assert!(ids(&list(&app, &o.a, "?status=needs_input").await.1).is_empty());
@@ -174,8 +174,8 @@ async fn the_console_cancels_a_run_whose_turn_is_running(backend: Backend) {
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    let (_, running) = browse(&app, &cookie, &format!("/api/account/runs?status=running")).await;
-    assert_eq!(ids(&running), [id.clone()], "the running run is listed as running");
+    let (_, running) = browse(&app, &cookie, "/api/account/runs?status=running").await;
+    assert_eq!(ids(&running), std::slice::from_ref(&id), "the running run is listed as running");
     let started_at = std::time::Instant::now();
     let cancel = |key: &'static str, version: u64| {
         app.browser(Method::POST, &format!("/api/account/runs/{id}/cancel"), &cookie)

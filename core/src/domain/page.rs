@@ -119,8 +119,8 @@ pub fn list_of(raw: &str) -> Option<PagedList> {
         PagedList::Runs,
         PagedList::AccountRuns,
     ]
-        .into_iter()
-        .find(|p| p.name() == l)
+    .into_iter()
+    .find(|p| p.name() == l)
 }
 
 /// The cursor of `list` issued to `scope`, with `valid_after` accepting its key;

@@ -100,11 +100,7 @@ struct RunsPage {
 
 /// The raw `status` of a query, for the page's filter form and next-page link.
 fn status_of(raw: Option<&str>) -> String {
-    raw.unwrap_or("")
-        .split('&')
-        .find_map(|p| p.strip_prefix("status="))
-        .unwrap_or_default()
-        .to_owned()
+    raw.unwrap_or("").split('&').find_map(|p| p.strip_prefix("status=")).unwrap_or_default().to_owned()
 }
 
 /// `GET /runs[?status=…][&cursor=…]`: signed out, the page says where to sign in.

@@ -128,10 +128,7 @@ pub async fn runs_of_account(
         .items
         .iter()
         .filter_map(|item| {
-            Some(RunEntry {
-                run_id: item.s(RUN_ID)?.to_owned(),
-                owner_hash: item.s(OWNER_HASH)?.to_owned(),
-            })
+            Some(RunEntry { run_id: item.s(RUN_ID)?.to_owned(), owner_hash: item.s(OWNER_HASH)?.to_owned() })
         })
         .collect();
     let last_sk = page.items.last().map(|item| item.sk.clone());

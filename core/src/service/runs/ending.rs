@@ -5,7 +5,7 @@
 use chrono::{DateTime, Utc};
 
 use super::RunService;
-use super::{Actor, Commit, RunWrite, OP_CANCEL, check_mutable, detached, run_mutation_by};
+use super::{Actor, Commit, OP_CANCEL, RunWrite, check_mutable, detached, run_mutation_by};
 use crate::domain::event::{BudgetExhausted, EventData, EventLog, ExhaustionReason, RunCancelled};
 use crate::domain::ids::{IdempotencyKey, RunId};
 use crate::domain::run::{CancelRequest, Run};
@@ -57,7 +57,8 @@ impl RunService {
         req: CancelRequest,
     ) -> Result<Mutation, ApiError> {
         for attempt in 0..CANCEL_ATTEMPTS {
-            let (run_item_now, receipt) = self.read_run_and_receipt(actor.caller(), id.as_str(), &rkey, attempt == 0).await?;
+            let (run_item_now, receipt) =
+                self.read_run_and_receipt(actor.caller(), id.as_str(), &rkey, attempt == 0).await?;
             if let Some(existing) = receipt {
                 return self.answer_from_receipt(&existing, &hash);
             }

@@ -43,8 +43,8 @@ impl RunService {
         q: &RunListQuery,
     ) -> Result<RunListView, ApiError> {
         let after = page::decode_opt(q.cursor.as_deref(), list, scope, None, is_account_run_sk)?;
-        let entries = runs_of_account(&*self.store, account_id, after.as_ref().map(|c| c.after.as_str()), RUN_PAGE)
-            .await?;
+        let entries =
+            runs_of_account(&*self.store, account_id, after.as_ref().map(|c| c.after.as_str()), RUN_PAGE).await?;
         let ids: Vec<String> = entries
             .entries
             .iter()
@@ -59,10 +59,8 @@ impl RunService {
             .map(|r| RunView::observed(&r, now))
             .filter(|v| q.status.keeps(v))
             .collect();
-        let next_cursor = entries
-            .last_sk
-            .filter(|_| entries.has_more)
-            .map(|last| page::encode(list, scope, None, &last));
+        let next_cursor =
+            entries.last_sk.filter(|_| entries.has_more).map(|last| page::encode(list, scope, None, &last));
         Ok(RunListView {
             schema: RunListSchemaName,
             runs,
