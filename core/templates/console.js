@@ -41,7 +41,9 @@
     var li = document.createElement("li");
     li.className = "event"; li.dataset.seq = e.seq; li.dataset.kind = e.kind;
     li.textContent = "#" + e.seq + " " + (labels[e.kind] || e.kind) + " ";
-    var small = document.createElement("small"); small.textContent = e.created_at;
+    var small = document.createElement("small");
+    // As the server renders it: "2026-01-02 03:04:05 UTC".
+    small.textContent = String(e.created_at).replace("T", " ").replace(/(\.\d+)?Z$/, " UTC");
     li.appendChild(small);
     $("timeline").appendChild(li);
   }
