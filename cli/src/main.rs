@@ -5,6 +5,7 @@ mod conformance;
 mod local;
 mod room_acceptance;
 mod solver;
+mod runs;
 mod source_sim;
 
 use std::net::SocketAddr;
@@ -77,6 +78,12 @@ enum Command {
         subject: String,
         #[arg(long)]
         tenant: String,
+    },
+    /// Your agents' runs over the REST API (bearer from HELIX_TOKEN): list them, or follow
+    /// one run's events until it ends.
+    Runs {
+        #[command(subcommand)]
+        command: runs::RunsCommand,
     },
     /// Operator path: show an account or set its policy.
     Account {
@@ -173,7 +180,7 @@ async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     // The harness's and the probe's stdout is their report alone, and they log nothing (no
     // request, no header).
-    if !matches!(cli.command, Command::RoomAcceptance | Command::Conformance) {
+    if !matches!(cli.command, Command::RoomAcceptance | Command::Conformance | Command::Runs { .. }) {
         helix_core::wiring::init_tracing(false);
     }
     match cli.command {
@@ -207,6 +214,7 @@ async fn main() -> anyhow::Result<()> {
         }
         Command::SourceSim { args } => source_sim::run(args).await,
         Command::Solver { command } => solver::run(command).await,
+        Command::Runs { command } => runs::run(command).await,
         Command::RoomAcceptance => std::process::exit(room_acceptance::run().await.into()),
         Command::Conformance => {
             if conformance::run().await {

@@ -35,5 +35,6 @@ mod rooms_members;
 mod rooms_paging;
 mod rooms_tenant;
 mod round_trips;
+mod run_console;
 mod runs;
 mod sources;

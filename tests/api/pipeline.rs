@@ -135,7 +135,7 @@ async fn unknown_paths_are_404_and_wrong_methods_405_with_allow() {
     assert_eq!(res.headers()["cache-control"], "no-store");
     let res = app.http.delete(format!("{}/api/v1/agent-runs", app.base)).bearer_auth(&token).send().await.unwrap();
     assert_eq!(res.status(), 405);
-    assert_eq!(res.headers()["allow"], "POST");
+    assert_eq!(res.headers()["allow"], "GET, POST");
     let res = app
         .http
         .post(format!("{}/api/v1/agent-runs/run_abcdefgh12", app.base))

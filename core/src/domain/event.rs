@@ -28,6 +28,48 @@ pub enum EventKind {
     BudgetExhausted,
 }
 
+impl EventKind {
+    pub const ALL: [EventKind; 13] = [
+        EventKind::RunStarted,
+        EventKind::RunRecovered,
+        EventKind::ContinuationReceived,
+        EventKind::EvidenceReentered,
+        EventKind::IssueResolved,
+        EventKind::InputRequested,
+        EventKind::TerminalAuthorityEvaluated,
+        EventKind::RunWaiting,
+        EventKind::RunCompleted,
+        EventKind::RunBlocked,
+        EventKind::RunFailed,
+        EventKind::RunCancelled,
+        EventKind::BudgetExhausted,
+    ];
+
+    /// The wire name (`run_started`, ...).
+    pub fn name(self) -> String {
+        serde_json::to_value(self).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
+    }
+
+    /// What a person reads for this kind on a timeline: the one table of human labels.
+    pub fn label(self) -> &'static str {
+        match self {
+            EventKind::RunStarted => "Run started",
+            EventKind::RunRecovered => "Recovered after an interrupted turn",
+            EventKind::ContinuationReceived => "Turn started",
+            EventKind::EvidenceReentered => "Evidence gathered",
+            EventKind::IssueResolved => "Requirement resolved",
+            EventKind::InputRequested => "Waiting for your answer",
+            EventKind::TerminalAuthorityEvaluated => "Answer checked against its evidence",
+            EventKind::RunWaiting => "Turn ended; more work needed",
+            EventKind::RunCompleted => "Run completed",
+            EventKind::RunBlocked => "Run blocked",
+            EventKind::RunFailed => "Run failed",
+            EventKind::RunCancelled => "Run cancelled",
+            EventKind::BudgetExhausted => "Step or time budget used up",
+        }
+    }
+}
+
 /// One event. Serialized as `{schema, run_id, seq, kind, version, created_at, data}`, in
 /// that order (stored bodies and events pages are compared byte for byte): `kind` is
 /// taken from `data`, so the two cannot disagree.

@@ -32,6 +32,10 @@ pub enum PagedList {
     DeviceCheck,
     /// The sources of one room (REST).
     Sources,
+    /// The runs of one agent binding (REST, the CLI).
+    Runs,
+    /// The runs of every agent binding of an account (the `/runs` console).
+    AccountRuns,
 }
 
 impl PagedList {
@@ -41,6 +45,8 @@ impl PagedList {
             PagedList::Members => "members",
             PagedList::DeviceCheck => "device_check",
             PagedList::Sources => "sources",
+            PagedList::Runs => "runs",
+            PagedList::AccountRuns => "account_runs",
         }
     }
 }
@@ -105,9 +111,16 @@ pub fn is_cursor(raw: &str) -> bool {
 /// parameter); [`decode`] still checks it for the caller.
 pub fn list_of(raw: &str) -> Option<PagedList> {
     let l = wire_of(raw)?.l;
-    [PagedList::Rooms, PagedList::Members, PagedList::DeviceCheck, PagedList::Sources]
-        .into_iter()
-        .find(|p| p.name() == l)
+    [
+        PagedList::Rooms,
+        PagedList::Members,
+        PagedList::DeviceCheck,
+        PagedList::Sources,
+        PagedList::Runs,
+        PagedList::AccountRuns,
+    ]
+    .into_iter()
+    .find(|p| p.name() == l)
 }
 
 /// The cursor of `list` issued to `scope`, with `valid_after` accepting its key;

@@ -18,6 +18,7 @@ use super::run::{
 pub const EVIDENCE_BUNDLE_SCHEMA: &str = "helix.agent_run.evidence_bundle.v1";
 pub const EVENT_PAGE_SCHEMA: &str = "helix.agent_run.event_page.v1";
 pub const ERROR_SCHEMA: &str = "helix.agent_api.error.v1";
+pub const RUN_LIST_SCHEMA: &str = "helix.agent_run_list.v1";
 
 /// A string that is always the same value: serializes as it, and its schema is `const`.
 macro_rules! constant {
@@ -63,6 +64,10 @@ constant!(
 constant!(
     /// `helix.agent_run.event_page.v1`
     EventPageSchemaName = EVENT_PAGE_SCHEMA
+);
+constant!(
+    /// `helix.agent_run_list.v1`
+    RunListSchemaName = RUN_LIST_SCHEMA
 );
 constant!(
     /// `helix.agent_api.error.v1`
@@ -301,6 +306,19 @@ impl EventPageView {
             flags: NotAnAnswer::default(),
         }
     }
+}
+
+/// `helix.agent_run_list.v1`: one page of runs, newest first, each as inspect shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct RunListView {
+    pub schema: RunListSchemaName,
+    pub runs: Vec<RunView>,
+    pub has_more: bool,
+    /// The `cursor` of the next page; null on the last page. A page filtered by `status`
+    /// may hold fewer runs than the page size (even none) and still have a next page.
+    pub next_cursor: Option<String>,
+    #[serde(flatten)]
+    pub flags: NotAnAnswer,
 }
 
 /// `helix.agent_api.error.v1`.

@@ -7,14 +7,14 @@ use axum::{Extension, Router};
 
 use super::idempotent::{self, Created};
 use super::{AppState, Authed, Group, IdemKey, Invocation, JsonBody, pipeline, run_json_response, run_response};
-use crate::domain::run::{CancelRequest, ContinueRequest, StartRequest};
+use crate::domain::run::{CancelRequest, ContinueRequest, RunListQuery, StartRequest};
 use crate::error::ApiError;
 use crate::service::Mutation;
 use crate::service::runs::DEFAULT_EVENT_LIMIT;
 
 pub fn router(state: AppState) -> Router {
     let routes = Router::new()
-        .route("/api/v1/agent-runs", post(start).fallback(method_not_allowed_post))
+        .route("/api/v1/agent-runs", get(list).post(start).fallback(method_not_allowed_get_post))
         .route("/api/v1/agent-runs/{run_id}", get(inspect).fallback(method_not_allowed_get))
         .route("/api/v1/agent-runs/{run_id}/continue", post(continue_run).fallback(method_not_allowed_post))
         .route("/api/v1/agent-runs/{run_id}/cancel", post(cancel).fallback(method_not_allowed_post))
@@ -27,6 +27,10 @@ pub fn router(state: AppState) -> Router {
 
 async fn method_not_allowed_post() -> ApiError {
     ApiError::MethodNotAllowed { allow: "POST" }
+}
+
+async fn method_not_allowed_get_post() -> ApiError {
+    ApiError::MethodNotAllowed { allow: "GET, POST" }
 }
 
 async fn method_not_allowed_get() -> ApiError {
@@ -45,6 +49,12 @@ async fn start(
     JsonBody(req): JsonBody<StartRequest>,
 ) -> Result<Response, ApiError> {
     Ok(mutation_response(app.services.runs.start_run(&p, &key, req).await?))
+}
+
+/// `GET /api/v1/agent-runs[?status=…][&cursor=…]`: the caller's own runs, newest first.
+async fn list(State(app): State<AppState>, Authed(p): Authed, RawQuery(query): RawQuery) -> Result<Response, ApiError> {
+    let q = RunListQuery::parse(query.as_deref())?;
+    Ok(axum::Json(crate::domain::wire::to_value(&app.services.runs.list_runs(&p, &q).await?)).into_response())
 }
 
 async fn inspect(

@@ -24,6 +24,7 @@ pub mod redact;
 pub mod room_admin;
 pub mod room_pages;
 pub mod rooms;
+pub mod run_console;
 pub mod server;
 pub mod sources;
 

@@ -332,6 +332,8 @@ mod tests {
         assert_eq!(page_headers_of(dev, "/dev-oidc/nowhere").await, forms);
         let script = expected(SAME_ORIGIN_SCRIPT, "same-origin");
         assert_eq!(page_headers_of(super::super::room_pages::router(s.clone()), "/chat/static/chat.js").await, script);
+        let console = super::super::run_console::router(s.clone());
+        assert_eq!(page_headers_of(console, super::super::run_console::CONSOLE_SCRIPT_PATH).await, script);
         let claim = expected(SAME_ORIGIN_SCRIPT, "no-referrer");
         let browser = super::super::sources::browser_router(s.clone());
         assert_eq!(page_headers_of(browser, super::super::sources::CLAIM_SCRIPT_PATH).await, claim);

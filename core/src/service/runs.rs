@@ -8,10 +8,14 @@
 //! service: it reads room evidence and probes through [`SourceService`]; no feature
 //! depends on it. Must not depend on `http` or `mcp`.
 
+mod actor;
 mod admission;
 mod approval;
 mod continuation;
 mod ending;
+mod listing;
+
+pub use actor::Actor;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -31,10 +35,10 @@ use crate::error::ApiError;
 use crate::executor::TurnExecutor;
 use crate::store::{Cond, Item, Key};
 
-use super::records::runs::{events_after, is_owned_by};
+use super::records::runs::{account_run_item, events_after, is_owned_by};
 use super::records::{
     Committed, Completion, Role, Tx, answer_from_receipt, commit_once, event_item, receipt_key, run_from_item,
-    run_item, run_key,
+    run_item, run_key, run_unchanged,
 };
 use super::{Caller, Ctx, Mutation, SourceService};
 
@@ -64,10 +68,22 @@ fn run_mutation(
     key: &IdempotencyKey,
     req: &impl serde::Serialize,
 ) -> Result<(RunId, String, Key), ApiError> {
+    run_mutation_by(&p.owner_hash(), &p.identity_hash(), operation, run_id, key, req)
+}
+
+/// [`run_mutation`] for an actor named by its owner and receipt identity hashes.
+fn run_mutation_by(
+    owner_hash: &str,
+    identity_hash: &str,
+    operation: &str,
+    run_id: &str,
+    key: &IdempotencyKey,
+    req: &impl serde::Serialize,
+) -> Result<(RunId, String, Key), ApiError> {
     let id = RunId::parse(run_id).ok_or(ApiError::NotFound)?;
     let body = serde_json::to_value(req).map_err(ApiError::internal)?;
-    let hash = request_hash(&p.owner_hash(), operation, id.as_str(), &body);
-    Ok((id, hash, receipt_key(&p.identity_hash(), operation, key.as_str())))
+    let hash = request_hash(owner_hash, operation, id.as_str(), &body);
+    Ok((id, hash, receipt_key(identity_hash, operation, key.as_str())))
 }
 
 /// The keys a run route reads first, for the transport to fetch with the principal:
@@ -159,7 +175,10 @@ impl RunService {
         );
         run.last_seq = log.last_seq();
         let rkey = receipt_key(&p.identity_hash(), OP_START, key.as_str());
-        match self.commit(&rkey, &hash, 201, &run, Cond::NotExists, &log.events).await? {
+        // The account's listing entry is written with the run, so a listed run always exists
+        // and every run started from now on is listed.
+        let entry = account_run_item(&p.account_id, &run);
+        match self.commit(&rkey, &hash, 201, &run, RunWrite::Create { listing: entry }, &log.events).await? {
             Commit::Done(m) => Ok(m),
             // A fresh random run id cannot exist: a collision is an internal fault.
             Commit::RunChanged => Err(ApiError::internal(std::io::Error::other("run id collision"))),
@@ -200,18 +219,28 @@ impl RunService {
     /// transport prefetched them; otherwise (or on a re-read) one BatchGetItem.
     async fn read_run_and_receipt(
         &self,
-        p: &Caller,
+        p: Option<&Caller>,
         run_id: &str,
         rkey: &Key,
         first_read: bool,
     ) -> Result<(Option<Item>, Option<Item>), ApiError> {
         let rk = run_key(run_id);
-        if let (true, Some(run), Some(receipt)) = (first_read, p.prefetched(&rk), p.prefetched(rkey)) {
+        if let (true, Some(p)) = (first_read, p)
+            && let (Some(run), Some(receipt)) = (p.prefetched(&rk), p.prefetched(rkey))
+        {
             return Ok((run, receipt));
         }
         let mut got = self.store.batch_get(&[rk, rkey.clone()]).await?.into_iter();
         Ok((got.next().flatten(), got.next().flatten()))
     }
+}
+
+/// How a mutation writes its run.
+enum RunWrite {
+    /// A new run (absent before), with the account's listing entry for it.
+    Create { listing: Item },
+    /// An existing run, compare-and-set on the revision it was read at.
+    Update { rev: u64 },
 }
 
 /// The outcome of committing a completed mutation.
@@ -223,7 +252,7 @@ enum Commit {
 
 impl RunService {
     /// Commits a completed mutation in one transaction: a new receipt holding the
-    /// response, the run under `run_cond`, and the mutation's events. A receipt that
+    /// response, the run as `write` says, and the mutation's events. A receipt that
     /// already exists answers as a retry of that key (replay, conflict, in progress).
     async fn commit(
         &self,
@@ -231,7 +260,7 @@ impl RunService {
         hash: &str,
         status: u16,
         run: &Run,
-        run_cond: Cond,
+        write: RunWrite,
         events: &[Event],
     ) -> Result<Commit, ApiError> {
         let response = run.to_public();
@@ -244,7 +273,15 @@ impl RunService {
             expires_at: self.receipt_expiry(),
         };
         let mut tx = Tx::new();
-        tx.put(Role::Run, run_item(run)?, run_cond);
+        match write {
+            RunWrite::Create { listing } => {
+                tx.put(Role::Run, run_item(run)?, Cond::NotExists);
+                tx.put(Role::AccountEntry, listing, Cond::NotExists);
+            }
+            RunWrite::Update { rev } => {
+                tx.put(Role::Run, run_item(run)?, run_unchanged(rev));
+            }
+        }
         push_events(&mut tx, events)?;
         match commit_once(&*self.store, self.clock.epoch(), done, tx).await? {
             Committed::Answered(m) => Ok(Commit::Done(m)),

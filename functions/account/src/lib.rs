@@ -6,11 +6,12 @@ pub use helix_core::http::AppState;
 /// The routes alone, for composition with other functions (the local server).
 pub fn routes(state: AppState) -> axum::Router {
     // The observer lane is part of the cookie lane (same function, same session).
-    // The observer lane, the room pages and the source credential lane are part of the
+    // The observer lane, the room pages, the run console and the source credential lane are part of the
     // cookie lane (same function, same session).
     helix_core::http::account::router(state.clone())
         .merge(helix_core::http::observer::router(state.clone()))
         .merge(helix_core::http::room_pages::router(state.clone()))
+        .merge(helix_core::http::run_console::router(state.clone()))
         .merge(helix_core::http::sources::browser_router(state))
 }
 

@@ -2,9 +2,11 @@
 //! stored record and its public projection in `record`. Transitions live in `turn`
 //! (continue) and in `record` (cancel). Depends on the domain only.
 
+mod listing;
 mod record;
 mod requests;
 
+pub use listing::{RunListQuery, StatusFilter};
 pub use record::*;
 pub use requests::*;
 

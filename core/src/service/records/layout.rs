@@ -28,6 +28,7 @@ pub const ACCOUNT_ITEMS: &[ItemLayout] = &[
     row("agent account binding", "AGENTBIND#<binding_hash>", "AGENTBIND"),
     row("account", "ACCOUNT#<account_id>", "ACCOUNT"),
     row("account's binding entry", "ACCOUNT#<account_id>", "AGENTBIND#<binding_hash>"),
+    row("account's run entry", "ACCOUNT#<account_id>", "RUN#<newest-first created-at ms, 15 digits>#<run_id>"),
     row("browser session", "SESSION#<sha256(token)>", "SESSION"),
     row("sign-in intent", "INTENT#<sha256(state)>", "INTENT"),
 ];
@@ -161,6 +162,7 @@ mod keys {
             ("agent account binding", accounts::binding_key("bh")),
             ("account", accounts::account_key("acct_1")),
             ("account's binding entry", accounts::binding_entry_key("acct_1", "bh")),
+            ("account's run entry", runs::account_run_key("acct_1", 1_700_000_000_000, "run_1")),
             ("browser session", sessions::session_key("th")),
             ("sign-in intent", sessions::intent_key("sh")),
         ];

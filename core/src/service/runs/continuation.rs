@@ -129,7 +129,7 @@ impl RunService {
     /// The run, if this request may continue it: a receipt of the key answers first; then
     /// ownership, lifecycle and version, a live claim, and the answers' references.
     async fn continuable_run(&self, p: &Caller, id: &RunId, c: &Continuation) -> Result<Proceed<Run>, ApiError> {
-        let (item, receipt) = self.read_run_and_receipt(p, id.as_str(), &c.rkey, true).await?;
+        let (item, receipt) = self.read_run_and_receipt(Some(p), id.as_str(), &c.rkey, true).await?;
         if let Some(existing) = receipt {
             return self.answer_from_receipt(&existing, &c.hash).map(Proceed::Answered);
         }

@@ -1,17 +1,16 @@
-//! Ending a run without a turn: cancel (the caller's), and budget exhaustion of an
+//! Ending a run without a turn: cancel (the caller's, or the owning person's), and budget exhaustion of an
 //! expired run. Each is one transaction: the terminal transition (which bumps the
 //! version), its one event, and the receipt of the request that ended it.
 
 use chrono::{DateTime, Utc};
 
 use super::RunService;
-use super::{Commit, OP_CANCEL, check_mutable, detached, owned, run_mutation};
+use super::{Actor, Commit, OP_CANCEL, RunWrite, check_mutable, detached, run_mutation_by};
 use crate::domain::event::{BudgetExhausted, EventData, EventLog, ExhaustionReason, RunCancelled};
 use crate::domain::ids::{IdempotencyKey, RunId};
 use crate::domain::run::{CancelRequest, Run};
 use crate::domain::scopes::RUNS_WRITE;
 use crate::error::ApiError;
-use crate::service::records::run_unchanged;
 use crate::service::{Caller, Mutation};
 use crate::store::Key;
 
@@ -28,28 +27,42 @@ impl RunService {
         req: CancelRequest,
     ) -> Result<Mutation, ApiError> {
         p.require(&[RUNS_WRITE])?;
+        self.cancel_as(Actor::Agent(p.clone()), run_id, key, req).await
+    }
+
+    /// The one cancel, for an agent's caller or for the signed-in person whose account
+    /// owns the run: the same receipt, transaction and stop signal.
+    pub async fn cancel_as(
+        &self,
+        actor: Actor,
+        run_id: &str,
+        key: &IdempotencyKey,
+        req: CancelRequest,
+    ) -> Result<Mutation, ApiError> {
         req.validate()?;
-        let (id, hash, rkey) = run_mutation(p, OP_CANCEL, run_id, key, &req)?;
+        let (id, hash, rkey) =
+            run_mutation_by(&actor.owner_hash(), &actor.identity_hash(), OP_CANCEL, run_id, key, &req)?;
         // Its own task: a caller gone mid-request neither half-ends the run nor skips
         // the signal that stops a running turn.
-        let (this, p) = (self.clone(), p.clone());
-        detached(async move { this.cancel_attempts(&p, id, hash, rkey, req).await }).await
+        let this = self.clone();
+        detached(async move { this.cancel_attempts(&actor, id, hash, rkey, req).await }).await
     }
 
     async fn cancel_attempts(
         &self,
-        p: &Caller,
+        actor: &Actor,
         id: RunId,
         hash: String,
         rkey: Key,
         req: CancelRequest,
     ) -> Result<Mutation, ApiError> {
         for attempt in 0..CANCEL_ATTEMPTS {
-            let (run_item_now, receipt) = self.read_run_and_receipt(p, id.as_str(), &rkey, attempt == 0).await?;
+            let (run_item_now, receipt) =
+                self.read_run_and_receipt(actor.caller(), id.as_str(), &rkey, attempt == 0).await?;
             if let Some(existing) = receipt {
                 return self.answer_from_receipt(&existing, &hash);
             }
-            let run = owned(p, &run_item_now.ok_or(ApiError::NotFound)?)?;
+            let run = actor.owns(&run_item_now.ok_or(ApiError::NotFound)?)?;
             check_mutable(&run, req.expected_version)?;
             let data = EventData::RunCancelled(RunCancelled {
                 reason: req.reason.clone(),
@@ -104,6 +117,6 @@ impl RunService {
         let mut log = EventLog::after(&run.run_id, run.last_seq, now);
         log.push(run.version, data);
         run.last_seq = log.last_seq();
-        self.commit(rkey, hash, 200, &run, run_unchanged(old_rev), &log.events).await
+        self.commit(rkey, hash, 200, &run, RunWrite::Update { rev: old_rev }, &log.events).await
     }
 }
