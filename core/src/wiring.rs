@@ -141,8 +141,7 @@ pub fn lambda_state_without_store() -> Result<AppState, BootError> {
 /// Lambda cold start: production defaults, DynamoDB store, configured executor.
 #[cfg(feature = "dynamodb")]
 pub async fn lambda_state() -> Result<AppState, BootError> {
-    let config = lambda_config().await?;
-    let mut config = Config::from_env(crate::config::DefaultMode::Production)?;
+    let mut config = lambda_config().await?;
     let table = config.table_name.clone().ok_or(BootError::NoTable)?;
     let executor = lambda_executor(&mut config)?;
     let store = Arc::new(crate::store::dynamo::DynamoStore::from_env(table).await);
