@@ -102,9 +102,14 @@ class TemplateTest(unittest.TestCase):
         self.assertIn("${OwnHost}", template)
         self.assertEqual(values["OwnHost"], {"Fn::Select": [2, {"Fn::Split": ["/", {"Ref": "McpFunctionUrlOrigin"}]}]})
         self.assertEqual(env["TRUST_PROXY"], "apigateway", "a function URL event is HTTPS-only, as the gateway's")
+        # The agent-access page then gives clients that URL.
+        self.assertEqual(
+            self.env(self.functions["AccountFunction"])["HELIX_AGENT_MCP_URL"],
+            {"Fn::If": [on, {"Fn::Sub": "${McpFunctionUrlOrigin}/mcp"}, {"Ref": "AWS::NoValue"}]},
+        )
         # No other function moves: REST, discovery and the pages keep the canonical origin.
         for name, props in self.functions.items():
-            if name != "McpFunction":
+            if name not in ("McpFunction", "AccountFunction"):
                 self.assertNotIn("McpFunctionUrlOrigin", str(props.get("Environment", {})), name)
         self.assertIn("McpOAuthResource", self.t["Outputs"])
 
