@@ -297,7 +297,7 @@ async fn the_solver_function_answers_its_events() {
         artifact["evidence"].as_array().unwrap().iter().map(|e| e["ref"].as_str().unwrap().to_owned()).collect();
     let candidate = serde_json::from_value(artifact["terminal_candidate"].clone()).unwrap();
     let trusted = TrustedKeys::from_json(&keys.to_string()).unwrap();
-    assert_eq!(trusted.verify(&candidate, EXAMPLE_RUN, 1, "claim-example-0001", &refs), Ok(()));
+    assert_eq!(trusted.verify(&candidate, "run_exampleid0001", 1, "claim-example-0001", &refs), Ok(()));
 }
 
 /// The remaining time the Lambda adapter hands a handler for `events/continue.json`, with
