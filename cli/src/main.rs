@@ -4,8 +4,8 @@
 mod conformance;
 mod local;
 mod room_acceptance;
-mod solver;
 mod runs;
+mod solver;
 mod source_sim;
 
 use std::net::SocketAddr;

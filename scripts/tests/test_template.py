@@ -41,6 +41,8 @@ class TemplateTest(unittest.TestCase):
             self.assertEqual(props["Timeout"], {"Ref": "TurnFunctionTimeout"}, name)
             self.assertEqual(self.env(props)["HELIX_GATEWAY_TIMEOUT_MS"], {"Fn::Sub": "${TurnFunctionTimeout}000"}, name)
             hosts = self.env(props)["HELIX_AGENT_ALLOWED_HOSTS"]
+            if name == "McpFunction":  # its own origin first (see the test below), then the same
+                hosts = hosts["Fn::If"][2]
             self.assertEqual(hosts["Fn::If"][0], "HasFunctionUrlHosts", name)
             self.assertIn("${FunctionUrlHosts}", hosts["Fn::If"][1]["Fn::Sub"], name)
             self.assertEqual(self.env(props)["TRUST_PROXY"], "apigateway", name)
@@ -76,6 +78,40 @@ class TemplateTest(unittest.TestCase):
             for event_name, event in props.get("Events", {}).items():
                 if event["Type"] == "HttpApi":
                     self.assertEqual(int(event["Properties"]["TimeoutInMillis"]), HTTP_API_LIMIT_MS, event_name)
+
+    def test_the_mcp_function_url_can_be_the_mcp_functions_own_origin(self):
+        p = self.params["McpFunctionUrlOrigin"]
+        self.assertEqual(p["Default"], "")
+        self.assertEqual(
+            self.t["Conditions"]["HasMcpFunctionUrlOrigin"], {"Fn::Not": [{"Fn::Equals": [{"Ref": "McpFunctionUrlOrigin"}, ""]}]}
+        )
+        env = self.env(self.functions["McpFunction"])
+        on, off = "HasMcpFunctionUrlOrigin", 0
+        self.assertEqual(
+            env["CASIMIR_PUBLIC_BASE_URL"], {"Fn::If": [on, {"Ref": "McpFunctionUrlOrigin"}, {"Ref": "CasimirPublicBaseUrl"}]}
+        )
+        # The resource is the audience, on that origin (config refuses any other pairing).
+        self.assertEqual(
+            env["HELIX_AGENT_OAUTH_AUDIENCE"],
+            {"Fn::If": [on, {"Fn::Sub": "${McpFunctionUrlOrigin}/mcp"}, {"Ref": "OAuthAudience"}]},
+        )
+        hosts = env["HELIX_AGENT_ALLOWED_HOSTS"]["Fn::If"]
+        self.assertEqual(hosts[off], on)
+        template, values = hosts[1]["Fn::Sub"]
+        self.assertTrue(template.startswith("${AllowedHosts},${FunctionUrlHosts},"), template)
+        self.assertIn("${OwnHost}", template)
+        self.assertEqual(values["OwnHost"], {"Fn::Select": [2, {"Fn::Split": ["/", {"Ref": "McpFunctionUrlOrigin"}]}]})
+        self.assertEqual(env["TRUST_PROXY"], "apigateway", "a function URL event is HTTPS-only, as the gateway's")
+        # The agent-access page then gives clients that URL.
+        self.assertEqual(
+            self.env(self.functions["AccountFunction"])["HELIX_AGENT_MCP_URL"],
+            {"Fn::If": [on, {"Fn::Sub": "${McpFunctionUrlOrigin}/mcp"}, {"Ref": "AWS::NoValue"}]},
+        )
+        # No other function moves: REST, discovery and the pages keep the canonical origin.
+        for name, props in self.functions.items():
+            if name not in ("McpFunction", "AccountFunction"):
+                self.assertNotIn("McpFunctionUrlOrigin", str(props.get("Environment", {})), name)
+        self.assertIn("McpOAuthResource", self.t["Outputs"])
 
     def test_the_function_url_hosts_are_outputs(self):
         for name in TURN_FUNCTIONS:

@@ -503,6 +503,30 @@ async fn the_pages_are_server_rendered_with_a_strict_policy() {
     assert_eq!(meta["resource_documentation"], format!("{}/agent-access", app.base));
 }
 
+/// Where the MCP function is its own public origin (its function URL, HELIX_AGENT_MCP_URL on
+/// the account function), the page and manifest give clients that URL and its metadata,
+/// while REST keeps the canonical base.
+#[tokio::test]
+async fn the_agent_access_page_gives_the_mcp_function_url_when_that_is_the_mcp_origin() {
+    const FN_MCP: &str = "https://abc123.lambda-url.us-east-1.on.aws/mcp";
+    let app = TestApp::spawn_live(Backend::Embedded, &[("HELIX_AGENT_MCP_URL", FN_MCP)]).await;
+    let mut browser = Browser::new(&app);
+    let manifest: Value = browser.get("/agent-access.json").await.json().await.unwrap();
+    assert_eq!(manifest["mcp_url"], FN_MCP);
+    assert_eq!(manifest["resource"], FN_MCP);
+    assert_eq!(
+        manifest["protected_resource_metadata"],
+        "https://abc123.lambda-url.us-east-1.on.aws/.well-known/oauth-protected-resource/mcp"
+    );
+    assert_eq!(manifest["rest_base_url"], format!("{}/api/v1/agent-runs", app.base));
+    let codex: String =
+        manifest["clients"]["codex"]["steps"].as_array().unwrap().iter().map(|s| s["text"].as_str().unwrap()).collect();
+    assert!(codex.contains(&format!("url = \"{FN_MCP}\"")), "{codex}");
+    let page = browser.get("/agent-access").await.text().await.unwrap();
+    assert!(page.contains(FN_MCP), "the page names the function URL");
+    assert!(!page.contains(&format!("{}/mcp\"", app.base)), "and not the canonical /mcp");
+}
+
 #[tokio::test]
 async fn the_agent_access_manifest_gives_each_client_its_setup_with_this_servers_url() {
     let app = TestApp::spawn_live(Backend::Embedded, &[]).await;

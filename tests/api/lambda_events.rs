@@ -297,7 +297,7 @@ async fn the_solver_function_answers_its_events() {
         artifact["evidence"].as_array().unwrap().iter().map(|e| e["ref"].as_str().unwrap().to_owned()).collect();
     let candidate = serde_json::from_value(artifact["terminal_candidate"].clone()).unwrap();
     let trusted = TrustedKeys::from_json(&keys.to_string()).unwrap();
-    assert_eq!(trusted.verify(&candidate, EXAMPLE_RUN, 1, "claim-example-0001", &refs), Ok(()));
+    assert_eq!(trusted.verify(&candidate, "run_exampleid0001", 1, "claim-example-0001", &refs), Ok(()));
 }
 
 /// The remaining time the Lambda adapter hands a handler for `events/continue.json`, with
@@ -344,4 +344,58 @@ async fn a_turn_through_the_gateway_keeps_the_gateway_limit_and_one_through_a_fu
         invocation_limit("lambda-url.example.on.aws.example.com").await,
         Some(std::time::Duration::from_secs(30))
     );
+}
+
+/// `file` as its Lambda function URL would deliver it: `requestContext.domainName` and the
+/// Host header set to `host`.
+fn through_function_url(file: &str, host: &str) -> String {
+    let mut event: Value = serde_json::from_str(&event_text(file, &[])).unwrap();
+    event["requestContext"]["domainName"] = Value::from(host);
+    event["requestContext"]["domainPrefix"] = Value::from(host.split('.').next().unwrap());
+    event["headers"]["host"] = Value::from(host);
+    event.to_string()
+}
+
+/// The MCP function deployed with its function URL as its own public origin (the
+/// template's McpFunctionUrlOrigin): an OAuth client given the function URL is challenged
+/// with metadata on that origin, and the function itself serves that metadata, whose
+/// `resource` is the URL the client connected to (RFC 9728), all under TRUST_PROXY=apigateway.
+#[tokio::test]
+async fn the_mcp_function_url_serves_its_own_challenge_and_metadata() {
+    const FN_HOST: &str = "abcdefghijklmnopqrstuvwxyz012345.lambda-url.us-east-1.on.aws";
+    let origin = format!("https://{FN_HOST}");
+    let resource = format!("{origin}/mcp");
+    let hosts = format!("api.example.com,{FN_HOST}");
+    let mut vars = PRODUCTION.to_vec();
+    vars.extend([
+        ("TRUST_PROXY", "apigateway"),
+        ("CASIMIR_PUBLIC_BASE_URL", origin.as_str()),
+        ("HELIX_AGENT_OAUTH_AUDIENCE", resource.as_str()),
+        ("HELIX_AGENT_ALLOWED_HOSTS", hosts.as_str()),
+    ]);
+    let app = TestApp::spawn_with(Backend::Embedded, &vars).await;
+    let mcp = || helix_mcp::router(app.state.clone());
+
+    let raw = through_function_url("mcp-tools-list.json", FN_HOST);
+    let (status, headers, _) = through_adapter(mcp(), "mcp-tools-list.json", &raw, None).await;
+    assert_eq!(status, 401);
+    let challenge = headers["www-authenticate"].to_str().unwrap();
+    assert!(
+        challenge.contains(&format!("resource_metadata=\"{origin}/.well-known/oauth-protected-resource/mcp\"")),
+        "{challenge}"
+    );
+
+    for path in ["/mcp", "/mcp/device-check"] {
+        let well_known = format!("/.well-known/oauth-protected-resource{path}");
+        let raw = through_function_url("discovery.json", FN_HOST)
+            .replace("/.well-known/oauth-protected-resource/mcp", &well_known);
+        let (status, _, bytes) = through_adapter(mcp(), "discovery.json", &raw, None).await;
+        assert_eq!(status, 200, "{well_known} is served by the MCP function");
+        let body: Value = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(body["resource"], resource.as_str(), "{well_known}");
+    }
+    // A look-alike host is still refused: only the named function URL host is admitted.
+    let raw = through_function_url("discovery.json", "zzzz.lambda-url.us-east-1.on.aws");
+    let (status, _, bytes) = through_adapter(mcp(), "discovery.json", &raw, None).await;
+    assert_eq!(status, 400, "{}", String::from_utf8_lossy(&bytes));
 }

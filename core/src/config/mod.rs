@@ -32,7 +32,7 @@ use crate::domain::authority::TrustedKeys;
 use env::Env;
 use executor::executor;
 use limits::{limits, server_limits, sources};
-use oauth::{algorithms, local_hs256, oauth, public_base_url, resource};
+use oauth::{algorithms, local_hs256, mcp_url, oauth, public_base_url, resource};
 use proxy::{hosts_and_origins, trust_proxy};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,6 +47,9 @@ pub struct Config {
     pub public_base_url: String,
     /// The protected resource the metadata names: the configured audience (see `resource`).
     pub resource: String,
+    /// The MCP URL the agent-access page gives clients (`HELIX_AGENT_MCP_URL`, else the
+    /// resource): the MCP function URL where that function is its own public origin.
+    pub mcp_url: String,
     pub oauth: OAuthConfig,
     pub allowed_hosts: Vec<String>,
     pub allowed_origins: Vec<String>,
@@ -131,6 +134,7 @@ impl Config {
         let public_base_url = public_base_url(&env, prod)?;
         let oauth = oauth(&env, prod, local_hs256_secret, algorithms)?;
         let resource = resource(&env, &public_base_url, &oauth.audience)?;
+        let mcp_url = mcp_url(&env, prod, &resource)?;
         let (allowed_hosts, allowed_origins) = hosts_and_origins(&env, prod)?;
         let turn_ms = env.number("HELIX_AGENT_TURN_TIMEOUT_MS", 120_000)?.clamp(1_000, 900_000);
         let gateway_timeout = match env.get("HELIX_GATEWAY_TIMEOUT_MS") {
@@ -143,6 +147,7 @@ impl Config {
             mode,
             public_base_url,
             resource,
+            mcp_url,
             oauth,
             allowed_hosts,
             allowed_origins,

@@ -141,6 +141,24 @@ pub(super) fn resource(env: &Env, base: &str, audience: &str) -> Result<String, 
     Ok(audience.to_owned())
 }
 
+/// The MCP URL the agent-access page gives clients (`HELIX_AGENT_MCP_URL`): by default
+/// the resource. Set where the MCP function is its own public origin (its function URL):
+/// then an absolute URL whose path is exactly `/mcp`, https in production, with no
+/// userinfo, query or fragment, naming that function's resource.
+pub(super) fn mcp_url(env: &Env, prod: bool, resource: &str) -> Result<String, ConfigError> {
+    const NAME: &str = "HELIX_AGENT_MCP_URL";
+    let Some(value) = env.get(NAME) else { return Ok(resource.to_owned()) };
+    let url = reqwest::Url::parse(&value).map_err(|_| malformed(NAME, "not an absolute URL"))?;
+    let https = url.scheme() == "https" || (!prod && url.scheme() == "http");
+    if !https || url.path() != "/mcp" || !url.username().is_empty() || url.password().is_some() {
+        return Err(malformed(NAME, "must be an https URL whose path is /mcp"));
+    }
+    if url.query().is_some() || url.fragment().is_some() {
+        return Err(malformed(NAME, "carries a query or a fragment"));
+    }
+    Ok(value)
+}
+
 pub(super) fn parse_asymmetric(name: &str) -> Option<Algorithm> {
     use Algorithm::*;
     Some(match name {
@@ -200,6 +218,22 @@ mod tests {
         assert_eq!(default.oauth.audience, "helix-local-resource");
         assert_eq!(default.resource, "http://127.0.0.1:9000/mcp", "the development default names no URL");
         assert_eq!(cfg(DefaultMode::Development, &vars).unwrap().resource, "http://127.0.0.1:9000/mcp");
+    }
+
+    #[test]
+    fn the_mcp_url_defaults_to_the_resource_and_else_names_an_https_mcp_path() {
+        assert_eq!(prod_with(&[]).unwrap().mcp_url, "https://api.example.com/mcp");
+        let fn_url = "https://abc123.lambda-url.us-east-1.on.aws/mcp";
+        assert_eq!(prod_with(&[("HELIX_AGENT_MCP_URL", fn_url)]).unwrap().mcp_url, fn_url);
+        for bad in [
+            "http://abc123.lambda-url.us-east-1.on.aws/mcp",
+            "https://abc123.lambda-url.us-east-1.on.aws/",
+            "https://abc123.lambda-url.us-east-1.on.aws/mcp?x=1",
+            "https://u@abc123.lambda-url.us-east-1.on.aws/mcp",
+            "abc123/mcp",
+        ] {
+            assert!(matches!(prod_with(&[("HELIX_AGENT_MCP_URL", bad)]), Err(ConfigError::Malformed { .. })), "{bad}");
+        }
     }
 
     #[test]

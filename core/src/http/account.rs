@@ -293,19 +293,25 @@ struct AgentAccessPage {
     clients: Vec<ClientSetup>,
 }
 
-fn resource_of(state: &AppState) -> String {
-    let meta = super::discovery::metadata(state, all_oauth_scopes());
-    meta["resource"].as_str().unwrap_or_default().to_owned()
+/// The MCP URL clients are given (the resource, or the MCP function URL where that
+/// function is its own origin) and the metadata document on its origin.
+fn mcp_of(state: &AppState) -> (String, String) {
+    let url = state.services.config.mcp_url.clone();
+    let metadata = match url.strip_suffix(Group::Mcp.resource_path()) {
+        Some(origin) if url != state.services.config.resource => super::resource_metadata_url(origin, Group::Mcp),
+        _ => super::resource_metadata_url(&state.services.config.public_base_url, Group::Mcp),
+    };
+    (url, metadata)
 }
 
 async fn agent_access_page(State(state): State<AppState>) -> Result<Response, ApiError> {
     let config = &state.services.config;
-    let resource = resource_of(&state);
+    let (resource, metadata_url) = mcp_of(&state);
     Ok(Page(AgentAccessPage {
         clients: client_setups(&resource, &data_oauth_scopes(&config.database_scopes)),
         resource,
         rest_base: format!("{}/api/v1/agent-runs", config.public_base_url),
-        metadata_url: super::resource_metadata_url(&config.public_base_url, Group::Mcp),
+        metadata_url,
         authorization_servers: config.oauth.authorization_servers.clone(),
         scopes: all_oauth_scopes(),
     })
@@ -314,7 +320,7 @@ async fn agent_access_page(State(state): State<AppState>) -> Result<Response, Ap
 
 async fn agent_access_manifest(State(state): State<AppState>) -> Json<serde_json::Value> {
     let config = &state.services.config;
-    let resource = resource_of(&state);
+    let (resource, metadata_url) = mcp_of(&state);
     let clients: serde_json::Map<String, serde_json::Value> =
         client_setups(&resource, &data_oauth_scopes(&config.database_scopes))
             .into_iter()
@@ -340,7 +346,7 @@ async fn agent_access_manifest(State(state): State<AppState>) -> Json<serde_json
         "resource": resource,
         "mcp_url": resource,
         "rest_base_url": format!("{}/api/v1/agent-runs", config.public_base_url),
-        "protected_resource_metadata": super::resource_metadata_url(&config.public_base_url, Group::Mcp),
+        "protected_resource_metadata": metadata_url,
         "authorization_servers": config.oauth.authorization_servers,
         "scopes_supported": all_oauth_scopes(),
         "account_page": format!("{}/account", config.public_base_url),

@@ -13,9 +13,19 @@ pub const WELL_KNOWN: &str = "/.well-known/oauth-protected-resource";
 pub fn router(state: AppState) -> Router {
     Router::new()
         .route(WELL_KNOWN, get(full))
-        .route(&format!("{WELL_KNOWN}/mcp"), get(full))
         .route(&format!("{WELL_KNOWN}/api/v1/agent-runs"), get(full))
         .route(&format!("{WELL_KNOWN}/api/v1/rooms"), get(full))
+        .layer(axum::middleware::from_fn_with_state((state.clone(), Group::Discovery), pipeline))
+        .with_state(state.clone())
+        .merge(mcp_router(state))
+}
+
+/// The metadata of the two MCP servers alone (`/mcp`, `/mcp/device-check`): part of
+/// [`router`], and mounted by the MCP function itself so that its function URL, when it is
+/// its own public origin, serves the document its challenge names.
+pub fn mcp_router(state: AppState) -> Router {
+    Router::new()
+        .route(&format!("{WELL_KNOWN}/mcp"), get(full))
         .route(&format!("{WELL_KNOWN}/mcp/device-check"), get(device_check))
         .layer(axum::middleware::from_fn_with_state((state.clone(), Group::Discovery), pipeline))
         .with_state(state)

@@ -1,4 +1,5 @@
-//! The `/mcp` function: its two routes (`/mcp`, `/mcp/device-check`) and, standalone, the 404 fallback (MCP rules are in helix-core).
+//! The `/mcp` function: its two routes (`/mcp`, `/mcp/device-check`) and, standalone, their
+//! protected-resource metadata and the 404 fallback (MCP rules are in helix-core).
 
 pub use helix_core::http::AppState;
 
@@ -7,7 +8,11 @@ pub fn routes(state: AppState) -> axum::Router {
     helix_core::mcp::router(state.clone()).merge(helix_core::mcp::device_check_router(state))
 }
 
-/// The function's whole router: its route plus the enveloped 404 fallback.
+/// The function's whole router: its routes, the metadata of its two servers (the document
+/// its 401 challenge names, so that its function URL can be a public origin of its own:
+/// docs/deploy.md, "Long turns") and the enveloped 404 fallback.
 pub fn router(state: AppState) -> axum::Router {
-    routes(state.clone()).fallback_service(helix_core::http::fallback_router(state))
+    routes(state.clone())
+        .merge(helix_core::http::discovery::mcp_router(state.clone()))
+        .fallback_service(helix_core::http::fallback_router(state))
 }
