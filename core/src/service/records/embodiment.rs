@@ -9,7 +9,8 @@ use serde::{Deserialize, Serialize};
 
 use super::BODY;
 use super::attrs::{CONNECTOR_EPOCH, ESTOP_ACTIVE, REV, STATE};
-use super::rooms::room_pk;
+use super::accounts::account_key;
+use super::rooms::{member_is_owner, member_key, room_active_and_owned_by, room_key, room_pk};
 use super::tx::{Role, Tx};
 use crate::domain::embodiment::{Action, Step, StepObservation, WorkflowState};
 use crate::error::ApiError;
@@ -175,6 +176,7 @@ pub fn not_stopped() -> Cond {
 pub struct CredentialLookup {
     pub room_id: String,
     pub binding_id: String,
+    pub owner_account: String,
 }
 
 impl CredentialLookup {
@@ -185,6 +187,36 @@ impl CredentialLookup {
     pub fn from_item(item: &Item) -> Result<Self, ApiError> {
         read(item, "connector credential lookup")
     }
+}
+
+/// A binding read with its room, the owner's membership and (with `with_account`) the
+/// owner's account item: one BatchGetItem.
+pub struct BindingInRoom {
+    pub binding: Option<EnvBinding>,
+    /// The room is active and owned by `account`, who is its owner member.
+    pub owner_holds: bool,
+    pub account: Option<Item>,
+}
+
+pub async fn binding_in_room(
+    store: &dyn Store,
+    room_id: &str,
+    binding_id: &str,
+    account: &str,
+    with_account: bool,
+) -> Result<BindingInRoom, ApiError> {
+    let mut keys = vec![env_key(room_id, binding_id), room_key(room_id), member_key(room_id, account)];
+    if with_account {
+        keys.push(account_key(account));
+    }
+    let mut got = store.batch_get(&keys).await?.into_iter();
+    let (binding, room, member) = (got.next().flatten(), got.next().flatten(), got.next().flatten());
+    Ok(BindingInRoom {
+        binding: binding.as_ref().map(EnvBinding::from_item).transpose()?,
+        owner_holds: room_active_and_owned_by(account).holds(room.as_ref(), 0)
+            && member_is_owner().holds(member.as_ref(), 0),
+        account: got.next().flatten(),
+    })
 }
 
 /// The environment bindings of a room (at most `limit`).
