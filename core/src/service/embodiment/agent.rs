@@ -6,7 +6,9 @@
 
 use serde_json::Value;
 
-use super::{EmbodimentService, LEASE_SECS, LIVE_SECS, MAX_BINDINGS, MAX_BLOCK_CHANGES, POLL_INTERVAL_MS, RACE_RETRIES};
+use super::{
+    EmbodimentService, LEASE_SECS, LIVE_SECS, MAX_BINDINGS, MAX_BLOCK_CHANGES, POLL_INTERVAL_MS, RACE_RETRIES,
+};
 use crate::domain::embodiment::*;
 use crate::domain::hash_parts;
 use crate::domain::ids::IdempotencyKey;
@@ -78,7 +80,10 @@ impl EmbodimentService {
         let (room, member) = room_and_membership(self.store.as_ref(), id.as_str(), &p.account_id).await?;
         let room = room.filter(|r| r.is_active() && room_tenant(p).admits(r)).ok_or(ApiError::NotFound)?;
         let member = member.ok_or(ApiError::NotFound)?;
-        Ok(InRoom { room_id: room.room_id, owner: member.role == RoomRole::Owner && room.owner_account == p.account_id })
+        Ok(InRoom {
+            room_id: room.room_id,
+            owner: member.role == RoomRole::Owner && room.owner_account == p.account_id,
+        })
     }
 
     fn live(&self, b: &EnvBinding) -> bool {
@@ -121,7 +126,12 @@ impl EmbodimentService {
                 }
             })
             .collect();
-        Ok(SubjectList { schema: SubjectListSchemaName, room_id: r.room_id, environments, flags: FalseFlags::default() })
+        Ok(SubjectList {
+            schema: SubjectListSchemaName,
+            room_id: r.room_id,
+            environments,
+            flags: FalseFlags::default(),
+        })
     }
 
     async fn binding(&self, room_id: &str, binding_id: &str) -> Result<EnvBinding, ApiError> {
@@ -313,7 +323,12 @@ impl EmbodimentService {
     }
 
     /// `helix_minecraft_workflow_status`.
-    pub async fn workflow_status(&self, p: &Caller, room_id: &str, workflow_ref: &str) -> Result<WorkflowView, ApiError> {
+    pub async fn workflow_status(
+        &self,
+        p: &Caller,
+        room_id: &str,
+        workflow_ref: &str,
+    ) -> Result<WorkflowView, ApiError> {
         let r = self.in_room(p, room_id, &[ROOMS_READ, ENV_ACTIONS_READ]).await?;
         Ok(self.workflow_of(&r, p, workflow_ref).await?.view())
     }

@@ -50,7 +50,12 @@ impl EmbodimentService {
             .as_ref()
             .map(policy_of)
             .is_some_and(|p| developer(&self.config, &owner, &p, DeveloperLane::Producer).is_ok());
-        if !binding.is_active() || binding.owner_account != owner || !hashes_equal(&binding.credential_hash, &hash) || !got.owner_holds || !policy_ok {
+        if !binding.is_active()
+            || binding.owner_account != owner
+            || !hashes_equal(&binding.credential_hash, &hash)
+            || !got.owner_holds
+            || !policy_ok
+        {
             return Err(ApiError::ConnectorCredentialInvalid);
         }
         Ok(AuthedConnector { binding })
@@ -58,7 +63,11 @@ impl EmbodimentService {
 
     /// `POST /api/connectors/v1/register`: admits the manifest and raises the epoch. The
     /// workflows a previous registration held at the connector are paused (`connector_epoch_changed`).
-    pub async fn register_connector(&self, a: &AuthedConnector, req: RegisterRequest) -> Result<RegisterReceipt, ApiError> {
+    pub async fn register_connector(
+        &self,
+        a: &AuthedConnector,
+        req: RegisterRequest,
+    ) -> Result<RegisterReceipt, ApiError> {
         let refuse = |reason| Err(ApiError::ConnectorRegistrationRefused { reason });
         if req.protocol != PROTOCOL_V1 {
             return refuse("protocol");
@@ -145,11 +154,7 @@ impl EmbodimentService {
     }
 
     async fn reread(&self, b: &EnvBinding) -> Result<EnvBinding, ApiError> {
-        let item = self
-            .store
-            .get(&b.key())
-            .await?
-            .ok_or(ApiError::ConnectorCredentialInvalid)?;
+        let item = self.store.get(&b.key()).await?.ok_or(ApiError::ConnectorCredentialInvalid)?;
         let fresh = EnvBinding::from_item(&item)?;
         if !fresh.is_active() || fresh.credential_hash != b.credential_hash {
             return Err(ApiError::ConnectorCredentialInvalid);
@@ -158,7 +163,11 @@ impl EmbodimentService {
     }
 
     /// Writes the last-seen time and a changed directory (at the same epoch only).
-    async fn touch(&self, mut binding: EnvBinding, subjects: Option<&[ReportedSubject]>) -> Result<EnvBinding, ApiError> {
+    async fn touch(
+        &self,
+        mut binding: EnvBinding,
+        subjects: Option<&[ReportedSubject]>,
+    ) -> Result<EnvBinding, ApiError> {
         let epoch = binding.epoch;
         for _ in 0..RACE_RETRIES {
             let mut next = binding.next();
@@ -303,9 +312,7 @@ impl EmbodimentService {
                         commands.push(command(&d));
                     }
                 }
-                WorkflowState::Dispatched | WorkflowState::Running
-                    if w.deadline_ms.is_some_and(|d| d < now_ms) =>
-                {
+                WorkflowState::Dispatched | WorkflowState::Running if w.deadline_ms.is_some_and(|d| d < now_ms) => {
                     let mutating = w.steps[w.step_index as usize].mutates() && w.state == WorkflowState::Running;
                     let (state, reason) = if mutating {
                         (WorkflowState::OutcomeUnknown, "step_deadline_passed")
@@ -333,7 +340,11 @@ impl EmbodimentService {
         n.updated_at = rfc3339(self.clock.now());
         let mut tx = Tx::new();
         n.write(&mut tx, w.rev);
-        tx.check(Role::EnvBinding, binding.key(), crate::store::Cond::And(vec![at_epoch(binding.epoch), not_stopped()]));
+        tx.check(
+            Role::EnvBinding,
+            binding.key(),
+            crate::store::Cond::And(vec![at_epoch(binding.epoch), not_stopped()]),
+        );
         match tx.commit(self.store.as_ref()).await {
             Ok(()) => Ok(Some(n)),
             Err(f) if f.is_cancelled() => Ok(None),
@@ -343,7 +354,12 @@ impl EmbodimentService {
 
     /// Moves a workflow to `state` if nobody changed it meanwhile (best effort: a lost
     /// race leaves it to the next reader).
-    pub(super) async fn settle(&self, w: &WorkflowRecord, state: WorkflowState, reason: Option<&str>) -> Result<bool, ApiError> {
+    pub(super) async fn settle(
+        &self,
+        w: &WorkflowRecord,
+        state: WorkflowState,
+        reason: Option<&str>,
+    ) -> Result<bool, ApiError> {
         let mut n = w.next();
         n.state = state;
         n.reason = reason.map(str::to_owned);

@@ -12,7 +12,9 @@ mod pairing;
 
 use crate::service::Ctx;
 
+pub use agent::Control;
 pub use connector::AuthedConnector;
+pub use pairing::ClearStopRequest;
 
 /// The suggested poll interval of a connector, and what an agent is told to wait.
 pub const POLL_INTERVAL_MS: u64 = 500;

@@ -100,16 +100,22 @@ impl EmbodimentService {
 
     /// `POST /api/account/room-connectors/emergency-stop/clear`: only a person, signed in
     /// as the room owner, clears an Emergency Stop (an agent has no route to this).
-    pub async fn clear_emergency_stop(&self, s: &Session, req: ClearStopRequest) -> Result<serde_json::Value, ApiError> {
+    pub async fn clear_emergency_stop(
+        &self,
+        s: &Session,
+        req: ClearStopRequest,
+    ) -> Result<serde_json::Value, ApiError> {
         s.require_member()?;
         let room = RoomId::parse(&req.room_id).ok_or(ApiError::NotFound)?;
         let binding_id = EnvBindingId::parse(&req.environment_binding_id).ok_or(ApiError::NotFound)?;
         for _ in 0..RACE_RETRIES {
-            let got = binding_in_room(self.store.as_ref(), room.as_str(), binding_id.as_str(), &s.account_id, false)
-                .await?;
+            let got =
+                binding_in_room(self.store.as_ref(), room.as_str(), binding_id.as_str(), &s.account_id, false).await?;
             let binding = got.binding.filter(|_| got.owner_holds).ok_or(ApiError::NotFound)?;
             if !binding.estop_active {
-                return Ok(serde_json::json!({ "environment_binding_id": binding.binding_id, "emergency_stop_active": false }));
+                return Ok(
+                    serde_json::json!({ "environment_binding_id": binding.binding_id, "emergency_stop_active": false }),
+                );
             }
             let mut next = binding.next();
             next.estop_active = false;

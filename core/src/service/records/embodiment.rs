@@ -8,8 +8,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::BODY;
-use super::attrs::{CONNECTOR_EPOCH, ESTOP_ACTIVE, REV, STATE};
 use super::accounts::account_key;
+use super::attrs::{CONNECTOR_EPOCH, ESTOP_ACTIVE, REV, STATE};
 use super::rooms::{member_is_owner, member_key, room_active_and_owned_by, room_key, room_pk};
 use super::tx::{Role, Tx};
 use crate::domain::embodiment::{Action, Step, StepObservation, WorkflowState};
@@ -316,11 +316,8 @@ pub async fn open_workflows(
     if page.items.is_empty() {
         return Ok(Vec::new());
     }
-    let keys: Vec<Key> = page
-        .items
-        .iter()
-        .filter_map(|i| i.sk.strip_prefix(OPEN_PREFIX).map(|r| workflow_key(room_id, r)))
-        .collect();
+    let keys: Vec<Key> =
+        page.items.iter().filter_map(|i| i.sk.strip_prefix(OPEN_PREFIX).map(|r| workflow_key(room_id, r))).collect();
     let got = store.batch_get(&keys).await?;
     got.iter().flatten().map(WorkflowRecord::from_item).collect()
 }
