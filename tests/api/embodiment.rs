@@ -81,8 +81,7 @@ async fn poll(app: &TestApp, w: &World, epoch: u64, acks: Value) -> (u16, Value)
 
 /// Calls a tool: (isError, structuredContent), the result checked against its outputSchema.
 async fn tool(app: &TestApp, token: &str, name: &str, arguments: Value) -> (bool, Value) {
-    let (status, body) =
-        app.rpc("/mcp", token, "tools/call", json!({ "name": name, "arguments": arguments })).await;
+    let (status, body) = app.rpc("/mcp", token, "tools/call", json!({ "name": name, "arguments": arguments })).await;
     assert_eq!(status, 200, "{body}");
     let result = &body["result"];
     assert!(result.is_object(), "{name}: {body}");
@@ -182,7 +181,10 @@ async fn pairing_shows_the_credential_once_and_admits_only_the_connector_routes(
     let mut wrong = registration(steve());
     wrong["schema_hash"] = json!("0".repeat(64));
     let (status, e) = connector(&app, &w.credential, "register", wrong).await;
-    assert_eq!((status, code(&e), e["error"]["details"]["reason"].as_str()), (409, "connector_registration_refused", Some("schema_hash")));
+    assert_eq!(
+        (status, code(&e), e["error"]["details"]["reason"].as_str()),
+        (409, "connector_registration_refused", Some("schema_hash"))
+    );
     assert_eq!(register(&app, &w).await, 1);
     assert_eq!(register(&app, &w).await, 2, "each registration raises the epoch");
 }
@@ -197,7 +199,8 @@ async fn a_move_reaches_succeeded_only_on_a_verified_position(backend: Backend) 
     let (is_error, sel) = select_first(&app, &w, &w.token).await;
     assert!(!is_error, "{sel}");
 
-    let (is_error, wf) = act(&app, &w, &w.token, "move-key-0001", json!({"type": "move_to", "x": 10, "y": 64, "z": -3})).await;
+    let (is_error, wf) =
+        act(&app, &w, &w.token, "move-key-0001", json!({"type": "move_to", "x": 10, "y": 64, "z": -3})).await;
     assert!(!is_error, "{wf}");
     assert_eq!((wf["status"].as_str(), wf["poll_after_ms"].as_u64()), (Some("queued"), Some(500)));
     assert_eq!(wf["answer_authority"], false);
@@ -262,7 +265,11 @@ async fn every_typed_refusal_of_scope_membership_authority_and_bounds(backend: B
         (json!({"type": "sequence", "steps": [{"type": "chat", "text": "/kill @a"}]}), "chat_command"),
     ] {
         let (is_error, e) = act(&app, &w, &w.token, "refuse-key-05", action.clone()).await;
-        assert_eq!((is_error, err(&e), e["error"]["details"]["reason"].as_str()), (true, "action_refused", Some(reason)), "{action}");
+        assert_eq!(
+            (is_error, err(&e), e["error"]["details"]["reason"].as_str()),
+            (true, "action_refused", Some(reason)),
+            "{action}"
+        );
     }
     // An unknown type or an out-of-range field never reaches the service: the published
     // schema refuses it (invalid params), and nothing is queued.
@@ -273,7 +280,9 @@ async fn every_typed_refusal_of_scope_membership_authority_and_bounds(backend: B
         json!({"type": "chat", "text": "x".repeat(257)}),
     ] {
         let args = json!({ "room_id": w.room_id, "idempotency_key": "refuse-key-06", "action": action });
-        let (_, body) = app.rpc("/mcp", &w.token, "tools/call", json!({ "name": "helix_minecraft_player_action", "arguments": args })).await;
+        let (_, body) = app
+            .rpc("/mcp", &w.token, "tools/call", json!({ "name": "helix_minecraft_player_action", "arguments": args }))
+            .await;
         assert_eq!(body["error"]["code"], -32602, "{body}");
     }
     let (_, p) = poll(&app, &w, 1, json!([])).await;
@@ -336,9 +345,15 @@ async fn an_old_epoch_cannot_acknowledge_and_a_new_one_pauses_its_work(backend: 
     let new = register(&app, &w).await;
     assert_eq!(new, old + 1);
     let paused = status(&app, &w, &wf_ref).await;
-    assert_eq!((paused["status"].as_str(), paused["reason"].as_str()), (Some("paused"), Some("connector_epoch_changed")));
+    assert_eq!(
+        (paused["status"].as_str(), paused["reason"].as_str()),
+        (Some("paused"), Some("connector_epoch_changed"))
+    );
     let (s, e) = poll(&app, &w, old, json!([ack(&cmd, 1, "completed", json!({"position": [3, 64, 3]}))])).await;
-    assert_eq!((s, code(&e), e["error"]["details"]["current_epoch"].as_u64()), (409, "connector_epoch_stale", Some(new)));
+    assert_eq!(
+        (s, code(&e), e["error"]["details"]["current_epoch"].as_u64()),
+        (409, "connector_epoch_stale", Some(new))
+    );
     assert_eq!(status(&app, &w, &wf_ref).await["status"], "paused", "the old epoch's ack was not applied");
     // The new epoch cannot acknowledge the old lease either; resume re-dispatches it.
     let (_, p) = poll(&app, &w, new, json!([ack(&cmd, 1, "completed", json!({"position": [3, 64, 3]}))])).await;
@@ -373,7 +388,12 @@ async fn emergency_stop_stops_and_refuses_new_actions_until_a_person_clears_it(b
     assert_eq!(err(&e), "emergency_stop_active");
     // Only a person in the browser clears it.
     let clear = json!({ "room_id": w.room_id, "environment_binding_id": w.binding_id });
-    let res = app.browser(Method::POST, "/api/account/room-connectors/emergency-stop/clear", &w.cookie).json(&clear).send().await.unwrap();
+    let res = app
+        .browser(Method::POST, "/api/account/room-connectors/emergency-stop/clear", &w.cookie)
+        .json(&clear)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(res.status(), 200);
     let (is_error, v) = act(&app, &w, &w.token, "stop-key-0003", json!({"type": "wait", "ticks": 1})).await;
     assert_eq!((is_error, v["status"].as_str()), (false, Some("queued")), "{v}");
@@ -382,7 +402,80 @@ async fn emergency_stop_stops_and_refuses_new_actions_until_a_person_clears_it(b
     assert_eq!(tool(&app, &w.token, "helix_minecraft_workflow_control", args).await.1["status"], "stopped");
 }
 
+/// The built `helix` binary beside this test binary (`target/debug/helix`).
+fn helix_bin() -> std::path::PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let bin = exe.parent().unwrap().parent().unwrap().join("helix");
+    assert!(bin.exists(), "build the cli first (cargo build -p helix-cli): {}", bin.display());
+    bin
+}
+
+async fn connector_sim_drives_a_sequence_to_succeeded_with_verified_postconditions(backend: Backend) {
+    let app = TestApp::spawn_with(backend, &[]).await;
+    let w = paired(&app).await;
+    let dir = tempfile::tempdir().unwrap();
+    // The configuration the pairing page showed, pointed at this server.
+    let config = json!({
+        "protocol": "helix.connector.v1", "base_url": app.base, "environment_binding_id": w.binding_id,
+        "room_id": w.room_id, "world_id": "overworld", "credential_env": "HELIX_CONNECTOR_CREDENTIAL",
+        "poll_interval_ms": 100,
+    });
+    let path = dir.path().join("connector.json");
+    std::fs::write(&path, config.to_string()).unwrap();
+    let mut sim = std::process::Command::new(helix_bin())
+        .args(["connector-sim", "--config", path.to_str().unwrap(), "--interval-ms", "100", "--polls", "80"])
+        .env("HELIX_CONNECTOR_CREDENTIAL", &w.credential)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Registered: the subject appears.
+    let mut tries = 0;
+    while subjects(&app, &w, &w.token).await["environments"][0]["subjects"].as_array().is_none_or(|s| s.is_empty()) {
+        tries += 1;
+        assert!(tries < 50, "the simulator never registered");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    select_first(&app, &w, &w.token).await;
+    let sequence = json!({"type": "sequence", "steps": [
+        {"type": "move_to", "x": 5, "y": 64, "z": 4},
+        {"type": "break_block", "x": 5, "y": 64, "z": 5, "expected_block": "minecraft:oak_log"},
+        {"type": "craft", "item": "minecraft:oak_planks", "times": 2},
+        {"type": "chat", "text": "done"},
+    ]});
+    let (is_error, wf) = act(&app, &w, &w.token, "sim-key-0001", sequence).await;
+    assert!(!is_error, "{wf}");
+    let wf_ref = wf["workflow_ref"].as_str().unwrap().to_owned();
+    let mut last = Value::Null;
+    for _ in 0..60 {
+        last = status(&app, &w, &wf_ref).await;
+        if last["status"] != "queued" && last["status"] != "dispatched" && last["status"] != "running" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(last["status"], "succeeded", "{last}");
+    assert_eq!((last["budget"]["steps_done"].as_u64(), last["budget"]["steps_total"].as_u64()), (Some(4), Some(4)));
+    // The block is gone now: breaking it again fails in the world, not in Helix's checks.
+    let again = json!({"type": "break_block", "x": 5, "y": 64, "z": 5, "expected_block": "minecraft:oak_log"});
+    let (_, wf) = act(&app, &w, &w.token, "sim-key-0002", again).await;
+    let wf_ref = wf["workflow_ref"].as_str().unwrap().to_owned();
+    for _ in 0..60 {
+        last = status(&app, &w, &wf_ref).await;
+        if last["status"] == "failed" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        (last["status"].as_str(), last["reason"].as_str()),
+        (Some("failed"), Some("step_failed:unexpected_block"))
+    );
+    sim.kill().ok();
+    sim.wait().ok();
+}
+
 on_both_backends!(
+    connector_sim_drives_a_sequence_to_succeeded_with_verified_postconditions,
     pairing_shows_the_credential_once_and_admits_only_the_connector_routes,
     a_move_reaches_succeeded_only_on_a_verified_position,
     every_typed_refusal_of_scope_membership_authority_and_bounds,
