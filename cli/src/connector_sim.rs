@@ -198,9 +198,9 @@ fn execute(world: &mut World, cmd: &Command, args: &ConnectorSimArgs, polls_left
             let p = &mut world.players[i];
             let target = [m.x, m.y, m.z];
             let mut left = 4;
-            for axis in 0..3 {
-                while p.pos[axis] != target[axis] && left > 0 {
-                    p.pos[axis] += (target[axis] - p.pos[axis]).signum();
+            for (pos, goal) in p.pos.iter_mut().zip(target) {
+                while *pos != goal && left > 0 {
+                    *pos += (goal - *pos).signum();
                     left -= 1;
                 }
             }
