@@ -14,7 +14,7 @@ use super::rooms::{member_is_owner, member_key, room_active_and_owned_by, room_k
 use super::tx::{Role, Tx};
 use crate::domain::embodiment::{Action, Step, StepObservation, WorkflowState};
 use crate::error::ApiError;
-use crate::store::{Cond, Item, Key, Store, StoreError};
+use crate::store::{Cond, Item, Key, Store};
 
 const ENV_PREFIX: &str = "ENV#";
 const WORKFLOW_PREFIX: &str = "EMBWF#";
@@ -320,11 +320,6 @@ pub async fn open_workflows(
         page.items.iter().filter_map(|i| i.sk.strip_prefix(OPEN_PREFIX).map(|r| workflow_key(room_id, r))).collect();
     let got = store.batch_get(&keys).await?;
     got.iter().flatten().map(WorkflowRecord::from_item).collect()
-}
-
-/// Whether the binding has open workflows (one query of at most one marker).
-pub async fn has_open_workflows(store: &dyn Store, binding_id: &str) -> Result<bool, StoreError> {
-    Ok(!store.query(&open_key(binding_id, "").pk, OPEN_PREFIX, None, 1).await?.items.is_empty())
 }
 
 #[cfg(test)]
