@@ -2,6 +2,7 @@
 //! this binary parses flags, builds state and wires the routers onto one port.
 
 mod conformance;
+mod connector_sim;
 mod local;
 mod room_acceptance;
 mod runs;
@@ -110,6 +111,13 @@ enum Command {
         #[command(flatten)]
         args: source_sim::SimArgs,
     },
+    /// Reference action connector: a deterministic simulated world driven through the
+    /// southbound connector routes (register, poll, execute, acknowledge). The connector
+    /// credential is read from HELIX_CONNECTOR_CREDENTIAL, never a flag.
+    ConnectorSim {
+        #[command(flatten)]
+        args: connector_sim::ConnectorSimArgs,
+    },
     /// Shared Live Room live acceptance: a zero-network dry run that prints the plan by
     /// default; live only with the HELIX_SHARED_ROOM_ACCEPTANCE_* opt-ins (no flags, no
     /// cookie, chat claim or source bearer). Exit 0 pass/plan, 1 check failed, 2 config
@@ -215,6 +223,7 @@ async fn main() -> anyhow::Result<()> {
         Command::SourceSim { args } => source_sim::run(args).await,
         Command::Solver { command } => solver::run(command).await,
         Command::Runs { command } => runs::run(command).await,
+        Command::ConnectorSim { args } => connector_sim::run(args).await,
         Command::RoomAcceptance => std::process::exit(room_acceptance::run().await.into()),
         Command::Conformance => {
             if conformance::run().await {

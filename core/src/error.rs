@@ -99,6 +99,30 @@ pub enum ApiError {
     ProbeNotFound,
     #[error("the probe is no longer pending")]
     ProbeNotPending { reason: &'static str },
+    #[error("the connector credential is not valid")]
+    ConnectorCredentialInvalid,
+    #[error("the connector registration was refused")]
+    ConnectorRegistrationRefused { reason: &'static str },
+    #[error("the connector epoch is not the current one; register again")]
+    ConnectorEpochStale { current: u64 },
+    #[error("no live, registered connector serves this environment")]
+    ConnectorUnavailable,
+    #[error("the room owner has not granted action authority to this member")]
+    ActionAuthorityRequired,
+    #[error("select your subject in this environment first")]
+    SubjectNotSelected,
+    #[error("this subject is held by another member")]
+    SubjectConflict,
+    #[error("this subject_ref is not in the current directory; list the subjects again")]
+    SubjectStale,
+    #[error("another member holds the control lease of this subject")]
+    LeaseHeld,
+    #[error("an Emergency Stop is active; a person must clear it in the browser")]
+    EmergencyStopActive,
+    #[error("the action was refused before queuing; nothing reached the world")]
+    ActionRefused { reason: &'static str },
+    #[error("only a paused workflow can be resumed")]
+    WorkflowNotResumable,
     #[error("rate limit exceeded")]
     RateLimited { retry_after_secs: u64 },
     #[error("service unavailable")]
@@ -178,6 +202,18 @@ impl ApiError {
             RunAlreadyBound => "run_already_bound",
             ClaimHandleInvalid => "claim_handle_invalid",
             CommandExecutionNotEnabled => "command_execution_not_enabled",
+            ConnectorCredentialInvalid => "connector_credential_invalid",
+            ConnectorRegistrationRefused { .. } => "connector_registration_refused",
+            ConnectorEpochStale { .. } => "connector_epoch_stale",
+            ConnectorUnavailable => "connector_unavailable",
+            ActionAuthorityRequired => "action_authority_required",
+            SubjectNotSelected => "subject_not_selected",
+            SubjectConflict => "subject_conflict",
+            SubjectStale => "subject_stale",
+            LeaseHeld => "lease_held",
+            EmergencyStopActive => "emergency_stop_active",
+            ActionRefused { .. } => "action_refused",
+            WorkflowNotResumable => "workflow_not_resumable",
             ConsentRequired => "consent_required",
             InviteInvalid => "invite_invalid",
             CredentialRejected(_) => "credential_rejected",
@@ -234,6 +270,18 @@ impl ApiError {
             | DuplicateObservation
             | ProbeNotPending { .. } => StatusCode::CONFLICT,
             ProbeNotFound => StatusCode::NOT_FOUND,
+            ConnectorCredentialInvalid => StatusCode::UNAUTHORIZED,
+            ActionAuthorityRequired => StatusCode::FORBIDDEN,
+            ActionRefused { .. } => StatusCode::BAD_REQUEST,
+            ConnectorRegistrationRefused { .. }
+            | ConnectorEpochStale { .. }
+            | ConnectorUnavailable
+            | SubjectNotSelected
+            | SubjectConflict
+            | SubjectStale
+            | LeaseHeld
+            | EmergencyStopActive
+            | WorkflowNotResumable => StatusCode::CONFLICT,
             SessionRequired => StatusCode::UNAUTHORIZED,
             GuestNotAllowed | CrossSiteRequest | IdentityMismatch => StatusCode::FORBIDDEN,
             SignInFailed { .. } => StatusCode::BAD_REQUEST,
@@ -267,6 +315,9 @@ impl ApiError {
             ApiError::ManifestNotAdmitted { reason } => Some(json!({ "reason": reason })),
             ApiError::ProducerEpochStale { current } => Some(json!({ "admitted_epoch": current })),
             ApiError::ProbeNotPending { reason } => Some(json!({ "reason": reason })),
+            ApiError::ConnectorRegistrationRefused { reason } => Some(json!({ "reason": reason })),
+            ApiError::ConnectorEpochStale { current } => Some(json!({ "current_epoch": current })),
+            ApiError::ActionRefused { reason } => Some(json!({ "reason": reason })),
             _ => None,
         }
     }

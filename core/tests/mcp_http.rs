@@ -304,7 +304,7 @@ async fn server_discover_serves_the_2026_07_28_stateless_revision() {
     let headers = [("mcp-protocol-version", "2026-07-28"), ("mcp-method", "tools/list")];
     let reply = app.post_raw(Some(&token), msg.to_string(), &headers).await;
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
-    assert_eq!(reply.body["result"]["tools"].as_array().unwrap().len(), 16);
+    assert_eq!(reply.body["result"]["tools"].as_array().unwrap().len(), helix_core::mcp::catalog::CATALOG.len());
     assert_eq!(reply.body["result"]["tools"][0]["securitySchemes"][0]["type"], "oauth2");
 }
 

@@ -20,6 +20,7 @@ mod approval;
 mod auth;
 mod chat_context;
 mod dev_issuer;
+mod embodiment;
 mod lambda_events;
 mod lanes;
 mod lifecycle;

@@ -13,6 +13,10 @@ pub struct Limits {
     pub principal_per_minute: u32,
 }
 
+/// The southbound connector routes' limits: small bodies (acknowledgements, a directory),
+/// and per connector a poll rate well above the default interval (500 ms: 120 a minute).
+pub const CONNECTOR_LIMITS: Limits = Limits { body_bytes: 64 * 1024, ip_per_minute: 1200, principal_per_minute: 600 };
+
 /// Connection limits of the socket server (`helix serve`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ServerLimits {

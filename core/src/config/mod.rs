@@ -21,7 +21,7 @@ use std::time::Duration;
 
 pub use browser::{BrowserConfig, DEV_PROVIDER_CLIENT_ID, DEV_PROVIDER_PATH, OidcConfig, origin_of};
 pub use executor::ExecutorConfig;
-pub use limits::{Limits, ServerLimits, SourceConfig};
+pub use limits::{CONNECTOR_LIMITS, Limits, ServerLimits, SourceConfig};
 pub use oauth::{LOCAL_AUDIENCE, LOCAL_ISSUER, OAuthConfig};
 pub use proxy::TrustProxy;
 pub use secret::Secret;

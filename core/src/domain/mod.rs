@@ -6,6 +6,7 @@ pub mod approval;
 pub mod authority;
 pub mod clients;
 pub mod credential;
+pub mod embodiment;
 pub mod event;
 pub mod ids;
 pub mod page;

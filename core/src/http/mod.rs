@@ -14,6 +14,7 @@ pub mod dev_oidc;
 pub mod dev_register;
 pub mod dev_token;
 pub mod discovery;
+pub mod embodiment;
 #[cfg(test)]
 mod fuzz;
 pub mod idempotent;
@@ -96,6 +97,8 @@ pub enum Group {
     Ingress,
     /// `POST /mcp/device-check`: the one-tool read-only MCP server.
     DeviceCheck,
+    /// The southbound action-connector routes (connector credential only).
+    Connector,
 }
 
 impl Group {
@@ -109,7 +112,8 @@ impl Group {
             | Group::Account
             | Group::Observer
             | Group::SourceBrowser
-            | Group::Ingress => "/mcp",
+            | Group::Ingress
+            | Group::Connector => "/mcp",
         }
     }
     /// True when each handler of the group that has an effect runs `authenticate` first,
@@ -126,6 +130,7 @@ impl Group {
             Group::Observer => state.services.config.observer_limits,
             Group::SourceBrowser => state.services.config.sources.browser_limits,
             Group::Ingress => state.services.config.sources.ingress_limits,
+            Group::Connector => crate::config::CONNECTOR_LIMITS,
             _ => state.services.config.agent_limits,
         }
     }

@@ -31,6 +31,8 @@ pub enum WindowKey {
     Account { group: Group, account_id: String },
     /// A room source on producer ingress.
     Source { source_id: String },
+    /// An action connector (environment binding) on the connector routes.
+    Connector { binding_id: String },
 }
 
 impl WindowKey {
@@ -41,6 +43,7 @@ impl WindowKey {
             WindowKey::Principal { group, identity } => format!("principal:{}:{identity}", stored_group(*group)),
             WindowKey::Account { group, account_id } => format!("account:{}:{account_id}", stored_group(*group)),
             WindowKey::Source { source_id } => format!("source:{source_id}"),
+            WindowKey::Connector { binding_id } => format!("connector:{binding_id}"),
         }
     }
 }
@@ -58,6 +61,7 @@ fn stored_group(group: Group) -> &'static str {
         Group::SourceBrowser => "SourceBrowser",
         Group::Ingress => "Ingress",
         Group::DeviceCheck => "DeviceCheck",
+        Group::Connector => "Connector",
     }
 }
 

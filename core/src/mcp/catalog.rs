@@ -13,9 +13,12 @@ use rmcp::model::{
 use serde_json::{Value, json};
 
 use super::schema::{input_schema, output_schema_of};
-use super::tools::{Handler, device_check, rooms, runs, sources};
+use super::tools::{Handler, device_check, embodiment, rooms, runs, sources};
+use crate::domain::embodiment::{SubjectList, SubjectSelection, WorkflowView};
 use crate::domain::room::{ChatBindingReceipt, RevocationReceipt, RoomList, RoomView, RunBindingReceipt};
-use crate::domain::scopes::{ROOM_SOURCES_MANAGE, ROOMS_MANAGE, ROOMS_READ, RUNS_READ, RUNS_WRITE};
+use crate::domain::scopes::{
+    ENV_ACTIONS_READ, ENV_ACTIONS_WRITE, ROOM_SOURCES_MANAGE, ROOMS_MANAGE, ROOMS_READ, RUNS_READ, RUNS_WRITE,
+};
 use crate::domain::source::{DeviceCheckReport, SourceCreated, SourceList};
 use crate::domain::wire::{EventPageView, EvidenceBundleView, McpErrorView, RunView};
 use crate::http::Group;
@@ -179,6 +182,8 @@ const READ: &[&str] = &[RUNS_READ];
 const ROOM_READ: &[&str] = &[ROOMS_READ];
 const ROOM_MANAGE: &[&str] = &[ROOMS_MANAGE];
 const ROOM_BIND: &[&str] = &[ROOMS_MANAGE, RUNS_WRITE];
+const ENV_WRITE: &[&str] = &[ROOMS_READ, ENV_ACTIONS_WRITE];
+const ENV_READ: &[&str] = &[ROOMS_READ, ENV_ACTIONS_READ];
 const READ_HINTS: Hints = Hints { read_only: true, destructive: false, idempotent: true, open_world: false };
 
 const INSTRUCTIONS: &str = "Helix runs are durable, bounded specialist investigations. Loop: helix_run_start -> \
@@ -408,6 +413,71 @@ pub static CATALOG: &[ToolSpec] = &[
         prefetch: Prefetch::Nothing,
         call: |c| c.run(sources::create),
     },
+    ToolSpec {
+        name: "helix_environment_subject_list",
+        title: "List environment subjects",
+        description: "Your identity in this environment: for each environment binding of a room you are a member \
+            of, the sanitized room-scoped subjects (subject_ref, display name, online, selected by you, held by \
+            another member) and your own binding. Never an environment-native player id.",
+        scopes: ROOM_READ,
+        hints: READ_HINTS,
+        input: input_schema::<embodiment::SubjectListArgs>,
+        output: or_error::<SubjectList>,
+        prefetch: Prefetch::Nothing,
+        call: |c| c.run(embodiment::subject_list),
+    },
+    ToolSpec {
+        name: "helix_environment_subject_select",
+        title: "Select your environment subject",
+        description: "Bind yourself (only) to one exact, fresh subject_ref of an environment binding and take its \
+            control lease. A subject another member holds is subject_conflict; a subject_ref from an older \
+            directory is subject_stale.",
+        scopes: ENV_WRITE,
+        hints: Hints { read_only: false, destructive: false, idempotent: true, open_world: false },
+        input: input_schema::<embodiment::SubjectSelectArgs>,
+        output: or_error::<SubjectSelection>,
+        prefetch: Prefetch::Nothing,
+        call: |c| c.run(embodiment::subject_select),
+    },
+    ToolSpec {
+        name: "helix_minecraft_player_action",
+        title: "Act as your Minecraft player",
+        description: "Queue one typed action (move_to, look_at, stop, break_block, place_block, equip, craft, chat, \
+            wait, or a sequence of 1-16 of them) for your selected subject. Returns a durable workflow at once \
+            (helix.minecraft_workflow.v1) with its status and poll_after_ms: poll helix_minecraft_workflow_status; \
+            this tool never waits for the work. No command, teleport or game-mode change exists.",
+        scopes: ENV_WRITE,
+        hints: Hints { read_only: false, destructive: true, idempotent: true, open_world: true },
+        input: input_schema::<embodiment::PlayerActionArgs>,
+        output: or_error::<WorkflowView>,
+        prefetch: Prefetch::Nothing,
+        call: |c| c.run(embodiment::player_action),
+    },
+    ToolSpec {
+        name: "helix_minecraft_workflow_status",
+        title: "Read a player-action workflow",
+        description: "Read one workflow of yours (helix.minecraft_workflow.v1): status, step, budget used, last \
+            observation time, whether late effects are possible, and when to poll again.",
+        scopes: ENV_READ,
+        hints: READ_HINTS,
+        input: input_schema::<embodiment::WorkflowArgs>,
+        output: or_error::<WorkflowView>,
+        prefetch: Prefetch::Nothing,
+        call: |c| c.run(embodiment::workflow_status),
+    },
+    ToolSpec {
+        name: "helix_minecraft_workflow_control",
+        title: "Control a player-action workflow",
+        description: "resume a paused workflow (after every check passes again), cancel one (idempotent on \
+            terminal states), or emergency_stop: every queued or running workflow of the room stops within one \
+            connector poll and new actions are refused until a person clears the stop in the browser.",
+        scopes: ENV_WRITE,
+        hints: Hints { read_only: false, destructive: true, idempotent: true, open_world: true },
+        input: input_schema::<embodiment::ControlArgs>,
+        output: or_error::<WorkflowView>,
+        prefetch: Prefetch::Nothing,
+        call: |c| c.run(embodiment::workflow_control),
+    },
 ];
 
 const DEVICE_CHECK_ROWS: &[ToolSpec] = &[ToolSpec {
@@ -463,7 +533,12 @@ mod tests {
                 "helix_room_unbind_chat",
                 "helix_room_command_request",
                 "helix_room_source_list",
-                "helix_room_source_create"
+                "helix_room_source_create",
+                "helix_environment_subject_list",
+                "helix_environment_subject_select",
+                "helix_minecraft_player_action",
+                "helix_minecraft_workflow_status",
+                "helix_minecraft_workflow_control"
             ]
         );
         assert_eq!(MCP.tools().iter().map(|t| t.name.to_string()).collect::<Vec<_>>(), names);

@@ -8,6 +8,7 @@
 
 pub mod accounts;
 pub mod cancel_watch;
+pub mod embodiment;
 pub mod records;
 pub mod rooms;
 pub mod runs;
@@ -20,6 +21,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use chrono::{DateTime, Duration, Utc};
 
 pub use accounts::AccountService;
+pub use embodiment::EmbodimentService;
 pub use rooms::RoomService;
 pub use runs::RunService;
 pub use sources::SourceService;
@@ -74,6 +76,7 @@ pub struct Services {
     pub sources: SourceService,
     pub rooms: RoomService,
     pub runs: RunService,
+    pub embodiment: EmbodimentService,
 }
 
 impl Services {
@@ -83,8 +86,9 @@ impl Services {
         let sources = SourceService::new(ctx.clone());
         let rooms = RoomService::new(ctx.clone());
         let runs = RunService::new(ctx.clone(), executor, sources.clone());
+        let embodiment = EmbodimentService::new(ctx.clone());
         let Ctx { config, store, clock } = ctx;
-        Self { config, store, clock, accounts, sources, rooms, runs }
+        Self { config, store, clock, accounts, sources, rooms, runs, embodiment }
     }
 }
 

@@ -12,7 +12,8 @@ pub fn routes(state: AppState) -> axum::Router {
         .merge(helix_core::http::observer::router(state.clone()))
         .merge(helix_core::http::room_pages::router(state.clone()))
         .merge(helix_core::http::run_console::router(state.clone()))
-        .merge(helix_core::http::sources::browser_router(state))
+        .merge(helix_core::http::sources::browser_router(state.clone()))
+        .merge(helix_core::http::embodiment::browser_router(state))
 }
 
 /// The function's whole router: its routes plus the enveloped 404 fallback.

@@ -5,7 +5,10 @@ pub use helix_core::http::AppState;
 
 /// The routes alone, for composition with other functions (the local server).
 pub fn routes(state: AppState) -> axum::Router {
-    helix_core::http::sources::ingress_router(state)
+    // The action connector routes share the ingress function (short polls, no held
+    // connections) with their own route group and limits.
+    helix_core::http::sources::ingress_router(state.clone())
+        .merge(helix_core::http::embodiment::connector_router(state))
 }
 
 /// The function's whole router: its routes plus the enveloped 404 fallback.

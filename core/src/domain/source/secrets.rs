@@ -67,6 +67,11 @@ secret!(
     /// The source bearer a producer presents to ingress (`hsb_` + 64 hex).
     SourceBearer, "hsb_", "room-source-bearer.v1"
 );
+secret!(
+    /// The action-connector credential a paired connector presents on the southbound
+    /// connector routes (`hac_` + 64 hex): never a source bearer, nor the reverse.
+    ConnectorCredential, "hac_", "room-action-connector.v1"
+);
 
 /// Constant-time equality of two stored hashes.
 pub fn hashes_equal(a: &str, b: &str) -> bool {

@@ -4,6 +4,7 @@
 //! depend on the MCP transport (`front`, `server`) or on the SDK.
 
 pub mod device_check;
+pub mod embodiment;
 pub mod rooms;
 pub mod runs;
 pub mod sources;
@@ -14,6 +15,7 @@ use std::pin::Pin;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use crate::domain::embodiment::{SubjectList, SubjectSelection, WorkflowView};
 use crate::domain::ids::IdempotencyKey;
 use crate::domain::room::Redacted;
 use crate::domain::source::{DeviceCheckReport, SourceList};
@@ -111,7 +113,7 @@ macro_rules! serialized_views {
     )*};
 }
 
-serialized_views!(DeviceCheckReport, EvidenceBundleView, EventPageView);
+serialized_views!(DeviceCheckReport, EvidenceBundleView, EventPageView, SubjectList, SubjectSelection, WorkflowView);
 
 /// Room outputs redact as they serialize.
 impl<T: serde::Serialize> Reply for Redacted<T> {

@@ -74,6 +74,10 @@ pub(super) const CAPABILITY: &str = "capability";
 pub(super) const REQUESTED_AT_MS: &str = "requested_at_ms";
 pub(super) const ANSWER_UNTIL_MS: &str = "answer_until_ms";
 
+// Player embodiment: the guards of an environment binding.
+pub(super) const CONNECTOR_EPOCH: &str = "connector_epoch";
+pub(super) const ESTOP_ACTIVE: &str = "estop_active";
+
 /// A string attribute, empty when absent.
 pub(super) fn text(item: &Item, name: &str) -> String {
     item.s(name).unwrap_or_default().to_owned()

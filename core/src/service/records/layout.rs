@@ -60,6 +60,14 @@ pub const SOURCE_ITEMS: &[ItemLayout] = &[
     row("pending probe marker", "SRCPROBE#<source_id>", "PENDING#<probe_id>"),
 ];
 
+/// Player embodiment: environment bindings, their credential lookup, workflows.
+pub const EMBODIMENT_ITEMS: &[ItemLayout] = &[
+    row("environment binding", "ROOM#<room_id>", "ENV#<binding_id>"),
+    row("connector credential lookup", "EMBCRED#<sha256(credential)>", "CRED"),
+    row("player-action workflow", "ROOM#<room_id>", "EMBWF#<workflow_ref>"),
+    row("open workflow marker", "EMBOPEN#<binding_id>", "WF#<workflow_ref>"),
+];
+
 /// Per-minute rate-limit counters (shared store only).
 pub const LIMIT_ITEMS: &[ItemLayout] = &[row("rate-limit window", "RL#<sha256(window key)>#<minute>", "RL")];
 
@@ -76,7 +84,7 @@ pub const OAUTH_ITEMS: &[ItemLayout] = &[
 
 /// Every item kind the service writes.
 pub fn all() -> Vec<ItemLayout> {
-    [RUN_ITEMS, ACCOUNT_ITEMS, ROOM_ITEMS, SOURCE_ITEMS, LIMIT_ITEMS, OAUTH_ITEMS].concat()
+    [RUN_ITEMS, ACCOUNT_ITEMS, ROOM_ITEMS, SOURCE_ITEMS, EMBODIMENT_ITEMS, LIMIT_ITEMS, OAUTH_ITEMS].concat()
 }
 
 #[cfg(test)]

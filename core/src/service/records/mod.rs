@@ -12,6 +12,7 @@ pub mod accounts;
 pub mod approvals;
 mod attrs;
 pub mod bound_room;
+pub mod embodiment;
 pub mod idempotent;
 pub mod layout;
 pub mod limits;

@@ -64,6 +64,14 @@ pub enum Role {
     Session,
     /// A sign-in intent.
     Intent,
+    /// An environment binding (action-connector pairing, directory, leases, stop).
+    EnvBinding,
+    /// The lookup of a connector credential by its hash.
+    ConnectorLookup,
+    /// A player-action workflow.
+    Workflow,
+    /// The open marker of a non-terminal workflow.
+    OpenMarker,
 }
 
 /// An all-or-nothing transaction under construction.

@@ -60,7 +60,7 @@ impl SourceService {
 /// scopes), a signed-in browser, or a producer acting for its source's owner (neither of
 /// the last two has a token to carry a scope).
 #[derive(Clone, Copy)]
-enum DeveloperLane<'a> {
+pub(crate) enum DeveloperLane<'a> {
     Bearer(&'a crate::auth::principal::Principal),
     Browser,
     Producer,
@@ -70,7 +70,7 @@ enum DeveloperLane<'a> {
 /// policy marks it a developer. In production the account must also be on the
 /// developer-profile allowlist (`HELIX_DEVELOPER_PROFILE_ALLOWLIST`; empty admits no
 /// one) and a bearer must carry the developer OAuth scope. Fails closed.
-fn developer(
+pub(crate) fn developer(
     config: &crate::config::Config,
     account_id: &str,
     policy: &AccountPolicy,

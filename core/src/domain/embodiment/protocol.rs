@@ -1,0 +1,165 @@
+//! The southbound connector protocol, version 1: the bodies a connector sends and
+//! receives (registration, the one poll carrying acknowledgements in and commands out).
+//! Its JSON Schemas are generated from these types. Environment-native subject ids live
+//! here and in the store only: nothing northbound (MCP, REST views) carries them. No I/O.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::action::Step;
+use super::workflow::StepObservation;
+
+/// The protocol version a connector speaks.
+pub const PROTOCOL_V1: &str = "helix.connector.v1";
+/// Where the connector routes live.
+pub const CONNECTOR_BASE: &str = "/api/connectors/v1";
+/// Most subjects one directory holds.
+pub const MAX_SUBJECTS: usize = 32;
+/// Most acknowledgements in one poll.
+pub const MAX_ACKS: usize = 32;
+/// Most commands one poll hands out.
+pub const MAX_COMMANDS: usize = 8;
+
+/// One player the connector can drive, with its environment-native id.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReportedSubject {
+    /// The environment's own player id (a Minecraft UUID); never shown northbound.
+    #[schemars(length(min = 1, max = 64))]
+    pub native_id: String,
+    #[schemars(length(min = 1, max = 64))]
+    pub display_name: String,
+    pub online: bool,
+}
+
+/// The connector's manifest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ConnectorManifest {
+    #[schemars(length(min = 1, max = 64))]
+    pub connector_name: String,
+    #[schemars(length(min = 1, max = 32))]
+    pub connector_version: String,
+    /// Must be the world the pairing names.
+    pub world_id: String,
+}
+
+/// `POST …/register`: each registration raises the pairing's epoch (the fencing token).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RegisterRequest {
+    /// `helix.connector.v1`.
+    pub protocol: String,
+    pub manifest: ConnectorManifest,
+    /// The SHA-256 of the action schema the connector was built against
+    /// ([`super::action_schema_hash`]); another schema is refused.
+    pub schema_hash: String,
+    /// The step types the connector executes (a subset of the v1 set).
+    pub capabilities: Vec<String>,
+    /// The subject directory.
+    pub subjects: Vec<ReportedSubject>,
+}
+
+/// The answer to a registration.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct RegisterReceipt {
+    pub schema: String,
+    pub environment_binding_id: String,
+    /// The epoch every later write of this connector must carry.
+    pub epoch: u64,
+    pub poll_interval_ms: u64,
+    /// The connector halts its players on its own after this long without reaching Helix.
+    pub dead_man_ms: u64,
+}
+
+/// An acknowledgement's status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum AckStatus {
+    /// The command was taken (recorded in the connector's ledger); nothing done yet.
+    Accepted,
+    /// The step is under way.
+    Progress,
+    /// The step finished; `observation` says what the world looks like now.
+    Completed,
+    /// The step failed without changing the world (`reason`).
+    Failed,
+    /// A person took the controls: the connector stopped at once.
+    Overridden,
+    /// The connector restarted while the step was under way (its ledger says so): a
+    /// mutation may or may not have happened.
+    Interrupted,
+}
+
+/// One acknowledgement, conditional on command, lease token, epoch and sequence.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Ack {
+    pub workflow_ref: String,
+    pub lease_token: String,
+    /// The step the acknowledgement is about (0-based).
+    pub step_index: u32,
+    /// Strictly increasing per command (per lease token), from 1.
+    pub seq: u32,
+    pub status: AckStatus,
+    #[serde(default)]
+    pub observation: Option<StepObservation>,
+    /// A short machine reason for `failed` (`hazard`, `unreachable`, ...).
+    #[serde(default)]
+    #[schemars(length(max = 64))]
+    pub reason: Option<String>,
+}
+
+/// `POST …/poll`: acknowledgements in, work out.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PollRequest {
+    /// The epoch of the connector's registration.
+    pub epoch: u64,
+    #[serde(default)]
+    pub acks: Vec<Ack>,
+    /// A changed subject directory (omit when unchanged).
+    #[serde(default)]
+    pub subjects: Option<Vec<ReportedSubject>>,
+    /// The connector halted its players on its own (dead-man rule) since its last poll.
+    #[serde(default)]
+    pub dead_man_halted: bool,
+}
+
+/// The outcome of one acknowledgement.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct AckResult {
+    pub workflow_ref: String,
+    pub seq: u32,
+    /// `applied`, or why it was refused (`stale_epoch`, `lease_mismatch`, `stale_seq`,
+    /// `unknown_workflow`, `not_at_connector`).
+    pub outcome: String,
+}
+
+/// A leased command: one step of one workflow for one subject.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Command {
+    pub workflow_ref: String,
+    pub lease_token: String,
+    pub step_index: u32,
+    pub step: Step,
+    /// The player to drive, by its environment-native id (southbound only).
+    pub native_id: String,
+    /// The step must be acknowledged terminally before this (epoch milliseconds).
+    pub deadline_ms: i64,
+}
+
+/// The answer to a poll.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PollResponse {
+    pub schema: String,
+    pub epoch: u64,
+    pub acks: Vec<AckResult>,
+    pub commands: Vec<Command>,
+    /// Workflows whose commands the connector must stop and drop now.
+    pub cancel: Vec<String>,
+    /// Raised by each Emergency Stop; while `emergency_stop_active`, halt every player.
+    pub emergency_stop_generation: u64,
+    pub emergency_stop_active: bool,
+    pub next_poll_ms: u64,
+}

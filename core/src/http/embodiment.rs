@@ -1,0 +1,130 @@
+//! Player embodiment over HTTP, two lanes that never mix:
+//! - the browser lane (cookie, same-origin only): the pairing page, the one pairing
+//!   response (credential and configuration shown once), and clearing an Emergency Stop;
+//! - the southbound connector routes under `/api/connectors/v1` (connector credential
+//!   only, its own route group with its own body and rate limits): register, poll.
+//!
+//! The agent side is the MCP tools (`mcp/tools/embodiment.rs`).
+
+use askama::Template;
+use axum::extract::{FromRequestParts, State};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use http::StatusCode;
+use http::request::Parts;
+
+use super::pages::{Asset, BrowserSession, Csp, Page, Referrer, SameOriginSession, page_headers};
+use super::ratelimit::WindowKey;
+use super::{AppState, Group, JsonBody, pipeline};
+use crate::auth::jwt::bearer_from_header;
+use crate::config::CONNECTOR_LIMITS;
+use crate::domain::embodiment::PairingRequest;
+use crate::domain::embodiment::protocol::{CONNECTOR_BASE, PollRequest, RegisterRequest};
+use crate::error::ApiError;
+use crate::service::embodiment::AuthedConnector;
+use crate::service::embodiment::ClearStopRequest;
+
+pub const PAIRING_PAGE_PATH: &str = "/account/room-connectors";
+pub const PAIRINGS_PATH: &str = "/api/account/room-connectors/pairings";
+pub const CLEAR_STOP_PATH: &str = "/api/account/room-connectors/emergency-stop/clear";
+pub const PAIRING_SCRIPT_PATH: &str = "/account/static/room-connectors.js";
+
+async fn method_not_allowed_post() -> ApiError {
+    ApiError::MethodNotAllowed { allow: "POST" }
+}
+async fn method_not_allowed_get() -> ApiError {
+    ApiError::MethodNotAllowed { allow: "GET" }
+}
+
+// ---------- the browser lane (cookie) ----------
+
+/// The pairing page, its script, and the two cookie routes.
+pub fn browser_router(state: AppState) -> Router {
+    Router::new()
+        .route(PAIRING_PAGE_PATH, get(pairing_page).fallback(method_not_allowed_get))
+        .route(PAIRING_SCRIPT_PATH, get(pairing_script).fallback(method_not_allowed_get))
+        .route(PAIRINGS_PATH, post(pair).fallback(method_not_allowed_post))
+        .route(CLEAR_STOP_PATH, post(clear_stop).fallback(method_not_allowed_post))
+        .layer(axum::middleware::from_fn_with_state((state.clone(), Group::SourceBrowser), pipeline))
+        .layer(page_headers(&state, Csp::SameOriginScript, Referrer::None))
+        .with_state(state)
+}
+
+#[derive(Template)]
+#[template(path = "room_connectors.html")]
+struct PairingPage;
+
+const PAIRING_SCRIPT: &str = include_str!("../../templates/room-connectors.js");
+
+async fn pairing_page(BrowserSession(session): BrowserSession) -> Result<Response, ApiError> {
+    session.require_member()?;
+    Ok(Page(PairingPage).into_response())
+}
+
+async fn pairing_script() -> Asset {
+    Asset::script(PAIRING_SCRIPT)
+}
+
+async fn pair(
+    State(state): State<AppState>,
+    SameOriginSession(session): SameOriginSession,
+    JsonBody(req): JsonBody<PairingRequest>,
+) -> Result<Response, ApiError> {
+    let created = state.services.embodiment.pair_connector(&session, req).await?;
+    Ok((StatusCode::CREATED, Json(created)).into_response())
+}
+
+async fn clear_stop(
+    State(state): State<AppState>,
+    SameOriginSession(session): SameOriginSession,
+    JsonBody(req): JsonBody<ClearStopRequest>,
+) -> Result<Response, ApiError> {
+    Ok(Json(state.services.embodiment.clear_emergency_stop(&session, req).await?).into_response())
+}
+
+// ---------- the southbound connector routes (connector credential) ----------
+
+/// The connector route group.
+pub fn connector_router(state: AppState) -> Router {
+    Router::new()
+        .route(&format!("{CONNECTOR_BASE}/register"), post(register).fallback(method_not_allowed_post))
+        .route(&format!("{CONNECTOR_BASE}/poll"), post(poll).fallback(method_not_allowed_post))
+        .layer(axum::middleware::from_fn_with_state((state.clone(), Group::Connector), pipeline))
+        .with_state(state)
+}
+
+/// A request authenticated by a connector credential (never an OAuth token, a cookie or
+/// a source bearer), within the per-connector rate limit.
+pub struct ConnectorAuthed(pub AuthedConnector);
+
+impl FromRequestParts<AppState> for ConnectorAuthed {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let value = parts.headers.get(http::header::AUTHORIZATION).ok_or(ApiError::ConnectorCredentialInvalid)?;
+        let value = value.to_str().map_err(|_| ApiError::ConnectorCredentialInvalid)?;
+        let credential = bearer_from_header(value).ok_or(ApiError::ConnectorCredentialInvalid)?;
+        let connector = state.services.embodiment.authenticate_connector(credential).await?;
+        let key = WindowKey::Connector { binding_id: connector.binding.binding_id.clone() };
+        let limit = CONNECTOR_LIMITS.principal_per_minute;
+        state.limits.start(key, limit, state.services.clock.epoch())?.verdict().await?;
+        Ok(ConnectorAuthed(connector))
+    }
+}
+
+async fn register(
+    State(state): State<AppState>,
+    ConnectorAuthed(c): ConnectorAuthed,
+    JsonBody(req): JsonBody<RegisterRequest>,
+) -> Result<Response, ApiError> {
+    Ok(Json(state.services.embodiment.register_connector(&c, req).await?).into_response())
+}
+
+async fn poll(
+    State(state): State<AppState>,
+    ConnectorAuthed(c): ConnectorAuthed,
+    JsonBody(req): JsonBody<PollRequest>,
+) -> Result<Response, ApiError> {
+    Ok(Json(state.services.embodiment.poll_connector(&c, req).await?).into_response())
+}

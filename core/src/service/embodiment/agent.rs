@@ -1,0 +1,431 @@
+//! The agent side of embodiment (bearer; MCP and REST share it): the sanitized subject
+//! directory, selection with its control lease, typed actions accepted as durable
+//! workflows (never blocking), status, and control (resume, cancel, Emergency Stop).
+//! Every call re-checks scopes, membership, authority, lease, stop and connector.
+//! Must not depend on `http` or `mcp`.
+
+use serde_json::Value;
+
+use super::{
+    EmbodimentService, LEASE_SECS, LIVE_SECS, MAX_BINDINGS, MAX_BLOCK_CHANGES, POLL_INTERVAL_MS, RACE_RETRIES,
+};
+use crate::domain::embodiment::*;
+use crate::domain::hash_parts;
+use crate::domain::ids::IdempotencyKey;
+use crate::domain::room::{FalseFlags, RoomId, RoomRole};
+use crate::domain::scopes::{ENV_ACTIONS_READ, ENV_ACTIONS_WRITE, ROOMS_READ};
+use crate::domain::time::{epoch_rfc3339, rfc3339};
+use crate::error::ApiError;
+use crate::service::records::embodiment::{
+    EnvBinding, Selection, WorkflowRecord, bindings_of_room, open_workflows, read_workflow,
+};
+use crate::service::records::rooms::room_and_membership;
+use crate::service::records::{Committed, Completion, Role, Tx, commit_once, receipt_key};
+use crate::service::rooms::room_tenant;
+use crate::service::{Caller, Mutation};
+
+const OP_ACTION: &str = "minecraft.player_action";
+
+/// The control a workflow accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Control {
+    Resume,
+    Cancel,
+    EmergencyStop,
+}
+
+/// The caller in one room: an active room of its tenant it is a member of.
+struct InRoom {
+    room_id: String,
+    owner: bool,
+}
+
+impl WorkflowRecord {
+    /// `helix.minecraft_workflow.v1` (never the native id).
+    pub fn view(&self) -> WorkflowView {
+        let block_changes_max = MAX_BLOCK_CHANGES;
+        WorkflowView {
+            schema: WORKFLOW_SCHEMA.into(),
+            workflow_ref: self.workflow_ref.clone(),
+            room_id: self.room_id.clone(),
+            environment_binding_id: self.binding_id.clone(),
+            subject_ref: self.subject_ref.clone(),
+            status: self.state,
+            reason: self.reason.clone(),
+            step: self.step_index,
+            budget: WorkflowBudget {
+                steps_total: self.steps.len() as u32,
+                steps_done: self.step_index,
+                block_changes_used: self.block_changes,
+                block_changes_max,
+            },
+            last_observation_at: self.last_observation_at.clone(),
+            late_effects_possible: self.state.at_connector() || self.state == WorkflowState::OutcomeUnknown,
+            poll_after_ms: (!self.state.is_terminal()).then_some(POLL_INTERVAL_MS),
+            created_at: self.created_at.clone(),
+            updated_at: self.updated_at.clone(),
+            flags: StoredFlags::default(),
+        }
+    }
+}
+
+impl EmbodimentService {
+    async fn in_room(&self, p: &Caller, room_id: &str, scopes: &[&str]) -> Result<InRoom, ApiError> {
+        p.require(scopes)?;
+        if p.policy.rooms_locked {
+            return Err(ApiError::RoomFeatureLocked);
+        }
+        let id = RoomId::parse(room_id).ok_or(ApiError::NotFound)?;
+        let (room, member) = room_and_membership(self.store.as_ref(), id.as_str(), &p.account_id).await?;
+        let room = room.filter(|r| r.is_active() && room_tenant(p).admits(r)).ok_or(ApiError::NotFound)?;
+        let member = member.ok_or(ApiError::NotFound)?;
+        Ok(InRoom {
+            room_id: room.room_id,
+            owner: member.role == RoomRole::Owner && room.owner_account == p.account_id,
+        })
+    }
+
+    fn live(&self, b: &EnvBinding) -> bool {
+        b.epoch > 0 && self.clock.epoch() - b.last_seen <= LIVE_SECS
+    }
+
+    /// `helix_environment_subject_list`: per environment binding, the sanitized subjects
+    /// and the caller's own binding.
+    pub async fn list_subjects(&self, p: &Caller, room_id: &str) -> Result<SubjectList, ApiError> {
+        let r = self.in_room(p, room_id, &[ROOMS_READ]).await?;
+        let now = self.clock.epoch();
+        let bindings = bindings_of_room(self.store.as_ref(), &r.room_id, MAX_BINDINGS).await?;
+        let environments = bindings
+            .iter()
+            .filter(|b| b.is_active())
+            .map(|b| {
+                let own = b.selection_of(&p.account_id).filter(|s| b.subject(&s.subject_ref).is_some());
+                EnvironmentView {
+                    environment_binding_id: b.binding_id.clone(),
+                    world_id: b.world_id.clone(),
+                    label: None,
+                    connector_live: self.live(b),
+                    emergency_stop_active: b.estop_active,
+                    subjects: b
+                        .subjects
+                        .iter()
+                        .map(|s| SubjectView {
+                            subject_ref: s.subject_ref.clone(),
+                            display_name: s.display_name.clone(),
+                            online: s.online,
+                            selected_by_caller: own.is_some_and(|o| o.subject_ref == s.subject_ref),
+                            held_by_other: b.held_by_other(&s.subject_ref, &p.account_id, now),
+                        })
+                        .collect(),
+                    own_binding: own.map(|o| OwnBinding {
+                        subject_ref: o.subject_ref.clone(),
+                        lease_live: o.lease_until > now,
+                        lease_expires_at: epoch_rfc3339(o.lease_until),
+                    }),
+                }
+            })
+            .collect();
+        Ok(SubjectList {
+            schema: SubjectListSchemaName,
+            room_id: r.room_id,
+            environments,
+            flags: FalseFlags::default(),
+        })
+    }
+
+    async fn binding(&self, room_id: &str, binding_id: &str) -> Result<EnvBinding, ApiError> {
+        let id = EnvBindingId::parse(binding_id).ok_or(ApiError::NotFound)?;
+        let item = self
+            .store
+            .get(&crate::service::records::embodiment::env_key(room_id, id.as_str()))
+            .await?
+            .ok_or(ApiError::NotFound)?;
+        let b = EnvBinding::from_item(&item)?;
+        if !b.is_active() {
+            return Err(ApiError::NotFound);
+        }
+        Ok(b)
+    }
+
+    /// `helix_environment_subject_select`: binds the calling member (only) to one exact,
+    /// fresh `subject_ref` and takes its control lease, conditional on the binding's revision.
+    pub async fn select_subject(
+        &self,
+        p: &Caller,
+        room_id: &str,
+        binding_id: &str,
+        subject_ref: &str,
+    ) -> Result<SubjectSelection, ApiError> {
+        let r = self.in_room(p, room_id, &[ROOMS_READ, ENV_ACTIONS_WRITE]).await?;
+        if !is_subject_ref(subject_ref) {
+            return Err(ApiError::SubjectStale);
+        }
+        for _ in 0..RACE_RETRIES {
+            let b = self.binding(&r.room_id, binding_id).await?;
+            if b.epoch == 0 {
+                return Err(ApiError::ConnectorUnavailable);
+            }
+            if b.subject(subject_ref).is_none() {
+                return Err(ApiError::SubjectStale);
+            }
+            let now = self.clock.epoch();
+            if b.held_by_other(subject_ref, &p.account_id, now) {
+                return Err(ApiError::SubjectConflict);
+            }
+            let mut next = b.next();
+            next.selections.retain(|s| s.account_id != p.account_id && s.lease_until > now);
+            let lease_until = now + LEASE_SECS;
+            next.selections.push(Selection {
+                account_id: p.account_id.clone(),
+                subject_ref: subject_ref.to_owned(),
+                lease_until,
+            });
+            let mut tx = Tx::new();
+            next.write(&mut tx, b.rev);
+            match tx.commit(self.store.as_ref()).await {
+                Ok(()) => {
+                    return Ok(SubjectSelection {
+                        schema: SubjectSelectionSchemaName,
+                        room_id: r.room_id,
+                        environment_binding_id: next.binding_id,
+                        subject_ref: subject_ref.to_owned(),
+                        lease_expires_at: epoch_rfc3339(lease_until),
+                        flags: FalseFlags::default(),
+                    });
+                }
+                Err(f) if f.failed(Role::EnvBinding) || f.contended() => continue,
+                Err(f) => return Err(f.into()),
+            }
+        }
+        Err(ApiError::RunBusy)
+    }
+
+    /// `helix_minecraft_player_action`: checks everything, then accepts the action as a
+    /// durable workflow in one idempotent transaction (conditional on the binding's
+    /// revision, so the lease, stop and epoch it checked still hold) and answers at once.
+    pub async fn player_action(
+        &self,
+        p: &Caller,
+        room_id: &str,
+        key: &IdempotencyKey,
+        environment: Option<&str>,
+        action: &Value,
+    ) -> Result<Mutation, ApiError> {
+        let r = self.in_room(p, room_id, &[ROOMS_READ, ENV_ACTIONS_WRITE]).await?;
+        if !r.owner {
+            return Err(ApiError::ActionAuthorityRequired);
+        }
+        let parsed = Action::parse(action).map_err(|e| ApiError::ActionRefused { reason: e.reason() })?;
+        parsed.check(&Region::default()).map_err(|e| ApiError::ActionRefused { reason: e.reason() })?;
+        let steps = parsed.steps();
+        let changes = steps.iter().filter(|s| matches!(s, Step::BreakBlock(_) | Step::PlaceBlock(_))).count();
+        if changes as u32 > MAX_BLOCK_CHANGES {
+            return Err(ApiError::ActionRefused { reason: "block_change_budget" });
+        }
+        let request = serde_json::json!({ "room_id": r.room_id, "environment": environment, "action": action });
+        let hash = hash_parts(&["minecraft.action.v1", &p.owner_hash(), OP_ACTION, &request.to_string()]);
+        let rkey = receipt_key(&p.identity_hash(), OP_ACTION, key.as_str());
+        for _ in 0..RACE_RETRIES {
+            let bindings = bindings_of_room(self.store.as_ref(), &r.room_id, MAX_BINDINGS).await?;
+            let now = self.clock.epoch();
+            let b = bindings
+                .iter()
+                .filter(|b| b.is_active())
+                .filter(|b| environment.is_none_or(|e| e == b.binding_id || e == b.world_id))
+                .find(|b| b.selection_of(&p.account_id).is_some())
+                .ok_or(ApiError::SubjectNotSelected)?;
+            let sel = b.selection_of(&p.account_id).expect("found by its selection");
+            let subject = b.subject(&sel.subject_ref).ok_or(ApiError::SubjectStale)?;
+            if b.held_by_other(&sel.subject_ref, &p.account_id, now) {
+                return Err(ApiError::LeaseHeld);
+            }
+            if b.estop_active {
+                return Err(ApiError::EmergencyStopActive);
+            }
+            if !self.live(b) {
+                return Err(ApiError::ConnectorUnavailable);
+            }
+            let caps = b.connector.as_ref().map(|c| c.capabilities.clone()).unwrap_or_default();
+            if steps.iter().any(|s| !caps.iter().any(|c| c == s.kind())) {
+                return Err(ApiError::ActionRefused { reason: "not_supported_by_connector" });
+            }
+            let at = rfc3339(self.clock.now());
+            let w = WorkflowRecord {
+                workflow_ref: WorkflowRef::generate().as_str().to_owned(),
+                room_id: r.room_id.clone(),
+                binding_id: b.binding_id.clone(),
+                account_id: p.account_id.clone(),
+                subject_ref: subject.subject_ref.clone(),
+                native_id: subject.native_id.clone(),
+                action: parsed.clone(),
+                steps: steps.clone(),
+                state: WorkflowState::Queued,
+                reason: None,
+                step_index: 0,
+                block_changes: changes as u32,
+                lease_token: None,
+                dispatch_epoch: None,
+                deadline_ms: None,
+                last_seq: 0,
+                last_observation: None,
+                last_observation_at: None,
+                created_at: at.clone(),
+                updated_at: at,
+                rev: 1,
+            };
+            let mut tx = Tx::new();
+            w.create(&mut tx);
+            // The lease is renewed by use once less than half of it remains; otherwise the
+            // binding is only checked (unchanged since read: same lease, stop, epoch).
+            if sel.lease_until - now < LEASE_SECS / 2 {
+                let mut next = b.next();
+                next.selections.iter_mut().filter(|s| s.account_id == p.account_id).for_each(|s| {
+                    s.lease_until = now + LEASE_SECS;
+                });
+                next.write(&mut tx, b.rev);
+            } else {
+                b.check_unchanged(&mut tx);
+            }
+            let response = serde_json::to_value(w.view()).map_err(ApiError::internal)?;
+            let done = Completion {
+                receipt_key: &rkey,
+                request_hash: &hash,
+                status: 202,
+                response: &response,
+                run_id: None,
+                expires_at: self.receipt_expiry(),
+            };
+            match commit_once(self.store.as_ref(), self.clock.epoch(), done, tx).await {
+                Ok(Committed::Answered(m)) => return Ok(m),
+                Ok(Committed::Refused(f)) if f.failed(Role::EnvBinding) || f.contended() => continue,
+                Ok(Committed::Refused(_)) => {
+                    return Err(ApiError::internal(std::io::Error::other("workflow id collision")));
+                }
+                Err(ApiError::IdempotencyInProgress) => {
+                    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                    continue;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Err(ApiError::IdempotencyInProgress)
+    }
+
+    /// The caller's workflow in the room (the room owner sees every workflow of the room).
+    async fn workflow_of(&self, r: &InRoom, p: &Caller, workflow_ref: &str) -> Result<WorkflowRecord, ApiError> {
+        let wf = WorkflowRef::parse(workflow_ref).ok_or(ApiError::NotFound)?;
+        let w = read_workflow(self.store.as_ref(), &r.room_id, wf.as_str()).await?.ok_or(ApiError::NotFound)?;
+        if w.account_id != p.account_id && !r.owner {
+            return Err(ApiError::NotFound);
+        }
+        Ok(w)
+    }
+
+    /// `helix_minecraft_workflow_status`.
+    pub async fn workflow_status(
+        &self,
+        p: &Caller,
+        room_id: &str,
+        workflow_ref: &str,
+    ) -> Result<WorkflowView, ApiError> {
+        let r = self.in_room(p, room_id, &[ROOMS_READ, ENV_ACTIONS_READ]).await?;
+        Ok(self.workflow_of(&r, p, workflow_ref).await?.view())
+    }
+
+    /// `helix_minecraft_workflow_control`: `resume` (paused only, every check again),
+    /// `cancel` (idempotent on terminal states), `emergency_stop` (the owner: every open
+    /// workflow of every environment of the room, and new actions refused until a person
+    /// clears it in the browser).
+    pub async fn workflow_control(
+        &self,
+        p: &Caller,
+        room_id: &str,
+        workflow_ref: &str,
+        control: Control,
+    ) -> Result<WorkflowView, ApiError> {
+        let r = self.in_room(p, room_id, &[ROOMS_READ, ENV_ACTIONS_WRITE]).await?;
+        for _ in 0..RACE_RETRIES {
+            let w = self.workflow_of(&r, p, workflow_ref).await?;
+            let done = match control {
+                Control::EmergencyStop => {
+                    if !r.owner {
+                        return Err(ApiError::ActionAuthorityRequired);
+                    }
+                    self.emergency_stop(&r.room_id).await?;
+                    true
+                }
+                Control::Cancel if w.state.is_terminal() => true,
+                Control::Cancel if w.state.at_connector() => {
+                    self.settle(&w, WorkflowState::CancelRequested, Some("cancel_requested")).await?
+                }
+                Control::Cancel => self.settle(&w, WorkflowState::Cancelled, None).await?,
+                Control::Resume => {
+                    if w.state != WorkflowState::Paused {
+                        return Err(ApiError::WorkflowNotResumable);
+                    }
+                    if !r.owner {
+                        return Err(ApiError::ActionAuthorityRequired);
+                    }
+                    let b = self.binding(&r.room_id, &w.binding_id).await?;
+                    let now = self.clock.epoch();
+                    if b.estop_active {
+                        return Err(ApiError::EmergencyStopActive);
+                    }
+                    if !self.live(&b) {
+                        return Err(ApiError::ConnectorUnavailable);
+                    }
+                    if b.subject(&w.subject_ref).is_none() {
+                        return Err(ApiError::SubjectStale);
+                    }
+                    match b.selection_of(&p.account_id) {
+                        Some(s) if s.subject_ref == w.subject_ref => {}
+                        _ => return Err(ApiError::SubjectNotSelected),
+                    }
+                    if b.held_by_other(&w.subject_ref, &p.account_id, now) {
+                        return Err(ApiError::LeaseHeld);
+                    }
+                    self.settle(&w, WorkflowState::Queued, None).await?
+                }
+            };
+            if done {
+                return Ok(self.workflow_of(&r, p, workflow_ref).await?.view());
+            }
+        }
+        Err(ApiError::RunBusy)
+    }
+
+    /// Raises the Emergency Stop of every environment of the room and stops every open
+    /// workflow (the connector halts on its next poll: the generation changed).
+    async fn emergency_stop(&self, room_id: &str) -> Result<(), ApiError> {
+        for b in bindings_of_room(self.store.as_ref(), room_id, MAX_BINDINGS).await? {
+            let mut b = b;
+            for _ in 0..RACE_RETRIES {
+                let mut next = b.next();
+                next.estop_active = true;
+                next.estop_generation = b.estop_generation + 1;
+                let mut tx = Tx::new();
+                next.write(&mut tx, b.rev);
+                match tx.commit(self.store.as_ref()).await {
+                    Ok(()) => break,
+                    Err(f) if f.failed(Role::EnvBinding) || f.contended() => {
+                        b = self.binding(room_id, &b.binding_id).await?;
+                    }
+                    Err(f) => return Err(f.into()),
+                }
+            }
+            for w in open_workflows(self.store.as_ref(), room_id, &b.binding_id, 64).await? {
+                for _ in 0..RACE_RETRIES {
+                    if self.settle(&w, WorkflowState::Stopped, Some("emergency_stop")).await? {
+                        break;
+                    }
+                    match read_workflow(self.store.as_ref(), room_id, &w.workflow_ref).await? {
+                        Some(fresh) if !fresh.state.is_terminal() => continue,
+                        _ => break,
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
