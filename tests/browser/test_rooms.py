@@ -138,7 +138,8 @@ def main():
             if prompts and not asked:  # the chat shows the question a needs_input run waits on
                 asked = True
                 base.expect(driver, "the pending question on the chat page",
-                            lambda d: base.texts(d, "#pending-questions li.question"), lambda t: t == prompts)
+                            lambda d: d.execute_script("return Array.from(document.querySelectorAll("
+                                                      "'#pending-questions li.question'), e => e.textContent)"), lambda t: t == prompts)
                 shot(driver, "rooms-02-pending-question")
             answers = [{"question_id": q["question_id"], "value": OBJECTIVE}
                        for q in run.get("pending_questions") or []]
@@ -159,7 +160,9 @@ def main():
         check(message_id.startswith("msg_") and msgs[0].text.strip() != "", "a stable message id and content")
         progress = driver.find_elements(By.CSS_SELECTOR, "#progress li.receipt")
         check(len(progress) >= 2, f"progress receipts in their own lane ({len(progress)})")
-        receipts = base.texts(driver, "#progress li.receipt")
+        # Read in one script: the lane is re-rendered on every poll.
+        receipts = driver.execute_script(
+            "return Array.from(document.querySelectorAll('#progress li.receipt'), e => e.textContent)")
         check(receipts[0] == "#1 Run started" and all("_" not in r for r in receipts),
               f"progress in human labels, not event names: {receipts}")
         check(not driver.find_element(By.ID, "pending").is_displayed(), "no pending question once completed")
@@ -232,6 +235,21 @@ def main():
         base.expect(driver, "one member: the owner",
                     lambda d: len(d.find_elements(By.CSS_SELECTOR, "tr.member")), lambda n: n == 1)
         shot(driver, "rooms-06-rooms-page")
+
+        # An invite, then the form's address opened again: the rooms page, not a 405.
+        base.click(driver, ".create-invite", "create invite")
+        base.expect(driver, "the invite code shown once", lambda d: base.texts(d, "#invite-code"),
+                    lambda t: len(t) == 1 and t[0] != "")
+        driver.get(f"{url}/rooms/invite")
+        base.expect(driver, "GET of the invite form's address is the rooms page", lambda d: d.current_url,
+                    lambda u: u == f"{url}/rooms")
+        check("Casimir bench" in driver.page_source and not driver.find_elements(By.ID, "invite-code"),
+              "the rooms page again, the code not shown twice")
+        # Raising the consent version asks first: the form does not submit until confirmed.
+        valid = "return document.querySelector('.raise-consent').form.checkValidity()"
+        check(driver.execute_script(valid) is False, "raise consent needs its confirmation box")
+        driver.find_element(By.CSS_SELECTOR, ".confirm-raise").click()
+        check(driver.execute_script(valid) is True, "confirmed, the form may submit")
 
         # Past the first page: 51 rooms are 50 on the first page and a working next-page link.
         for i in range(50):
