@@ -9,6 +9,9 @@
   var BASE = "/api/agi/agent-run-observer/bindings";
   // The claim handle is shown once: kept in memory for the page's life, never stored.
   var state = { chats: load(), current: null, timer: null, claim: null };
+  // Human labels of event kinds, from the page (the server's one table).
+  var labels = {};
+  document.querySelectorAll("#event-labels li").forEach(function (e) { labels[e.dataset.kind] = e.textContent; });
   var SYNC = "helix.chat-bindings.v1";
   var channel = typeof BroadcastChannel === "function" ? new BroadcastChannel(SYNC) : null;
 
@@ -70,7 +73,12 @@
     c.messages.forEach(function (m) {
       var e = li(m.content, "message " + m.role); e.dataset.messageId = m.id; e.dataset.role = m.role; msgs.appendChild(e);
     });
-    (c.progress || []).forEach(function (p) { progress.appendChild(li("#" + p.seq + " " + p.kind, "receipt")); });
+    (c.progress || []).forEach(function (p) {
+      var e = li("#" + p.seq + " " + (labels[p.kind] || p.kind), "receipt"); e.dataset.kind = p.kind; progress.appendChild(e);
+    });
+    var pending = $("pending-questions"); pending.textContent = "";
+    (c.questions || []).forEach(function (q) { pending.appendChild(li(q.prompt, "question")); });
+    $("pending").hidden = !(c.questions && c.questions.length);
     $("binding-status").textContent = c.status || "none";
     $("disconnect").hidden = !c.observer;
   }
@@ -151,6 +159,7 @@
     }).then(function (r) {
       if (r.status === 200) {
         c.status = r.body.binding_status;
+        c.questions = r.body.pending_questions || [];
         var m = r.body.terminal_message;
         // Exactly once: the message's stable id is the de-duplication key across reloads.
         if (m && !c.messages.some(function (x) { return x.id === m.id; })) {

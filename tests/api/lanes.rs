@@ -79,7 +79,7 @@ async fn a_removed_member_rejoins_at_the_same_consent_version(backend: Backend) 
         &app.state.services.config.oauth.provider,
         "bob",
     ));
-    let remove = [("room_id", room_id.as_str()), ("account_ref", bob_ref.as_str())];
+    let remove = [("room_id", room_id.as_str()), ("account_ref", bob_ref.as_str()), ("confirm", "yes")];
     assert_eq!(app.form(&alice_web, "/rooms/members/remove", &remove).await.0, 303);
     assert_eq!(app.get(&format!("/api/v1/rooms/{room_id}"), &bob).send().await.unwrap().status(), 404);
 

@@ -63,7 +63,8 @@ async fn turn(app: &TestApp, token: &str, run_id: &str) -> Value {
 
 /// The owner raises the room's consent version through the `/rooms` page form.
 async fn raise_consent(app: &TestApp, w: &World) {
-    let (status, body) = app.form(&w.cookie, "/rooms/consent/raise", &[("room_id", &w.room_id)]).await;
+    let (status, body) =
+        app.form(&w.cookie, "/rooms/consent/raise", &[("room_id", &w.room_id), ("confirm", "yes")]).await;
     assert_eq!(status, 303, "{body}");
 }
 
@@ -358,7 +359,11 @@ async fn a_member_removed_by_the_owner_is_blocked_on_the_next_turn(backend: Back
         "bob",
     ));
     let (status, body) = app
-        .form(&alice_web, "/rooms/members/remove", &[("room_id", &bob_world.room_id), ("account_ref", &bob_ref)])
+        .form(
+            &alice_web,
+            "/rooms/members/remove",
+            &[("room_id", &bob_world.room_id), ("account_ref", &bob_ref), ("confirm", "yes")],
+        )
         .await;
     assert_eq!(status, 303, "{body}");
     observe(&app, &bob_world, 1, &["tick-0003"]).await;

@@ -58,8 +58,12 @@ async fn members_consent_and_invites_take_effect_on_the_next_request(backend: Ba
     assert_eq!(bind(run["run_id"].as_str().unwrap().to_owned()).await.unwrap().status(), 201);
 
     // Raising the consent version: bob must accept again before binding.
-    assert_eq!(app.form(&bob_web, "/rooms/consent/raise", &[("room_id", &room_id)]).await.0, 404, "owner only");
-    assert_eq!(app.form(&alice_web, "/rooms/consent/raise", &[("room_id", &room_id)]).await.0, 303);
+    assert_eq!(
+        app.form(&bob_web, "/rooms/consent/raise", &[("room_id", &room_id), ("confirm", "yes")]).await.0,
+        404,
+        "owner only"
+    );
+    assert_eq!(app.form(&alice_web, "/rooms/consent/raise", &[("room_id", &room_id), ("confirm", "yes")]).await.0, 303);
     let (_, got) = read(app.get(&format!("/api/v1/rooms/{room_id}"), &bob).send().await.unwrap()).await;
     assert_eq!((got["consent_version"].as_u64(), got["consent_current"].as_bool()), (Some(2), Some(false)));
     let run2 = app.started(&bob, research_run()).await;
@@ -90,11 +94,32 @@ async fn members_consent_and_invites_take_effect_on_the_next_request(backend: Ba
         "bob",
     ));
     assert_eq!(
-        app.form(&bob_web, "/rooms/members/remove", &[("room_id", &room_id), ("account_ref", &bob_ref)]).await.0,
+        app.form(
+            &bob_web,
+            "/rooms/members/remove",
+            &[("room_id", &room_id), ("account_ref", &bob_ref), ("confirm", "yes")]
+        )
+        .await
+        .0,
         404
     );
-    let (status, _) =
-        app.form(&alice_web, "/rooms/members/remove", &[("room_id", &room_id), ("account_ref", &bob_ref)]).await;
+    // A form's address opened by GET (a reload after the post): the rooms page.
+    let no_redirect = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    for path in ["/rooms/invite", "/rooms/join/preview", "/rooms/join", "/rooms/members/remove"] {
+        let res = no_redirect.get(format!("{}{path}", app.base)).header("cookie", &alice_web).send().await.unwrap();
+        assert_eq!((res.status().as_u16(), res.headers()["location"].to_str().unwrap()), (303, "/rooms"), "{path}");
+    }
+    // Unconfirmed (the page's "I am sure" box left unticked): refused, bob stays.
+    let unconfirmed = [("room_id", room_id.as_str()), ("account_ref", bob_ref.as_str())];
+    assert_eq!(app.form(&alice_web, "/rooms/members/remove", &unconfirmed).await.0, 400);
+    assert_eq!(app.get(&format!("/api/v1/rooms/{room_id}"), &bob).send().await.unwrap().status(), 200);
+    let (status, _) = app
+        .form(
+            &alice_web,
+            "/rooms/members/remove",
+            &[("room_id", &room_id), ("account_ref", &bob_ref), ("confirm", "yes")],
+        )
+        .await;
     assert_eq!(status, 303);
     assert_eq!(app.get(&format!("/api/v1/rooms/{room_id}"), &bob).send().await.unwrap().status(), 404);
     let (_, list) = read(app.get("/api/v1/rooms", &bob).send().await.unwrap()).await;

@@ -259,15 +259,18 @@ async fn a_member_past_the_first_page_is_listed_and_removable(backend: Backend) 
     // A member only on the second page is removed, and is gone from the list.
     let late = on_second.iter().find(|r| **r != account_ref(&account(&app, "alice"))).unwrap().clone();
     let subject = subjects.iter().find(|s| account_ref(&account(&app, s)) == late).unwrap();
-    let (status, body) =
-        app.form(&web, "/rooms/members/remove", &[("room_id", &room_id), ("account_ref", &late)]).await;
+    let (status, body) = app
+        .form(&web, "/rooms/members/remove", &[("room_id", &room_id), ("account_ref", &late), ("confirm", "yes")])
+        .await;
     assert_eq!(status, 303, "{body}");
     let member = app.token_for(subject, "tenant-a", ALL).await;
     assert_eq!(app.get(&format!("/api/v1/rooms/{room_id}"), &member).send().await.unwrap().status(), 404);
     let again = rooms_page(&app, &web, &next).await;
     assert!(!page_members(&again).contains(&late));
     // Removing it again, or an unknown reference, is not found.
-    let (status, _) = app.form(&web, "/rooms/members/remove", &[("room_id", &room_id), ("account_ref", &late)]).await;
+    let (status, _) = app
+        .form(&web, "/rooms/members/remove", &[("room_id", &room_id), ("account_ref", &late), ("confirm", "yes")])
+        .await;
     assert_eq!(status, 404);
     // A members cursor of this room is refused to another account.
     let bob = app.session("bob").await;

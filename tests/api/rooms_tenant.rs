@@ -225,9 +225,13 @@ async fn the_rooms_page_invites_and_joins_stay_in_the_tenant_the_browser_signed_
     assert!(!page(alice_b.clone()).await.contains(&room_id), "tenant B's page lists no room of tenant A");
 
     // Managing the room from tenant B: as for a room that does not exist.
-    for path in ["/rooms/invite", "/rooms/consent/raise"] {
-        let missing = app.form(&alice_b, path, &[("room_id", NO_ROOM)]).await.0;
-        assert_eq!(app.form(&alice_b, path, &[("room_id", &room_id)]).await.0, missing, "{path}");
+    for (path, extra) in [("/rooms/invite", None), ("/rooms/consent/raise", Some(("confirm", "yes")))] {
+        let (mut missing_fields, mut real_fields) = (vec![("room_id", NO_ROOM)], vec![("room_id", room_id.as_str())]);
+        missing_fields.extend(extra);
+        real_fields.extend(extra);
+        let missing = app.form(&alice_b, path, &missing_fields).await.0;
+        let real = app.form(&alice_b, path, &real_fields).await.0;
+        assert_eq!(real, missing, "{path}");
         assert_eq!(missing, 404);
     }
 

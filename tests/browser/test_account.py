@@ -274,7 +274,15 @@ def main():
         at_provider = lambda u: u.startswith(f"{base}/dev-oidc/authorize?")  # noqa: E731
         active_row, revoked_row = 'tr.binding[data-status="active"]', 'tr.binding[data-status="revoked"]'
 
-        driver.get(f"{base}/agent-access")
+        # The landing page: what this is and where to go, signed out.
+        driver.get(f"{base}/")
+        page = on_page(driver, "the landing page", lambda u: u == f"{base}/", "#landing")
+        links = {e.get_attribute("id"): e.get_attribute("href")
+                 for e in driver.find_elements(By.CSS_SELECTOR, "ul.landing-links a[id]")}
+        check(links.get("landing-sign-in") == account and links.get("landing-agent-access") == f"{base}/agent-access"
+              and links.get("landing-runs") == f"{base}/runs", f"landing links to sign in, agent access, runs: {links}")
+        shot(driver, "00-landing")
+        click(driver, "#landing-agent-access", "the agent-access link")
         page = on_page(driver, "the agent-access page", lambda u: u == f"{base}/agent-access", "#resource")
         check("Connect an agent to Helix" in page["html"], "agent-access page")
         expect(driver, "resource URL shown", lambda d: d.find_element(By.ID, "resource").text,

@@ -32,6 +32,9 @@ SCOPES = ("helix.agent_runs.read helix.agent_runs.write helix.rooms.read helix.r
           "helix.data.research_library.read")
 OBJECTIVE = ("Summarize the measured Casimir force between parallel plates, including the Lamoreaux 1997 "
              "torsion pendulum measurement and the sphere-plate geometry with the proximity force approximation.")
+# The chat's run starts from an objective the library has nothing on, so its first turn asks
+# which topic to search (needs_input); the answer narrows it to OBJECTIVE.
+VAGUE = "Which sourdough starter suits a cold kitchen?"
 
 
 class Agent:
@@ -92,7 +95,7 @@ def main():
         room = agent.call("helix_room_create", {"idempotency_key": f"room-{uuid.uuid4().hex[:12]}",
                                                 "request": {"name": "Casimir bench"}})
         run = agent.call("helix_run_start", {"idempotency_key": f"start-{uuid.uuid4().hex[:12]}",
-                                             "request": {"objective": OBJECTIVE, "database_scope": ["research_library"]}})
+                                             "request": {"objective": VAGUE, "database_scope": ["research_library"]}})
         run_id = run["run_id"]
         bound = agent.call("helix_room_bind_run", {"request": {"room_id": room["room_id"], "run_id": run_id}})
         check(bound["binding_status"] == "active", "run bound to the room")
@@ -127,15 +130,24 @@ def main():
         # The agent claims the chat over MCP and continues its run to completion.
         claimed = agent.call("helix_room_claim_chat_binding", {"request": {"claim_handle": handle, "run_id": run_id}})
         check(claimed["chat_id_included"] is False and "binding_ref" in claimed, "claim receipt without the chat id")
+        asked = False
         for _ in range(10):
             if run["recommended_next_action"] == "stop":
                 break
-            answers = [{"question_id": q["question_id"], "value": "Use the research library; SI units."}
+            prompts = [q["prompt"] for q in run.get("pending_questions") or []]
+            if prompts and not asked:  # the chat shows the question a needs_input run waits on
+                asked = True
+                base.expect(driver, "the pending question on the chat page",
+                            lambda d: d.execute_script("return Array.from(document.querySelectorAll("
+                                                      "'#pending-questions li.question'), e => e.textContent)"), lambda t: t == prompts)
+                shot(driver, "rooms-02-pending-question")
+            answers = [{"question_id": q["question_id"], "value": OBJECTIVE}
                        for q in run.get("pending_questions") or []]
             run = agent.call("helix_run_continue", {
                 "run_id": run_id, "idempotency_key": f"cont-{uuid.uuid4().hex[:12]}",
                 "request": {"expected_version": run["version"], "answers": answers,
                             "instruction": "Gather evidence from the research library and complete the objective."}})
+        check(asked, "the run asked a question on its way")
         check(run["completion_status"] == "completed" and run["terminal_authority_status"] == "authorized",
               f"run completed with authorized terminal authority ({run['completion_status']})")
 
@@ -148,8 +160,14 @@ def main():
         check(message_id.startswith("msg_") and msgs[0].text.strip() != "", "a stable message id and content")
         progress = driver.find_elements(By.CSS_SELECTOR, "#progress li.receipt")
         check(len(progress) >= 2, f"progress receipts in their own lane ({len(progress)})")
+        # Read in one script: the lane is re-rendered on every poll.
+        receipts = driver.execute_script(
+            "return Array.from(document.querySelectorAll('#progress li.receipt'), e => e.textContent)")
+        check(receipts[0] == "#1 Run started" and all("_" not in r for r in receipts),
+              f"progress in human labels, not event names: {receipts}")
+        check(not driver.find_element(By.ID, "pending").is_displayed(), "no pending question once completed")
         check(driver.find_element(By.ID, "binding-status").text == "bound", "bound")
-        shot(driver, "rooms-02-terminal-message")
+        shot(driver, "rooms-03-terminal-message")
 
         driver.refresh()
         WebDriverWait(driver, 10).until(lambda d: d.execute_script("return document.readyState") == "complete")
@@ -217,6 +235,21 @@ def main():
         base.expect(driver, "one member: the owner",
                     lambda d: len(d.find_elements(By.CSS_SELECTOR, "tr.member")), lambda n: n == 1)
         shot(driver, "rooms-06-rooms-page")
+
+        # An invite, then the form's address opened again: the rooms page, not a 405.
+        base.click(driver, ".create-invite", "create invite")
+        base.expect(driver, "the invite code shown once", lambda d: base.texts(d, "#invite-code"),
+                    lambda t: len(t) == 1 and t[0] != "")
+        driver.get(f"{url}/rooms/invite")
+        base.expect(driver, "GET of the invite form's address is the rooms page", lambda d: d.current_url,
+                    lambda u: u == f"{url}/rooms")
+        check("Casimir bench" in driver.page_source and not driver.find_elements(By.ID, "invite-code"),
+              "the rooms page again, the code not shown twice")
+        # Raising the consent version asks first: the form does not submit until confirmed.
+        valid = "return document.querySelector('.raise-consent').form.checkValidity()"
+        check(driver.execute_script(valid) is False, "raise consent needs its confirmation box")
+        driver.find_element(By.CSS_SELECTOR, ".confirm-raise").click()
+        check(driver.execute_script(valid) is True, "confirmed, the form may submit")
 
         # Past the first page: 51 rooms are 50 on the first page and a working next-page link.
         for i in range(50):

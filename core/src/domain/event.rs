@@ -50,6 +50,11 @@ impl EventKind {
         serde_json::to_value(self).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
     }
 
+    /// Every kind's wire name with its label, for a page's script to read.
+    pub fn labels() -> Vec<(String, &'static str)> {
+        EventKind::ALL.iter().map(|k| (k.name(), k.label())).collect()
+    }
+
     /// What a person reads for this kind on a timeline: the one table of human labels.
     pub fn label(self) -> &'static str {
         match self {

@@ -32,6 +32,7 @@ const STEP_UP_SKEW_SECS: i64 = 60;
 
 pub fn router(state: AppState) -> Router {
     Router::new()
+        .route("/", get(landing_page))
         .route("/agent-access", get(agent_access_page))
         .route("/agent-access.json", get(agent_access_manifest))
         .route("/account", get(account_page))
@@ -280,6 +281,18 @@ async fn account_page(State(state): State<AppState>, headers: HeaderMap) -> Resu
         },
     };
     Ok(Page(page).into_response())
+}
+
+/// `/`: what this service is and where to go next (signed in or not).
+#[derive(Template)]
+#[template(path = "landing.html")]
+struct LandingPage {
+    signed_in: bool,
+}
+
+async fn landing_page(State(state): State<AppState>, headers: HeaderMap) -> Result<Response, ApiError> {
+    let signed_in = session_of(&state, &headers).await?.is_some();
+    Ok(Page(LandingPage { signed_in }).into_response())
 }
 
 #[derive(Template)]

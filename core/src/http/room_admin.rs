@@ -21,12 +21,27 @@ use crate::service::sessions::Session;
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/rooms", get(rooms_page))
-        .route("/rooms/invite", post(invite))
-        .route("/rooms/join/preview", post(join_preview))
-        .route("/rooms/join", post(join))
-        .route("/rooms/consent", post(accept_consent))
-        .route("/rooms/consent/raise", post(raise_consent))
-        .route("/rooms/members/remove", post(remove_member))
+        .route("/rooms/invite", post(invite).get(to_rooms))
+        .route("/rooms/join/preview", post(join_preview).get(to_rooms))
+        .route("/rooms/join", post(join).get(to_rooms))
+        .route("/rooms/consent", post(accept_consent).get(to_rooms))
+        .route("/rooms/consent/raise", post(raise_consent).get(to_rooms))
+        .route("/rooms/members/remove", post(remove_member).get(to_rooms))
+}
+
+/// A form's action opened by `GET` (a reload or a revisit after the post): the page it
+/// came from, never a 405.
+async fn to_rooms() -> Response {
+    back()
+}
+
+/// A destructive form's confirmation: its required "I am sure" box (`confirm=yes`); a
+/// post without it acts on nothing.
+fn confirmed(confirm: Option<&str>) -> Result<(), ApiError> {
+    match confirm {
+        Some("yes") => Ok(()),
+        _ => Err(ApiError::InvalidRequest("tick the confirmation box to confirm this action".into())),
+    }
 }
 
 #[derive(Template, Default)]
@@ -145,11 +160,19 @@ async fn accept_consent(
     Ok(back())
 }
 
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RaiseForm {
+    room_id: String,
+    confirm: Option<String>,
+}
+
 async fn raise_consent(
     State(state): State<AppState>,
     SameOriginSession(s): SameOriginSession,
-    Form(f): Form<RoomForm>,
+    Form(f): Form<RaiseForm>,
 ) -> Result<Response, ApiError> {
+    confirmed(f.confirm.as_deref())?;
     state.services.rooms.raise_consent(&s, &f.room_id).await?;
     Ok(back())
 }
@@ -159,6 +182,7 @@ async fn raise_consent(
 struct RemoveForm {
     room_id: String,
     account_ref: String,
+    confirm: Option<String>,
 }
 
 async fn remove_member(
@@ -166,6 +190,7 @@ async fn remove_member(
     SameOriginSession(s): SameOriginSession,
     Form(f): Form<RemoveForm>,
 ) -> Result<Response, ApiError> {
+    confirmed(f.confirm.as_deref())?;
     state.services.rooms.remove_member(&s, &f.room_id, &f.account_ref).await?;
     Ok(back())
 }

@@ -12,6 +12,7 @@ use http::HeaderMap;
 
 use super::pages::{Asset, Csp, Page, Referrer, page_headers, session_of};
 use super::{AppState, Group, pipeline};
+use crate::domain::event::EventKind;
 use crate::error::ApiError;
 
 pub fn router(state: AppState) -> Router {
@@ -29,12 +30,13 @@ pub fn router(state: AppState) -> Router {
 struct ChatPage {
     signed_in: bool,
     guest: bool,
+    labels: Vec<(String, &'static str)>,
 }
 
 async fn chat_page(State(state): State<AppState>, headers: HeaderMap) -> Result<Response, ApiError> {
     let session = session_of(&state, &headers).await?;
     let guest = session.as_ref().is_some_and(|s| s.policy.guest);
-    Ok(Page(ChatPage { signed_in: session.is_some(), guest }).into_response())
+    Ok(Page(ChatPage { signed_in: session.is_some(), guest, labels: EventKind::labels() }).into_response())
 }
 
 const CHAT_SCRIPT: &str = include_str!("../../templates/chat.js");

@@ -195,7 +195,7 @@ async fn run_page(
     let product = (run.terminal_authority_status == Authority::Authorized)
         .then(|| run.latest_result.as_ref().and_then(|r| r.terminal_product.clone()))
         .flatten();
-    let labels = EventKind::ALL.iter().map(|k| (k.name(), k.label())).collect();
+    let labels = EventKind::labels();
     let now = state.services.clock.now();
     let page = RunPage {
         age: age(run.created_at, now),

@@ -160,6 +160,8 @@ pub struct ObserverView {
     pub completion_status: Option<String>,
     /// Exactly one assistant message, only from an authorized canonical terminal product.
     pub terminal_message: Option<TerminalMessage>,
+    /// The questions the bound run waits on (`needs_input`); empty otherwise.
+    pub pending_questions: Vec<crate::domain::run::Question>,
     pub created_at: String,
     pub claim_expires_at: String,
 }

@@ -130,6 +130,7 @@ impl RoomService {
             lifecycle_status: run.as_ref().and_then(|r| enum_name(&r.lifecycle_status)),
             completion_status: run.as_ref().and_then(|r| enum_name(&r.completion_status)),
             terminal_message,
+            pending_questions: run.as_ref().map(|r| r.pending_questions.clone()).unwrap_or_default(),
             created_at: rfc3339(obs.created_at),
             claim_expires_at: epoch_rfc3339(obs.claim_expires_at),
         }))
