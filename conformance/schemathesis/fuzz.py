@@ -48,7 +48,7 @@ def main() -> int:
             "--report", "junit", "--report-dir", str(report),
         ]
         env = dict(os.environ, SCHEMATHESIS_HOOKS="hooks", PYTHONPATH=str(HERE))
-        return subprocess.run(cmd, env=env, cwd=HERE).returncode
+        return subprocess.run(cmd, env=env, cwd=server.tmp).returncode
     finally:
         server.stop()
 
