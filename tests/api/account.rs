@@ -911,3 +911,25 @@ async fn a_link_and_binding_written_before_accounts_existed_are_repaired_by_the_
     assert_eq!(browser.delete(&path, Some(&app.base)).await.status(), StatusCode::OK);
     assert_eq!(rest_start(&app, &token, "legacy-revoked-01").await.0, StatusCode::FORBIDDEN);
 }
+
+/// `GET /openapi.json` needs no credential, answers the committed document with the
+/// pipeline's headers, and the agent-access page links it.
+#[tokio::test]
+async fn the_openapi_document_is_served_without_a_credential_and_linked() {
+    let app = TestApp::spawn_live(Backend::Embedded, &[]).await;
+    let mut browser = Browser::new(&app);
+    let res = reqwest::get(format!("{}/openapi.json", app.base)).await.unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    let h = res.headers().clone();
+    assert_eq!(h["content-type"], "application/json");
+    assert_eq!(h["cache-control"], "no-store");
+    assert!(h.get("x-request-id").is_some());
+    let text = res.text().await.unwrap();
+    let committed = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/openapi.json")).unwrap();
+    assert!(text == committed, "the served document is the committed copy");
+    let doc: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(doc["openapi"], "3.1.0");
+    assert_eq!(doc["paths"]["/api/v1/agent-runs"]["post"]["security"][0]["oauth2"][0], "helix.agent_runs.write");
+    let page = browser.get("/agent-access").await.text().await.unwrap();
+    assert!(page.contains(r#"href="/openapi.json""#), "{page}");
+}

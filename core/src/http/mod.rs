@@ -19,6 +19,7 @@ pub mod embodiment;
 mod fuzz;
 pub mod idempotent;
 pub mod observer;
+pub mod openapi;
 pub mod pages;
 pub mod ratelimit;
 pub mod redact;

@@ -1,0 +1,171 @@
+//! `GET /openapi.json`: the OpenAPI 3.1 document of the REST surface, built from
+//! [`routes::ROUTES`] and the same Rust types (and the same portable-schema rewrite) as
+//! the handlers and the MCP schemas. A committed copy lives in `docs/openapi.json`.
+
+pub mod routes;
+
+use axum::Router;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use http::HeaderValue;
+use http::header::CONTENT_TYPE;
+
+use super::{AppState, Group, pipeline};
+use serde_json::{Map, Value, json};
+
+use crate::domain::scopes::all_oauth_scopes;
+use crate::domain::wire::ErrorEnvelope;
+use routes::{Lane, ROUTES, Route};
+
+pub const PATH: &str = "/openapi.json";
+
+/// The error statuses every operation may answer, in the error schema.
+const ERRORS: &[(u16, &str)] = &[
+    (400, "Invalid request"),
+    (401, "Missing or invalid credential"),
+    (403, "Credential lacks the scope or the origin proof"),
+    (404, "Not found (or not the caller's)"),
+    (409, "Conflict with the current state"),
+    (413, "Body too large"),
+    (415, "Not application/json"),
+    (429, "Rate limited"),
+];
+
+/// No authentication; the pipeline gives it `X-Request-Id` and `Cache-Control: no-store`
+/// like every other response (the document changes with each deploy).
+pub fn router(state: AppState) -> Router {
+    Router::new()
+        .route(PATH, get(serve))
+        .layer(axum::middleware::from_fn_with_state((state.clone(), Group::Discovery), pipeline))
+        .with_state(state)
+}
+
+async fn serve() -> Response {
+    ([(CONTENT_TYPE, HeaderValue::from_static("application/json"))], document_text()).into_response()
+}
+
+/// The document as served and committed: pretty JSON with a final newline.
+pub fn document_text() -> String {
+    static TEXT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    TEXT.get_or_init(|| {
+        let mut text = serde_json::to_string_pretty(&document()).expect("the document is JSON");
+        text.push('\n');
+        text
+    })
+    .clone()
+}
+
+pub fn document() -> Value {
+    let (mut paths, mut schemas) = (Map::new(), Map::new());
+    let (name, error) = routes::response::<ErrorEnvelope>();
+    schemas.insert(name, error);
+    for r in ROUTES {
+        let item = paths.entry(r.path).or_insert_with(|| json!({}));
+        item[r.method] = operation(r, &mut schemas);
+    }
+    let scopes: Map<String, Value> =
+        all_oauth_scopes().into_iter().map(|s| (s.to_owned(), Value::from(format!("The {s} scope")))).collect();
+    json!({
+        "openapi": "3.1.0",
+        "info": {
+            "title": "Helix Agent API",
+            "version": env!("CARGO_PKG_VERSION"),
+            "description": "The REST lanes of the Helix Agent API. Every error answers `helix.agent_api.error.v1`; every response carries `X-Request-Id` and `Cache-Control: no-store`.",
+            "license": {"name": "Apache-2.0", "identifier": "Apache-2.0"},
+        },
+        "paths": paths,
+        "components": {
+            "schemas": schemas,
+            "headers": {
+                "X-Request-Id": {"description": "The request's id, quoted in errors and logs.", "schema": {"type": "string"}},
+                "Cache-Control": {"description": "Always `no-store`.", "schema": {"type": "string"}},
+            },
+            "responses": {"Error": {
+                "description": "An error in `helix.agent_api.error.v1`.",
+                "headers": headers(),
+                "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorEnvelope"}}},
+            }},
+            "securitySchemes": {
+                "oauth2": {
+                    "type": "oauth2",
+                    "description": "Access tokens of the authorization server named by /.well-known/oauth-protected-resource.",
+                    "flows": {"authorizationCode": {
+                        "authorizationUrl": crate::http::dev_auth::AUTHORIZE_PATH,
+                        "tokenUrl": crate::http::dev_auth::TOKEN_PATH,
+                        "scopes": scopes,
+                    }},
+                },
+                "sourceCredential": {"type": "http", "scheme": "bearer", "description": "A room source's own credential (producer ingress only)."},
+                "session": {"type": "apiKey", "in": "cookie", "name": crate::http::pages::SESSION_COOKIE, "description": "The browser session; writes also need a same-origin proof (Origin or Sec-Fetch-Site)."},
+            },
+        },
+    })
+}
+
+fn headers() -> Value {
+    json!({
+        "X-Request-Id": {"$ref": "#/components/headers/X-Request-Id"},
+        "Cache-Control": {"$ref": "#/components/headers/Cache-Control"},
+    })
+}
+
+/// A `$ref` to the named schema, adding it to `components/schemas` the first time.
+fn named(schema: routes::SchemaFn, schemas: &mut Map<String, Value>) -> Value {
+    let (name, value) = schema();
+    let previous = schemas.insert(name.clone(), value.clone());
+    assert!(previous.is_none_or(|p| p == value), "two types are both named {name}");
+    json!({"$ref": format!("#/components/schemas/{name}")})
+}
+
+fn operation(r: &Route, schemas: &mut Map<String, Value>) -> Value {
+    let mut params: Vec<Value> = path_params(r.path)
+        .map(|name| json!({"name": name, "in": "path", "required": true, "schema": {"type": "string"}}))
+        .collect();
+    params.extend(
+        r.query
+            .iter()
+            .map(|(name, ty)| json!({"name": name, "in": "query", "required": false, "schema": {"type": ty}})),
+    );
+    if r.idempotency_key {
+        params.push(json!({"name": "Idempotency-Key", "in": "header", "required": true,
+            "description": "Replays of the same key answer the first outcome.", "schema": {"type": "string", "minLength": 1}}));
+    }
+    let mut responses = Map::new();
+    for (status, schema) in r.ok {
+        responses.insert(
+            status.to_string(),
+            json!({"description": "Success", "headers": headers(),
+            "content": {"application/json": {"schema": named(*schema, schemas)}}}),
+        );
+    }
+    let error = json!({"application/json": {"schema": {"$ref": "#/components/schemas/ErrorEnvelope"}}});
+    for (status, description) in ERRORS {
+        responses
+            .insert(status.to_string(), json!({"description": description, "headers": headers(), "content": error}));
+    }
+    responses.insert("default".into(), json!({"$ref": "#/components/responses/Error"}));
+    let security = match r.lane {
+        Lane::Bearer(scopes) => json!([{"oauth2": scopes}]),
+        Lane::SourceCredential => json!([{"sourceCredential": []}]),
+        Lane::Cookie => json!([{"session": []}]),
+    };
+    let mut op = json!({
+        "operationId": r.operation_id,
+        "summary": r.summary,
+        "parameters": params,
+        "security": security,
+        "responses": responses,
+    });
+    if let Some(schema) = r.request {
+        op["requestBody"] =
+            json!({"required": true, "content": {"application/json": {"schema": named(schema, schemas)}}});
+    }
+    op
+}
+
+fn path_params(path: &str) -> impl Iterator<Item = &str> {
+    path.split('/').filter_map(|seg| seg.strip_prefix('{').and_then(|s| s.strip_suffix('}')))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,325 @@
+//! The route table of the published REST contract: every JSON route of the bearer lanes
+//! (agent runs, rooms, room sources, producer ingress) and of the cookie lane, with its
+//! scopes and the Rust types its handler reads and answers. A unit test compares it with
+//! the routes the routers register.
+
+use schemars::JsonSchema;
+use serde_json::Value;
+
+use crate::domain::room::{ChatBindingReceipt, RevocationReceipt, RoomList, RoomView, RunBindingReceipt};
+use crate::domain::room::{ChatClaimRequest, CreateRoomRequest, RunBindingRequest};
+use crate::domain::run::{CancelRequest, ContinueRequest, StartRequest};
+use crate::domain::scopes::{ROOM_SOURCES_MANAGE, ROOMS_MANAGE, ROOMS_READ, RUNS_READ, RUNS_WRITE};
+use crate::domain::source::{
+    CreateSourceRequest, CredentialClaimRequest, Manifest, ManifestReceipt, ObservationBatch, ObservationReceipt,
+    ProbeAnswer, ProbeAnswerReceipt, ProbeList, SourceCreated, SourceCredential, SourceList, SourceRef,
+    SourceRevocation,
+};
+use crate::domain::wire::{EventPageView, EvidenceBundleView, RunListView, RunView};
+use crate::service::accounts::{BindingList, Revocation};
+
+/// Who may call a route.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lane {
+    /// An OAuth access token holding every one of these scopes.
+    Bearer(&'static [&'static str]),
+    /// A room source's own credential (producer ingress).
+    SourceCredential,
+    /// The browser session cookie, with a same-origin proof on writes.
+    Cookie,
+}
+
+/// A Rust type's name and JSON Schema, as generated (a function pointer, so the table
+/// is const). Each named schema lands once in `components/schemas`.
+pub type SchemaFn = fn() -> (String, Value);
+
+/// A request body: the MCP input-schema form (inlined, portable, unknown fields refused).
+pub fn request<T: JsonSchema>() -> (String, Value) {
+    (T::schema_name().into_owned(), Value::Object(crate::mcp::schema::input_schema::<T>()))
+}
+
+/// A response body: the MCP output-schema form (the serialize contract), made portable.
+pub fn response<T: JsonSchema>() -> (String, Value) {
+    let mut v = crate::mcp::schema::output_schema_of::<T>();
+    crate::mcp::schema::portable(&mut v);
+    (T::schema_name().into_owned(), v)
+}
+
+/// One operation.
+pub struct Route {
+    pub method: &'static str,
+    pub path: &'static str,
+    pub operation_id: &'static str,
+    pub summary: &'static str,
+    pub lane: Lane,
+    /// Query parameters (all optional strings or integers, as named).
+    pub query: &'static [(&'static str, &'static str)],
+    /// POST routes of the bearer lanes take an `Idempotency-Key` header.
+    pub idempotency_key: bool,
+    pub request: Option<SchemaFn>,
+    /// Success status and the schema of its body.
+    pub ok: &'static [(u16, SchemaFn)],
+}
+
+const CURSOR: (&str, &str) = ("cursor", "string");
+const RUN_LIST: &[(&str, &str)] = &[("status", "string"), CURSOR];
+const EVENTS: &[(&str, &str)] = &[("after_seq", "integer"), ("limit", "integer")];
+const RUNS_R: Lane = Lane::Bearer(&[RUNS_READ]);
+const RUNS_W: Lane = Lane::Bearer(&[RUNS_WRITE]);
+const BIND: Lane = Lane::Bearer(&[ROOMS_MANAGE, RUNS_WRITE]);
+
+const fn op(
+    method: &'static str,
+    path: &'static str,
+    operation_id: &'static str,
+    summary: &'static str,
+    lane: Lane,
+) -> Route {
+    Route { method, path, operation_id, summary, lane, query: &[], idempotency_key: false, request: None, ok: &[] }
+}
+
+pub const ROUTES: &[Route] = &[
+    // Agent runs.
+    Route {
+        query: RUN_LIST,
+        ok: &[(200, response::<RunListView>)],
+        ..op("get", "/api/v1/agent-runs", "listAgentRuns", "The caller's own runs, newest first", RUNS_R)
+    },
+    Route {
+        idempotency_key: true,
+        request: Some(request::<StartRequest>),
+        ok: &[(201, response::<RunView>), (200, response::<RunView>)],
+        ..op("post", "/api/v1/agent-runs", "startAgentRun", "Start a run", RUNS_W)
+    },
+    Route {
+        ok: &[(200, response::<RunView>)],
+        ..op("get", "/api/v1/agent-runs/{run_id}", "inspectAgentRun", "Inspect a run", RUNS_R)
+    },
+    Route {
+        idempotency_key: true,
+        request: Some(request::<ContinueRequest>),
+        ok: &[(200, response::<RunView>)],
+        ..op("post", "/api/v1/agent-runs/{run_id}/continue", "continueAgentRun", "Run a bounded turn", RUNS_W)
+    },
+    Route {
+        idempotency_key: true,
+        request: Some(request::<CancelRequest>),
+        ok: &[(200, response::<RunView>)],
+        ..op("post", "/api/v1/agent-runs/{run_id}/cancel", "cancelAgentRun", "Cancel a run", RUNS_W)
+    },
+    Route {
+        query: EVENTS,
+        ok: &[(200, response::<EventPageView>)],
+        ..op("get", "/api/v1/agent-runs/{run_id}/events", "listAgentRunEvents", "A page of the run's events", RUNS_R)
+    },
+    Route {
+        ok: &[(200, response::<EvidenceBundleView>)],
+        ..op(
+            "get",
+            "/api/v1/agent-runs/{run_id}/evidence",
+            "fetchAgentRunEvidence",
+            "The run's evidence bundle",
+            RUNS_R,
+        )
+    },
+    // Rooms.
+    Route {
+        query: &[CURSOR],
+        ok: &[(200, response::<RoomList>)],
+        ..op("get", "/api/v1/rooms", "listRooms", "The caller's rooms", Lane::Bearer(&[ROOMS_READ]))
+    },
+    Route {
+        idempotency_key: true,
+        request: Some(request::<CreateRoomRequest>),
+        ok: &[(201, response::<RoomView>), (200, response::<RoomView>)],
+        ..op("post", "/api/v1/rooms", "createRoom", "Create a room", Lane::Bearer(&[ROOMS_MANAGE]))
+    },
+    Route {
+        request: Some(request::<RunBindingRequest>),
+        ok: &[(201, response::<RunBindingReceipt>), (200, response::<RunBindingReceipt>)],
+        ..op("post", "/api/v1/rooms/run-bindings", "bindRunToRoom", "Bind a run to a room", BIND)
+    },
+    Route {
+        ok: &[(200, response::<RevocationReceipt>)],
+        ..op("delete", "/api/v1/rooms/run-bindings/{binding_ref}", "unbindRun", "Withdraw a run binding", BIND)
+    },
+    Route {
+        request: Some(request::<ChatClaimRequest>),
+        ok: &[(201, response::<ChatBindingReceipt>), (200, response::<ChatBindingReceipt>)],
+        ..op("post", "/api/v1/rooms/chat-bindings/claim", "claimChatBinding", "Claim a chat binding", BIND)
+    },
+    Route {
+        ok: &[(200, response::<RevocationReceipt>)],
+        ..op("delete", "/api/v1/rooms/chat-bindings/{binding_ref}", "unbindChat", "Withdraw a chat binding", BIND)
+    },
+    Route {
+        ok: &[(200, response::<RoomView>)],
+        ..op("get", "/api/v1/rooms/{room_id}", "inspectRoom", "Inspect a room", Lane::Bearer(&[ROOMS_READ]))
+    },
+    Route {
+        ..op(
+            "post",
+            "/api/v1/rooms/{room_id}/commands",
+            "roomCommand",
+            "Room commands (not enabled: always an error)",
+            Lane::Bearer(&[ROOMS_MANAGE]),
+        )
+    },
+    // Room sources.
+    Route {
+        query: &[CURSOR],
+        ok: &[(200, response::<SourceList>)],
+        ..op(
+            "get",
+            "/api/v1/rooms/{room_id}/sources",
+            "listRoomSources",
+            "The room's sources",
+            Lane::Bearer(&[ROOMS_READ]),
+        )
+    },
+    Route {
+        idempotency_key: true,
+        request: Some(request::<CreateSourceRequest>),
+        ok: &[(201, response::<SourceCreated>), (200, response::<SourceCreated>)],
+        ..op(
+            "post",
+            "/api/v1/rooms/{room_id}/sources",
+            "createRoomSource",
+            "Register a room source",
+            Lane::Bearer(&[ROOM_SOURCES_MANAGE]),
+        )
+    },
+    // Producer ingress.
+    Route {
+        request: Some(request::<Manifest>),
+        ok: &[(200, response::<ManifestReceipt>)],
+        ..op(
+            "post",
+            "/api/ingress/room-sources/manifest",
+            "registerManifest",
+            "Register the source's manifest",
+            Lane::SourceCredential,
+        )
+    },
+    Route {
+        request: Some(request::<ObservationBatch>),
+        ok: &[(202, response::<ObservationReceipt>)],
+        ..op(
+            "post",
+            "/api/ingress/room-sources/observations",
+            "ingestObservations",
+            "Send a batch of observations",
+            Lane::SourceCredential,
+        )
+    },
+    Route {
+        ok: &[(200, response::<ProbeList>)],
+        ..op(
+            "get",
+            "/api/ingress/room-sources/probes",
+            "pendingProbes",
+            "The source's pending probes",
+            Lane::SourceCredential,
+        )
+    },
+    Route {
+        request: Some(request::<ProbeAnswer>),
+        ok: &[(202, response::<ProbeAnswerReceipt>)],
+        ..op(
+            "post",
+            "/api/ingress/room-sources/probes/{probe_id}/answer",
+            "answerProbe",
+            "Answer a probe",
+            Lane::SourceCredential,
+        )
+    },
+    // The cookie lane's JSON routes.
+    Route {
+        ok: &[(200, response::<BindingList>)],
+        ..op(
+            "get",
+            "/api/account/session/agent-bindings",
+            "listAgentBindings",
+            "The account's agent bindings",
+            Lane::Cookie,
+        )
+    },
+    Route {
+        ok: &[(200, response::<Revocation>)],
+        ..op(
+            "delete",
+            "/api/account/session/agent-bindings/{binding_ref}",
+            "revokeAgentBinding",
+            "Revoke an agent binding",
+            Lane::Cookie,
+        )
+    },
+    Route {
+        query: RUN_LIST,
+        ok: &[(200, response::<RunListView>)],
+        ..op("get", "/api/account/runs", "listAccountRuns", "The runs of the account's agents", Lane::Cookie)
+    },
+    Route {
+        ok: &[(200, response::<RunView>)],
+        ..op("get", "/api/account/runs/{run_id}", "inspectAccountRun", "Inspect a run of the account", Lane::Cookie)
+    },
+    Route {
+        query: EVENTS,
+        ok: &[(200, response::<EventPageView>)],
+        ..op(
+            "get",
+            "/api/account/runs/{run_id}/events",
+            "listAccountRunEvents",
+            "A page of the run's events",
+            Lane::Cookie,
+        )
+    },
+    Route {
+        ok: &[(200, response::<EvidenceBundleView>)],
+        ..op(
+            "get",
+            "/api/account/runs/{run_id}/evidence",
+            "fetchAccountRunEvidence",
+            "The run's evidence bundle",
+            Lane::Cookie,
+        )
+    },
+    Route {
+        request: Some(request::<CancelRequest>),
+        ok: &[(200, response::<RunView>)],
+        ..op(
+            "post",
+            "/api/account/runs/{run_id}/cancel",
+            "cancelAccountRun",
+            "Cancel a run of the account",
+            Lane::Cookie,
+        )
+    },
+    Route {
+        request: Some(request::<CredentialClaimRequest>),
+        ok: &[(201, response::<SourceCredential>)],
+        ..op(
+            "post",
+            "/api/account/room-sources/credential-claims",
+            "claimSourceCredential",
+            "Claim a source credential",
+            Lane::Cookie,
+        )
+    },
+    Route {
+        request: Some(request::<SourceRef>),
+        ok: &[(201, response::<SourceCredential>)],
+        ..op(
+            "post",
+            "/api/account/room-sources/rotations",
+            "rotateSourceCredential",
+            "Rotate a source credential",
+            Lane::Cookie,
+        )
+    },
+    Route {
+        request: Some(request::<SourceRef>),
+        ok: &[(200, response::<SourceRevocation>)],
+        ..op("post", "/api/account/room-sources/revocations", "revokeSource", "Revoke a source", Lane::Cookie)
+    },
+];
