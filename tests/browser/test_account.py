@@ -280,7 +280,8 @@ def main():
         links = {e.get_attribute("id"): e.get_attribute("href")
                  for e in driver.find_elements(By.CSS_SELECTOR, "ul.landing-links a[id]")}
         check(links.get("landing-sign-in") == account and links.get("landing-agent-access") == f"{base}/agent-access"
-              and links.get("landing-runs") == f"{base}/runs", f"landing links to sign in, agent access, runs: {links}")
+              and links.get("landing-runs") == f"{base}/runs" and links.get("landing-api") == f"{base}/openapi.json",
+              f"landing links to sign in, agent access, runs, the API description: {links}")
         shot(driver, "00-landing")
         click(driver, "#landing-agent-access", "the agent-access link")
         page = on_page(driver, "the agent-access page", lambda u: u == f"{base}/agent-access", "#resource")
