@@ -20,6 +20,7 @@ mod fuzz;
 pub mod idempotent;
 pub mod observer;
 pub mod pages;
+pub mod player_actions;
 pub mod ratelimit;
 pub mod redact;
 pub mod room_admin;
