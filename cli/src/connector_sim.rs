@@ -26,8 +26,12 @@ pub const CREDENTIAL_ENV: &str = "HELIX_CONNECTOR_CREDENTIAL";
 #[derive(clap::Args, Clone, Debug)]
 pub struct ConnectorSimArgs {
     /// The connector configuration JSON the pairing page showed (base URL, world, binding).
+    #[arg(long, required_unless_present = "print_schema_hash")]
+    pub config: Option<std::path::PathBuf>,
+    /// Print the admitted action schema's hash (the `schema_hash` a registration must carry)
+    /// and exit.
     #[arg(long)]
-    pub config: std::path::PathBuf,
+    pub print_schema_hash: bool,
     /// How many polls to make (0: until interrupted).
     #[arg(long, default_value_t = 0)]
     pub polls: u64,
@@ -94,11 +98,16 @@ struct Active {
 }
 
 pub async fn run(args: ConnectorSimArgs) -> anyhow::Result<()> {
+    if args.print_schema_hash {
+        println!("{}", action_schema_hash());
+        return Ok(());
+    }
+    let config_path = args.config.clone().context("--config is required")?;
     let raw = std::env::var(CREDENTIAL_ENV).with_context(|| format!("{CREDENTIAL_ENV} is not set"))?;
     let Some(credential) = ConnectorCredential::parse(raw.trim()) else {
         bail!("{CREDENTIAL_ENV} is not a connector credential (hac_...)");
     };
-    let text = std::fs::read_to_string(&args.config).with_context(|| format!("reading {}", args.config.display()))?;
+    let text = std::fs::read_to_string(&config_path).with_context(|| format!("reading {}", config_path.display()))?;
     let config: ConnectorConfig = serde_json::from_str(&text).context("the connector configuration JSON")?;
     let base = format!("{}{CONNECTOR_BASE}", config.base_url.trim_end_matches('/'));
     let client = reqwest::Client::builder().timeout(Duration::from_secs(10)).build()?;

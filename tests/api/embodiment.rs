@@ -10,25 +10,25 @@ use helix_integration_tests::*;
 use reqwest::Method;
 use serde_json::{Value, json};
 
-const ALL: &[&str] = &[
+pub(crate) const ALL: &[&str] = &[
     "helix.rooms.read",
     "helix.rooms.manage",
     "helix.room_sources.manage",
     "helix.environment_actions.read",
     "helix.environment_actions.write",
 ];
-const STEVE: &str = "069a79f4-44e9-4726-a5be-fca90e38aaf5";
+pub(crate) const STEVE: &str = "069a79f4-44e9-4726-a5be-fca90e38aaf5";
 
-struct World {
-    token: String,
-    cookie: String,
-    room_id: String,
-    binding_id: String,
-    credential: String,
+pub(crate) struct World {
+    pub(crate) token: String,
+    pub(crate) cookie: String,
+    pub(crate) room_id: String,
+    pub(crate) binding_id: String,
+    pub(crate) credential: String,
 }
 
 /// alice, a developer, owns a room and pairs a connector for world `overworld`.
-async fn paired(app: &TestApp) -> World {
+pub(crate) async fn paired(app: &TestApp) -> World {
     let token = app.token_for("alice", "tenant-a", ALL).await;
     app.developer("alice").await;
     let cookie = app.session("alice").await;
@@ -69,18 +69,18 @@ fn steve() -> Value {
     json!([{ "native_id": STEVE, "display_name": "Steve", "online": true }])
 }
 
-async fn register(app: &TestApp, w: &World) -> u64 {
+pub(crate) async fn register(app: &TestApp, w: &World) -> u64 {
     let (status, r) = connector(app, &w.credential, "register", registration(steve())).await;
     assert_eq!(status, 200, "{r}");
     r["epoch"].as_u64().unwrap()
 }
 
-async fn poll(app: &TestApp, w: &World, epoch: u64, acks: Value) -> (u16, Value) {
+pub(crate) async fn poll(app: &TestApp, w: &World, epoch: u64, acks: Value) -> (u16, Value) {
     connector(app, &w.credential, "poll", json!({ "epoch": epoch, "acks": acks })).await
 }
 
 /// Calls a tool: (isError, structuredContent), the result checked against its outputSchema.
-async fn tool(app: &TestApp, token: &str, name: &str, arguments: Value) -> (bool, Value) {
+pub(crate) async fn tool(app: &TestApp, token: &str, name: &str, arguments: Value) -> (bool, Value) {
     let (status, body) = app.rpc("/mcp", token, "tools/call", json!({ "name": name, "arguments": arguments })).await;
     assert_eq!(status, 200, "{body}");
     let result = &body["result"];
@@ -97,7 +97,7 @@ fn err(v: &Value) -> &str {
     v["error"]["code"].as_str().unwrap_or("")
 }
 
-async fn subjects(app: &TestApp, w: &World, token: &str) -> Value {
+pub(crate) async fn subjects(app: &TestApp, w: &World, token: &str) -> Value {
     let (is_error, list) = tool(app, token, "helix_environment_subject_list", json!({ "room_id": w.room_id })).await;
     assert!(!is_error, "{list}");
     list

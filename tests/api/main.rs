@@ -27,6 +27,7 @@ mod lifecycle;
 mod limits;
 mod oauth_flow;
 mod pipeline;
+mod player_rest;
 mod probes;
 mod redaction;
 mod room_evidence;

@@ -516,6 +516,40 @@ async fn device_check_publishes_one_tool_and_reports_source_health_only(backend:
     assert!(v["result"]["_meta"]["mcp/www_authenticate"][0].as_str().unwrap().contains("/mcp/device-check"), "{v}");
 }
 
+/// `/mcp` publishes Device Check too (the contract's Codex configuration enables it there):
+/// the same tool as `/mcp/device-check`, the same report, its challenge naming `/mcp`.
+async fn mcp_publishes_device_check_with_the_same_tool_and_report(backend: Backend) {
+    let app = TestApp::spawn_with(backend, &[]).await;
+    let (token, cookie, room_id) = owner(&app).await;
+    let (source_id, _bearer) = app.claimed_source(&token, &cookie, &room_id, "w").await;
+    let reader = app.token_for("alice", "tenant-a", &["helix.rooms.read"]).await;
+    let tool_of = |list: &Value| {
+        let tools = list["result"]["tools"].as_array().unwrap();
+        tools.iter().find(|t| t["name"] == "helix_environment_device_check").cloned()
+    };
+    let (_, on_mcp) = app.rpc("/mcp", &reader, "tools/list", json!({})).await;
+    let (_, alone) = app.rpc("/mcp/device-check", &reader, "tools/list", json!({})).await;
+    assert_eq!(tool_of(&on_mcp).expect("on /mcp"), tool_of(&alone).unwrap());
+
+    let call = json!({ "name": "helix_environment_device_check", "arguments": {} });
+    let (status, v) = app.rpc("/mcp", &reader, "tools/call", call.clone()).await;
+    assert_eq!(status, 200, "{v}");
+    let (_, w) = app.rpc("/mcp/device-check", &reader, "tools/call", call.clone()).await;
+    let report = |v: &Value| {
+        let mut r = v["result"]["structuredContent"].clone();
+        r.as_object_mut().unwrap().remove("checked_at");
+        r
+    };
+    assert_eq!(report(&v), report(&w));
+    assert_eq!(v["result"]["structuredContent"]["rooms"][0]["sources"][0]["source_id"], source_id.as_str(), "{v}");
+
+    let other = app.token_for("alice", "tenant-a", &["helix.agent_runs.read"]).await;
+    let (_, v) = app.rpc("/mcp", &other, "tools/call", call).await;
+    assert_eq!(v["result"]["structuredContent"]["error"]["code"], "insufficient_scope", "{v}");
+    let challenge = v["result"]["_meta"]["mcp/www_authenticate"][0].as_str().unwrap();
+    assert!(challenge.contains("/mcp") && !challenge.contains("/mcp/device-check"), "{v}");
+}
+
 /// `Idempotency-Replayed` on every source create response, refusals included, as on the
 /// agent runs: `true` only for a replay; the list never carries it.
 async fn every_source_create_response_carries_idempotency_replayed_errors_included(backend: Backend) {
@@ -560,4 +594,5 @@ on_both_backends!(
     ingress_has_its_own_body_and_rate_limits,
     the_source_tools_frame_the_same_services_over_mcp,
     device_check_publishes_one_tool_and_reports_source_health_only,
+    mcp_publishes_device_check_with_the_same_tool_and_report,
 );

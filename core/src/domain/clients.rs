@@ -3,7 +3,7 @@
 //! so they cannot disagree. The snippets name fields and environment variables only; no
 //! token is ever part of them.
 
-use super::scopes::{self, RUNS_READ, RUNS_WRITE};
+use super::scopes::{self, ENV_ACTIONS_READ, ENV_ACTIONS_WRITE, ROOMS_READ, RUNS_READ, RUNS_WRITE};
 
 /// The MCP server name every snippet uses (hyphen-free, as Gemini Interactions requires).
 pub const SERVER_NAME: &str = "helix";
@@ -24,6 +24,16 @@ pub const RUN_TOOLS: &[&str] = &[
 ];
 /// The scopes those tools need.
 pub const RUN_SCOPES: &[&str] = &[RUNS_READ, RUNS_WRITE];
+/// The tools Codex enables besides the run tools, as the contract's Codex configuration
+/// lists them: Device Check and the player-action workflow tools.
+pub const CODEX_ENVIRONMENT_TOOLS: &[&str] = &[
+    "helix_environment_device_check",
+    "helix_minecraft_player_action",
+    "helix_minecraft_workflow_status",
+    "helix_minecraft_workflow_control",
+];
+/// The scopes Codex asks for besides the run scopes (the contract's Codex configuration).
+pub const CODEX_ENVIRONMENT_SCOPES: &[&str] = &[ROOMS_READ, ENV_ACTIONS_READ, ENV_ACTIONS_WRITE];
 /// The logical data scope the README's snippets assume enabled: the one `helix serve`
 /// enables (its sample research library).
 pub const README_DATA_SCOPE: &str = "research_library";
@@ -68,14 +78,15 @@ fn quoted_list(items: &[&str], indent: &str) -> String {
 }
 
 /// The table, with `mcp_url` in every snippet. A client that names the scopes it asks for
-/// (Codex) asks for the run tools' and `data_scopes` (see [`data_oauth_scopes`]).
+/// (Codex) asks for the run tools', the environment tools' and `data_scopes` (see [`data_oauth_scopes`]).
 pub fn client_setups(mcp_url: &str, data_scopes: &[&str]) -> Vec<ClientSetup> {
     let name = SERVER_NAME;
     let env = TOKEN_ENV;
     let timeout = TOOL_TIMEOUT_SECS;
-    let requested: Vec<&str> = RUN_SCOPES.iter().chain(data_scopes).copied().collect();
+    let requested: Vec<&str> = RUN_SCOPES.iter().chain(CODEX_ENVIRONMENT_SCOPES).chain(data_scopes).copied().collect();
     let scopes = quoted_list(&requested, "  ");
-    let tools_toml = quoted_list(RUN_TOOLS, "  ");
+    let codex_tools: Vec<&str> = RUN_TOOLS.iter().chain(CODEX_ENVIRONMENT_TOOLS).copied().collect();
+    let tools_toml = quoted_list(&codex_tools, "  ");
     let tools_js = quoted_list(RUN_TOOLS, "      ");
     vec![
         ClientSetup {
@@ -261,8 +272,11 @@ mod tests {
         ] {
             assert!(text.contains(needle), "{needle} in {text}");
         }
-        for tool in RUN_TOOLS {
+        for tool in RUN_TOOLS.iter().chain(CODEX_ENVIRONMENT_TOOLS) {
             assert!(text.contains(&format!("  \"{tool}\",\n")), "{tool} enabled");
+        }
+        for scope in CODEX_ENVIRONMENT_SCOPES {
+            assert!(text.contains(&format!("  \"{scope}\",\n")), "{scope} requested");
         }
     }
 
@@ -274,7 +288,8 @@ mod tests {
         let all = client_setups("https://h.example/mcp", &data);
         let text = all_text(client(&all, "codex"));
         let scopes = "scopes = [\n  \"helix.agent_runs.read\",\n  \"helix.agent_runs.write\",\n  \
-                      \"helix.data.research_library.read\",\n  \"helix.data.public_web.read\",\n]\n";
+                      \"helix.rooms.read\",\n  \"helix.environment_actions.read\",\n  \
+                      \"helix.environment_actions.write\",\n  \"helix.data.research_library.read\",\n  \"helix.data.public_web.read\",\n]\n";
         assert!(text.contains(scopes), "{text}");
     }
 

@@ -21,6 +21,7 @@ pub mod idempotent;
 pub mod observer;
 pub mod openapi;
 pub mod pages;
+pub mod player_actions;
 pub mod ratelimit;
 pub mod redact;
 pub mod room_admin;

@@ -478,9 +478,12 @@ pub static CATALOG: &[ToolSpec] = &[
         prefetch: Prefetch::Nothing,
         call: |c| c.run(embodiment::workflow_control),
     },
+    DEVICE_CHECK_TOOL,
 ];
 
-const DEVICE_CHECK_ROWS: &[ToolSpec] = &[ToolSpec {
+/// Device Check, one row in both catalogs: the last tool of `/mcp` and the only tool of
+/// `/mcp/device-check` (the same handler, schemas and scopes).
+const DEVICE_CHECK_TOOL: ToolSpec = ToolSpec {
     name: "helix_environment_device_check",
     title: "Environment device check",
     description: "Report the connection health of the environment sources of your rooms: for each room you belong to, \
@@ -494,7 +497,9 @@ const DEVICE_CHECK_ROWS: &[ToolSpec] = &[ToolSpec {
     output: or_error::<DeviceCheckReport>,
     prefetch: Prefetch::Nothing,
     call: |c| c.run(device_check::check),
-}];
+};
+
+const DEVICE_CHECK_ROWS: &[ToolSpec] = &[DEVICE_CHECK_TOOL];
 
 #[cfg(test)]
 mod tests {
@@ -538,12 +543,16 @@ mod tests {
                 "helix_environment_subject_select",
                 "helix_minecraft_player_action",
                 "helix_minecraft_workflow_status",
-                "helix_minecraft_workflow_control"
+                "helix_minecraft_workflow_control",
+                "helix_environment_device_check"
             ]
         );
         assert_eq!(MCP.tools().iter().map(|t| t.name.to_string()).collect::<Vec<_>>(), names);
         let device_check: Vec<&str> = DEVICE_CHECK.rows.iter().map(|t| t.name).collect();
         assert_eq!(device_check, ["helix_environment_device_check"]);
+        assert_eq!(names.last(), Some(&"helix_environment_device_check"), "/mcp publishes Device Check too");
+        let (on_mcp, alone) = (MCP.tool("helix_environment_device_check").unwrap(), DEVICE_CHECK.tools().remove(0));
+        assert_eq!(serde_json::to_value(on_mcp).unwrap(), serde_json::to_value(alone).unwrap(), "one row, one tool");
     }
 
     #[test]
@@ -612,7 +621,7 @@ mod tests {
             })
             .collect();
         let published: Vec<(String, Vec<String>)> =
-            every_row().map(|t| (t.name.to_owned(), t.scopes.iter().map(|s| s.to_string()).collect())).collect();
+            MCP.rows.iter().map(|t| (t.name.to_owned(), t.scopes.iter().map(|s| s.to_string()).collect())).collect();
         assert_eq!(documented, published, "docs/wire.md \"MCP tools\" and the catalogs differ");
     }
 }
