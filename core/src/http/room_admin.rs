@@ -27,6 +27,7 @@ pub fn router() -> Router<AppState> {
         .route("/rooms/consent", post(accept_consent))
         .route("/rooms/consent/raise", post(raise_consent))
         .route("/rooms/members/remove", post(remove_member))
+        .route("/rooms/members/authority", post(member_authority))
 }
 
 #[derive(Template, Default)]
@@ -44,6 +45,8 @@ struct RoomsPage {
     invite_expires: String,
     preview: Option<InvitePreview>,
     preview_code: String,
+    /// A revoke awaiting the owner's confirmation: (room id, account reference).
+    confirm_revoke: Option<(String, String)>,
 }
 
 /// The page for a session: the first page of rooms, or the page a `cursor` names.
@@ -167,5 +170,37 @@ async fn remove_member(
     Form(f): Form<RemoveForm>,
 ) -> Result<Response, ApiError> {
     state.services.rooms.remove_member(&s, &f.room_id, &f.account_ref).await?;
+    Ok(back())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AuthorityForm {
+    room_id: String,
+    account_ref: String,
+    /// `grant` or `revoke`.
+    authority: String,
+    /// Present (`yes`) once the owner confirmed a revoke on the confirmation step.
+    confirm: Option<String>,
+}
+
+/// The owner grants or revokes a member's action authority (post/redirect/get). A revoke
+/// first answers a page asking to confirm it; the confirmed form applies it.
+async fn member_authority(
+    State(state): State<AppState>,
+    SameOriginSession(s): SameOriginSession,
+    Form(f): Form<AuthorityForm>,
+) -> Result<Response, ApiError> {
+    let grant = match f.authority.as_str() {
+        "grant" => true,
+        "revoke" => false,
+        _ => return Err(ApiError::InvalidRequest("authority must be grant or revoke".into())),
+    };
+    if !grant && f.confirm.as_deref() != Some("yes") {
+        let mut page = page_for(&state, Some(&s), None).await?;
+        page.confirm_revoke = Some((f.room_id, f.account_ref));
+        return Ok(Page(page).into_response());
+    }
+    state.services.rooms.set_action_authority(&s, &f.room_id, &f.account_ref, grant).await?;
     Ok(back())
 }
