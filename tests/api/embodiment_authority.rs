@@ -1,7 +1,7 @@
 //! Action authority for members, on both store backends: the owner grants it on `/rooms`
 //! (a plain form, post/redirect/get), a revoke asks for confirmation first, and a revoke
 //! is effective at once: new actions are refused, a queued workflow pauses at dispatch and
-//! a dispatched one at its next acknowledgement.
+//! a dispatched one at its next acknowledgement. And the room page's Emergency Stop.
 
 use helix_integration_tests::support::browser::between;
 use helix_integration_tests::*;
@@ -89,7 +89,36 @@ async fn only_the_owner_grants_authority(backend: Backend) {
     assert_eq!(app.form(&bob_web, "/rooms/members/authority", &form).await.0, 404);
 }
 
+/// The room page's Emergency Stop: the owner's button stops the room's workflows, new
+/// actions are refused until the person clears it there; a member has no such button.
+async fn the_room_page_stops_and_only_a_person_clears_it(backend: Backend) {
+    let app = TestApp::spawn_with(backend, &[]).await;
+    let w = paired(&app).await;
+    register(&app, &w).await;
+    select_first(&app, &w, &w.token).await;
+    let (_, a) = act(&app, &w, &w.token, "page-stop-01", json!({"type": "wait", "ticks": 100})).await;
+    let (_, p) = poll(&app, &w, 1, json!([])).await;
+    assert_eq!(p["commands"].as_array().unwrap().len(), 1, "{p}");
+    let bob_web = {
+        join_bob(&app, &w).await;
+        app.session("bob").await
+    };
+    let room = [("room_id", w.room_id.as_str())];
+    assert_eq!(app.form(&bob_web, "/rooms/emergency-stop", &room).await.0, 404);
+    assert_eq!(app.form(&w.cookie, "/rooms/emergency-stop", &room).await.0, 303);
+    assert_eq!(status(&app, &w, a["workflow_ref"].as_str().unwrap()).await["status"], "stopped");
+    let (_, p) = poll(&app, &w, 1, json!([])).await;
+    assert_eq!(p["emergency_stop_active"], true, "{p}");
+    let (_, e) = act(&app, &w, &w.token, "page-stop-02", json!({"type": "wait", "ticks": 1})).await;
+    assert_eq!(err(&e), "emergency_stop_active");
+    assert_eq!(app.form(&bob_web, "/rooms/emergency-stop/clear", &room).await.0, 404);
+    assert_eq!(app.form(&w.cookie, "/rooms/emergency-stop/clear", &room).await.0, 303);
+    let (is_error, v) = act(&app, &w, &w.token, "page-stop-02", json!({"type": "wait", "ticks": 1})).await;
+    assert_eq!((is_error, v["status"].as_str()), (false, Some("queued")), "{v}");
+}
+
 on_both_backends!(
     a_member_acts_only_with_authority_the_owner_grants_and_revokes_at_once,
     only_the_owner_grants_authority,
+    the_room_page_stops_and_only_a_person_clears_it,
 );

@@ -28,6 +28,8 @@ pub fn router() -> Router<AppState> {
         .route("/rooms/consent/raise", post(raise_consent))
         .route("/rooms/members/remove", post(remove_member))
         .route("/rooms/members/authority", post(member_authority))
+        .route("/rooms/emergency-stop", post(emergency_stop))
+        .route("/rooms/emergency-stop/clear", post(clear_stop))
 }
 
 #[derive(Template, Default)]
@@ -202,5 +204,25 @@ async fn member_authority(
         return Ok(Page(page).into_response());
     }
     state.services.rooms.set_action_authority(&s, &f.room_id, &f.account_ref, grant).await?;
+    Ok(back())
+}
+
+/// The room page's Emergency Stop (the owner: every player of the room).
+async fn emergency_stop(
+    State(state): State<AppState>,
+    SameOriginSession(s): SameOriginSession,
+    Form(f): Form<RoomForm>,
+) -> Result<Response, ApiError> {
+    state.services.embodiment.emergency_stop_room(&s, &f.room_id).await?;
+    Ok(back())
+}
+
+/// Only a person clears an Emergency Stop, here (or on the pairing page).
+async fn clear_stop(
+    State(state): State<AppState>,
+    SameOriginSession(s): SameOriginSession,
+    Form(f): Form<RoomForm>,
+) -> Result<Response, ApiError> {
+    state.services.embodiment.clear_room_stop(&s, &f.room_id).await?;
     Ok(back())
 }

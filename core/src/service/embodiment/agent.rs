@@ -400,7 +400,7 @@ impl EmbodimentService {
 
     /// Raises the Emergency Stop of every environment of the room and stops every open
     /// workflow (the connector halts on its next poll: the generation changed).
-    async fn emergency_stop(&self, room_id: &str) -> Result<(), ApiError> {
+    pub(super) async fn emergency_stop(&self, room_id: &str) -> Result<(), ApiError> {
         for b in bindings_of_room(self.store.as_ref(), room_id, MAX_BINDINGS).await? {
             let mut b = b;
             for _ in 0..RACE_RETRIES {
