@@ -93,7 +93,7 @@ pub(crate) async fn tool(app: &TestApp, token: &str, name: &str, arguments: Valu
     (result["isError"] == true, content)
 }
 
-fn err(v: &Value) -> &str {
+pub(crate) fn err(v: &Value) -> &str {
     v["error"]["code"].as_str().unwrap_or("")
 }
 
@@ -103,26 +103,26 @@ pub(crate) async fn subjects(app: &TestApp, w: &World, token: &str) -> Value {
     list
 }
 
-async fn select_first(app: &TestApp, w: &World, token: &str) -> (bool, Value) {
+pub(crate) async fn select_first(app: &TestApp, w: &World, token: &str) -> (bool, Value) {
     let list = subjects(app, w, token).await;
     let subject_ref = list["environments"][0]["subjects"][0]["subject_ref"].as_str().unwrap().to_owned();
     let args = json!({ "room_id": w.room_id, "environment_binding_id": w.binding_id, "subject_ref": subject_ref });
     tool(app, token, "helix_environment_subject_select", args).await
 }
 
-async fn act(app: &TestApp, w: &World, token: &str, key: &str, action: Value) -> (bool, Value) {
+pub(crate) async fn act(app: &TestApp, w: &World, token: &str, key: &str, action: Value) -> (bool, Value) {
     let args = json!({ "room_id": w.room_id, "idempotency_key": key, "action": action });
     tool(app, token, "helix_minecraft_player_action", args).await
 }
 
-async fn status(app: &TestApp, w: &World, workflow_ref: &str) -> Value {
+pub(crate) async fn status(app: &TestApp, w: &World, workflow_ref: &str) -> Value {
     let args = json!({ "room_id": w.room_id, "workflow_ref": workflow_ref });
     let (is_error, v) = tool(app, &w.token, "helix_minecraft_workflow_status", args).await;
     assert!(!is_error, "{v}");
     v
 }
 
-fn ack(cmd: &Value, seq: u32, status: &str, observation: Value) -> Value {
+pub(crate) fn ack(cmd: &Value, seq: u32, status: &str, observation: Value) -> Value {
     json!({
         "workflow_ref": cmd["workflow_ref"], "lease_token": cmd["lease_token"], "step_index": cmd["step_index"],
         "seq": seq, "status": status, "observation": observation,
@@ -130,7 +130,7 @@ fn ack(cmd: &Value, seq: u32, status: &str, observation: Value) -> Value {
 }
 
 /// bob joins alice's room through a single-use invite.
-async fn join_bob(app: &TestApp, w: &World) -> String {
+pub(crate) async fn join_bob(app: &TestApp, w: &World) -> String {
     let bob = app.token_for("bob", "tenant-a", ALL).await;
     let bob_web = app.session("bob").await;
     let (_, html) = app.form(&w.cookie, "/rooms/invite", &[("room_id", &w.room_id)]).await;

@@ -21,6 +21,7 @@ mod auth;
 mod chat_context;
 mod dev_issuer;
 mod embodiment;
+mod embodiment_authority;
 mod lambda_events;
 mod lanes;
 mod lifecycle;

@@ -33,6 +33,7 @@ fn membership(room_id: &str, account_id: &str, role: RoomRole) -> Membership {
         consent_version: 1,
         consent_receipt: format!("consent:{room_id}:{account_id}"),
         accepted_at: "2026-01-01T00:00:00Z".to_owned(),
+        action_authority: false,
     }
 }
 

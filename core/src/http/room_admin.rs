@@ -27,6 +27,9 @@ pub fn router() -> Router<AppState> {
         .route("/rooms/consent", post(accept_consent).get(to_rooms))
         .route("/rooms/consent/raise", post(raise_consent).get(to_rooms))
         .route("/rooms/members/remove", post(remove_member).get(to_rooms))
+        .route("/rooms/members/authority", post(member_authority).get(to_rooms))
+        .route("/rooms/emergency-stop", post(emergency_stop).get(to_rooms))
+        .route("/rooms/emergency-stop/clear", post(clear_stop).get(to_rooms))
 }
 
 /// A form's action opened by `GET` (a reload or a revisit after the post): the page it
@@ -59,6 +62,8 @@ struct RoomsPage {
     invite_expires: String,
     preview: Option<InvitePreview>,
     preview_code: String,
+    /// A revoke awaiting the owner's confirmation: (room id, account reference).
+    confirm_revoke: Option<(String, String)>,
 }
 
 /// The page for a session: the first page of rooms, or the page a `cursor` names.
@@ -192,5 +197,57 @@ async fn remove_member(
 ) -> Result<Response, ApiError> {
     confirmed(f.confirm.as_deref())?;
     state.services.rooms.remove_member(&s, &f.room_id, &f.account_ref).await?;
+    Ok(back())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AuthorityForm {
+    room_id: String,
+    account_ref: String,
+    /// `grant` or `revoke`.
+    authority: String,
+    /// Present (`yes`) once the owner confirmed a revoke on the confirmation step.
+    confirm: Option<String>,
+}
+
+/// The owner grants or revokes a member's action authority (post/redirect/get). A revoke
+/// first answers a page asking to confirm it; the confirmed form applies it.
+async fn member_authority(
+    State(state): State<AppState>,
+    SameOriginSession(s): SameOriginSession,
+    Form(f): Form<AuthorityForm>,
+) -> Result<Response, ApiError> {
+    let grant = match f.authority.as_str() {
+        "grant" => true,
+        "revoke" => false,
+        _ => return Err(ApiError::InvalidRequest("authority must be grant or revoke".into())),
+    };
+    if !grant && f.confirm.as_deref() != Some("yes") {
+        let mut page = page_for(&state, Some(&s), None).await?;
+        page.confirm_revoke = Some((f.room_id, f.account_ref));
+        return Ok(Page(page).into_response());
+    }
+    state.services.rooms.set_action_authority(&s, &f.room_id, &f.account_ref, grant).await?;
+    Ok(back())
+}
+
+/// The room page's Emergency Stop (the owner: every player of the room).
+async fn emergency_stop(
+    State(state): State<AppState>,
+    SameOriginSession(s): SameOriginSession,
+    Form(f): Form<RoomForm>,
+) -> Result<Response, ApiError> {
+    state.services.embodiment.emergency_stop_room(&s, &f.room_id).await?;
+    Ok(back())
+}
+
+/// Only a person clears an Emergency Stop, here (or on the pairing page).
+async fn clear_stop(
+    State(state): State<AppState>,
+    SameOriginSession(s): SameOriginSession,
+    Form(f): Form<RoomForm>,
+) -> Result<Response, ApiError> {
+    state.services.embodiment.clear_room_stop(&s, &f.room_id).await?;
     Ok(back())
 }

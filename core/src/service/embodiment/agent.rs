@@ -39,6 +39,8 @@ pub enum Control {
 struct InRoom {
     room_id: String,
     owner: bool,
+    /// The owner, or a member the owner granted action authority.
+    may_act: bool,
 }
 
 impl WorkflowRecord {
@@ -83,6 +85,7 @@ impl EmbodimentService {
         Ok(InRoom {
             room_id: room.room_id,
             owner: member.role == RoomRole::Owner && room.owner_account == p.account_id,
+            may_act: member.may_act(),
         })
     }
 
@@ -213,7 +216,7 @@ impl EmbodimentService {
         action: &Value,
     ) -> Result<Mutation, ApiError> {
         let r = self.in_room(p, room_id, &[ROOMS_READ, ENV_ACTIONS_WRITE]).await?;
-        if !r.owner {
+        if !r.may_act {
             return Err(ApiError::ActionAuthorityRequired);
         }
         let parsed = Action::parse(action).map_err(|e| ApiError::ActionRefused { reason: e.reason() })?;
@@ -364,7 +367,7 @@ impl EmbodimentService {
                     if w.state != WorkflowState::Paused {
                         return Err(ApiError::WorkflowNotResumable);
                     }
-                    if !r.owner {
+                    if !r.may_act {
                         return Err(ApiError::ActionAuthorityRequired);
                     }
                     let b = self.binding(&r.room_id, &w.binding_id).await?;
@@ -397,7 +400,7 @@ impl EmbodimentService {
 
     /// Raises the Emergency Stop of every environment of the room and stops every open
     /// workflow (the connector halts on its next poll: the generation changed).
-    async fn emergency_stop(&self, room_id: &str) -> Result<(), ApiError> {
+    pub(super) async fn emergency_stop(&self, room_id: &str) -> Result<(), ApiError> {
         for b in bindings_of_room(self.store.as_ref(), room_id, MAX_BINDINGS).await? {
             let mut b = b;
             for _ in 0..RACE_RETRIES {

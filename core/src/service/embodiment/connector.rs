@@ -19,6 +19,7 @@ use crate::service::records::embodiment::{
     CredentialLookup, EnvBinding, RegisteredConnector, SubjectEntry, WorkflowRecord, at_epoch, binding_in_room,
     credential_key, not_stopped, open_workflows, read_workflow,
 };
+use crate::service::records::rooms::{member_key, member_may_act};
 use crate::service::records::{Role, Tx};
 use crate::service::sources::{DeveloperLane, developer};
 
@@ -29,6 +30,9 @@ pub struct AuthedConnector {
 }
 
 /// The v1 step types a connector may declare.
+/// Why a workflow paused: its member no longer may act (authority revoked, or removed).
+const AUTHORITY_REVOKED: &str = "action_authority_revoked";
+
 const STEP_TYPES: &[&str] =
     &["move_to", "look_at", "stop", "break_block", "place_block", "equip", "craft", "chat", "wait"];
 
@@ -220,9 +224,14 @@ impl EmbodimentService {
             next.write(&mut tx, w.rev);
             let guard = crate::store::Cond::And(vec![at_epoch(binding.epoch), not_stopped()]);
             tx.check(Role::EnvBinding, binding.key(), guard);
+            tx.check(Role::Member, member_key(&w.room_id, &w.account_id), member_may_act());
             match tx.commit(self.store.as_ref()).await {
                 Ok(()) => return Ok("applied"),
                 Err(f) if f.failed(Role::EnvBinding) => return Ok("stale_epoch"),
+                Err(f) if f.failed(Role::Member) => {
+                    self.settle(&w, WorkflowState::Paused, Some(AUTHORITY_REVOKED)).await?;
+                    return Ok(AUTHORITY_REVOKED);
+                }
                 Err(f) if f.failed(Role::Workflow) || f.contended() => continue,
                 Err(f) => return Err(f.into()),
             }
@@ -345,8 +354,13 @@ impl EmbodimentService {
             binding.key(),
             crate::store::Cond::And(vec![at_epoch(binding.epoch), not_stopped()]),
         );
+        tx.check(Role::Member, member_key(&w.room_id, &w.account_id), member_may_act());
         match tx.commit(self.store.as_ref()).await {
             Ok(()) => Ok(Some(n)),
+            Err(f) if f.failed(Role::Member) => {
+                self.settle(w, WorkflowState::Paused, Some(AUTHORITY_REVOKED)).await?;
+                Ok(None)
+            }
             Err(f) if f.is_cancelled() => Ok(None),
             Err(f) => Err(f.into()),
         }

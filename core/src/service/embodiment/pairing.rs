@@ -5,15 +5,17 @@
 
 use serde::Deserialize;
 
-use super::{CREDENTIAL_ENV, EmbodimentService, POLL_INTERVAL_MS, RACE_RETRIES};
+use super::{CREDENTIAL_ENV, EmbodimentService, MAX_BINDINGS, POLL_INTERVAL_MS, RACE_RETRIES};
 use crate::domain::credential::text_carries_credential;
 use crate::domain::embodiment::protocol::PROTOCOL_V1;
 use crate::domain::embodiment::{ConnectorConfig, EnvBindingId, PAIRING_SCHEMA, PairingCreated, PairingRequest};
 use crate::domain::room::RoomId;
+use crate::domain::room::RoomRole;
 use crate::domain::source::ConnectorCredential;
 use crate::domain::time::rfc3339;
 use crate::error::ApiError;
-use crate::service::records::embodiment::{CredentialLookup, EnvBinding, binding_in_room};
+use crate::service::records::embodiment::{CredentialLookup, EnvBinding, binding_in_room, bindings_of_room};
+use crate::service::records::rooms::room_and_membership;
 use crate::service::records::sources::check_room_owner;
 use crate::service::records::{Role, Tx};
 use crate::service::sessions::Session;
@@ -136,5 +138,37 @@ impl EmbodimentService {
             }
         }
         Err(ApiError::RunBusy)
+    }
+
+    /// The room page's Emergency Stop: the signed-in room owner stops every environment of
+    /// the room (the same stop as the `emergency_stop` control).
+    pub async fn emergency_stop_room(&self, s: &Session, room_id: &str) -> Result<(), ApiError> {
+        let room = self.owned_active_room(s, room_id).await?;
+        self.emergency_stop(&room).await
+    }
+
+    /// The room page's "clear": the signed-in room owner clears the stop of every
+    /// environment of the room that has one.
+    pub async fn clear_room_stop(&self, s: &Session, room_id: &str) -> Result<(), ApiError> {
+        let room = self.owned_active_room(s, room_id).await?;
+        for b in bindings_of_room(self.store.as_ref(), &room, MAX_BINDINGS).await? {
+            if b.is_active() && b.estop_active {
+                let req = ClearStopRequest { room_id: room.clone(), environment_binding_id: b.binding_id };
+                self.clear_emergency_stop(s, req).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// An active room the session's account owns (its owner member); anything else is not found.
+    async fn owned_active_room(&self, s: &Session, room_id: &str) -> Result<String, ApiError> {
+        s.require_member()?;
+        let id = RoomId::parse(room_id).ok_or(ApiError::NotFound)?;
+        let (room, member) = room_and_membership(self.store.as_ref(), id.as_str(), &s.account_id).await?;
+        let owner = member.is_some_and(|m| m.role == RoomRole::Owner);
+        match room {
+            Some(r) if r.is_active() && r.owner_account == s.account_id && owner => Ok(r.room_id),
+            _ => Err(ApiError::NotFound),
+        }
     }
 }

@@ -30,6 +30,8 @@ pub(super) const STEP: &str = "step";
 pub(super) const GENERATION: &str = "generation";
 pub(super) const CONSENT_VERSION: &str = "consent_version";
 pub(super) const CONSENT_RECEIPT: &str = "consent_receipt";
+/// On a membership: `"1"` when the room owner granted the member action authority.
+pub(super) const ACTION_AUTHORITY: &str = "action_authority";
 pub(super) const CLAIM_TOKEN: &str = "claim_token";
 pub(super) const REQUEST_HASH: &str = "request_hash";
 pub(super) const LEASE_UNTIL: &str = "lease_until";

@@ -76,6 +76,7 @@ impl RoomService {
             consent_version,
             consent_receipt: consent.consent_receipt.clone(),
             accepted_at: consent.accepted_at.clone(),
+            action_authority: false,
         };
         let entry = AccountRoom { account_id: s.account_id.clone(), room_id: room.room_id.clone() };
         let mut tx = Tx::new();

@@ -22,6 +22,8 @@ pub struct MemberView {
     pub role: RoomRole,
     pub consent_current: bool,
     pub is_caller: bool,
+    /// The owner granted this member action authority (the owner always has it).
+    pub action_authority: bool,
 }
 
 /// One room on the owner page.
@@ -118,6 +120,7 @@ impl RoomService {
                     role: m.role,
                     consent_current: rules::consent_current(&room, m),
                     is_caller: m.account_id == s.account_id,
+                    action_authority: m.may_act(),
                 })
                 .collect();
         }
@@ -139,6 +142,39 @@ impl RoomService {
         match tx.commit(&*self.store).await {
             Ok(()) => Ok(()),
             Err(f) if f.failed(Role::Member) => Err(ApiError::NotFound),
+            Err(f) => Err(f.into()),
+        }
+    }
+
+    /// The owner grants (or revokes) action authority to a member (by opaque account
+    /// reference): the `action_authority` attribute of its membership, written conditional
+    /// on the membership read (unchanged consent). Effective at once: every action, resume,
+    /// dispatch and acknowledgement checks it. Revoking works under the policy lock.
+    pub async fn set_action_authority(
+        &self,
+        s: &Session,
+        room_id: &str,
+        member_ref: &str,
+        grant: bool,
+    ) -> Result<(), ApiError> {
+        if grant {
+            unlocked(s.policy.rooms_locked)?;
+        }
+        let (room, _) = self.owned_room(s, room_id).await?;
+        let target = self.member_by_ref(&room, member_ref).await?;
+        let key = items::member_key(&room.room_id, &target);
+        let item = self.store.get(&key).await?.ok_or(ApiError::NotFound)?;
+        let mut member = Membership::from_item(&item);
+        if member.action_authority == grant {
+            return Ok(());
+        }
+        member.action_authority = grant;
+        let cond = Cond::And(vec![Cond::Exists, items::consent_is(member.consent_version)]);
+        let mut tx = Tx::new();
+        tx.put(Role::Member, member.to_item(), cond);
+        match tx.commit(&*self.store).await {
+            Ok(()) => Ok(()),
+            Err(f) if f.failed(Role::Member) => Err(ApiError::RunBusy),
             Err(f) => Err(f.into()),
         }
     }

@@ -83,6 +83,7 @@ impl RoomService {
             consent_version: FIRST_CONSENT,
             consent_receipt: consent.consent_receipt.clone(),
             accepted_at: consent.accepted_at.clone(),
+            action_authority: false,
         };
         let entry = AccountRoom { account_id: p.account_id.clone(), room_id: room.room_id.clone() };
         let response = serde_json::to_value(Redacted::new(room_view(&room, &member, &p.account_id)))

@@ -129,6 +129,7 @@ mod tests {
             consent_version,
             consent_receipt: "consent_x".into(),
             accepted_at: "2026-01-01T00:00:00.000Z".into(),
+            action_authority: false,
         }
     }
 

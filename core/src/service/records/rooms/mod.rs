@@ -18,8 +18,8 @@ pub use room::{AccountRoom, Consent, Invite, Membership, RoomRecord, RoomStatus}
 pub use tenant::{LEGACY_TENANT, RoomTenant};
 
 pub(super) use super::attrs::{
-    ACCEPTED_AT, ACCOUNT_ID, BINDING_REF, CONSENT_RECEIPT, CONSENT_VERSION, CREATED_AT, CREATED_BY, KIND, OBSERVER_REF,
-    OWNER_ACCOUNT, OWNER_HASH, REVOKED_AT, ROLE, ROOM_ID, RUN_ID, STATUS, TENANT_REF,
+    ACCEPTED_AT, ACCOUNT_ID, ACTION_AUTHORITY, BINDING_REF, CONSENT_RECEIPT, CONSENT_VERSION, CREATED_AT, CREATED_BY,
+    KIND, OBSERVER_REF, OWNER_ACCOUNT, OWNER_HASH, REVOKED_AT, ROLE, ROOM_ID, RUN_ID, STATUS, TENANT_REF,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -129,6 +129,12 @@ pub fn consent_is(version: u32) -> Cond {
     Cond::eq_n(CONSENT_VERSION, version as i64)
 }
 
+/// The membership may still act: the owner's, or one with action authority granted
+/// (checked in the same transaction as a dispatch or an acknowledgement).
+pub fn member_may_act() -> Cond {
+    Cond::Or(vec![Cond::eq_s(ROLE, tag(&RoomRole::Owner)), Cond::eq_s(ACTION_AUTHORITY, "1")])
+}
+
 /// The room is still active.
 pub fn room_active() -> Cond {
     Cond::eq_s(STATUS, tag(&RoomStatus::Active))
@@ -212,8 +218,12 @@ mod tests {
             consent_version: 3,
             consent_receipt: Consent::receipt_ref("room_a", "acct_b", 3),
             accepted_at: "2026-01-01T00:00:00.000Z".into(),
+            action_authority: false,
         };
         assert_eq!(Membership::from_item(&m.to_item()), m);
+        let granted = Membership { role: RoomRole::Member, action_authority: true, ..m.clone() };
+        assert_eq!(Membership::from_item(&granted.to_item()), granted);
+        assert!(granted.to_item().s("action_authority") == Some("1") && m.to_item().s("action_authority").is_none());
         let c = Consent {
             room_id: "room_a".into(),
             account_id: "acct_b".into(),

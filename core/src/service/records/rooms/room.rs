@@ -74,16 +74,25 @@ pub struct Membership {
     pub consent_version: u32,
     pub consent_receipt: String,
     pub accepted_at: String,
+    /// Granted by the room owner (the `action_authority` attribute; absent on items
+    /// written before it existed: no authority). The owner acts without it.
+    pub action_authority: bool,
 }
 
 impl Membership {
+    /// The member may drive its player: the owner, or a member the owner granted it.
+    pub fn may_act(&self) -> bool {
+        self.role == RoomRole::Owner || self.action_authority
+    }
+
     pub fn to_item(&self) -> Item {
         let k = member_key(&self.room_id, &self.account_id);
-        Item::new(k.pk, k.sk)
+        let item = Item::new(k.pk, k.sk)
             .with_s(ROLE, tag(&self.role))
             .with_n(CONSENT_VERSION, self.consent_version as i64)
             .with_s(CONSENT_RECEIPT, &self.consent_receipt)
-            .with_s(ACCEPTED_AT, &self.accepted_at)
+            .with_s(ACCEPTED_AT, &self.accepted_at);
+        if self.action_authority { item.with_s(ACTION_AUTHORITY, "1") } else { item }
     }
 
     pub fn from_item(item: &Item) -> Self {
@@ -94,6 +103,7 @@ impl Membership {
             consent_version: item.n(CONSENT_VERSION).and_then(|n| u32::try_from(n).ok()).unwrap_or(0),
             consent_receipt: s_or_empty(item, CONSENT_RECEIPT),
             accepted_at: s_or_empty(item, ACCEPTED_AT),
+            action_authority: item.s(ACTION_AUTHORITY) == Some("1"),
         }
     }
 }
