@@ -53,7 +53,7 @@ pub fn compose_with(state: AppState, dev_key: Arc<helix_core::http::dev_auth::De
         .merge(helix_account::routes(state.clone()))
         .merge(helix_rooms::routes(state.clone()))
         .merge(helix_ingress::routes(state.clone()));
-    if let Some(issuer) = helix_core::http::dev_auth::router(state.clone(), dev_key) {
+    if let Some(issuer) = helix_core::http::dev_routes::router(state.clone(), dev_key) {
         app = app.merge(issuer);
     }
     app.fallback_service(helix_core::http::fallback_router(state))

@@ -13,6 +13,7 @@ use helix_core::executor::TurnExecutor;
 use helix_core::executor::local::LocalExecutor;
 use helix_core::http::AppState;
 use helix_core::http::dev_auth::{self, DevAuthKey};
+use helix_core::http::dev_routes;
 use helix_core::service::accounts::LinkIdentity;
 use helix_core::store::Store;
 
@@ -194,7 +195,7 @@ fn with_dev_provider(
         return Ok(app);
     }
     let key = Arc::new(dev_issuer_key(data_dir)?);
-    Ok(match dev_auth::router(state.clone(), key) {
+    Ok(match dev_routes::router(state.clone(), key) {
         Some(issuer) => issuer.merge(app),
         None => app,
     })

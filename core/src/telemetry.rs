@@ -23,6 +23,20 @@ use tracing_subscriber::Layer;
 /// The provider of this process, once [`install`] has set it; `None` while export is off.
 static PROVIDER: OnceLock<SdkTracerProvider> = OnceLock::new();
 
+/// Helix's own crates (targets): they follow `RUST_LOG` to `trace` (the ceiling in
+/// `wiring`), and only their spans are exported as traces.
+pub const OWN_CRATES: [&str; 9] = [
+    "helix",
+    "helix_core",
+    "helix_agent_runs",
+    "helix_rooms",
+    "helix_ingress",
+    "helix_discovery",
+    "helix_mcp",
+    "helix_account",
+    "helix_solver",
+];
+
 /// Whether the environment asks for OTLP export (`lookup` reads one variable).
 pub fn export_requested(lookup: impl Fn(&str) -> Option<String>) -> bool {
     let set = |name: &str| lookup(name).is_some_and(|v| !v.trim().is_empty());
@@ -68,7 +82,7 @@ where
     S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a> + Send + Sync,
 {
     use tracing_subscriber::filter::LevelFilter;
-    let own = crate::wiring::OWN_CRATES
+    let own = OWN_CRATES
         .iter()
         .fold(tracing_subscriber::filter::Targets::new(), |t, name| t.with_target(*name, LevelFilter::INFO));
     tracing_opentelemetry::layer()

@@ -58,10 +58,7 @@ where
     if json { Box::new(base.with(fmt.json())) } else { Box::new(base.with(fmt.compact())) }
 }
 
-/// Helix's own crates (targets): they follow `RUST_LOG` to `trace`, and only their spans
-/// are exported as traces.
-pub const OWN_CRATES: [&str; 7] =
-    ["helix", "helix_core", "helix_agent_runs", "helix_discovery", "helix_mcp", "helix_account", "helix_solver"];
+pub use crate::telemetry::OWN_CRATES;
 
 /// The most any `RUST_LOG` can enable. Dependencies write request data at debug and
 /// trace: rmcp every JSON-RPC message (tool arguments and results, idempotency keys

@@ -3,27 +3,18 @@
 //! (`dev_register`, `dev_authorize`, `dev_token`), at the base URL. Its tokens are ES256
 //! JWTs signed by a key generated once into the data dir and published at [`JWKS_PATH`],
 //! so the resource server verifies them through the same JWKS verifier a production
-//! issuer uses.
-
-use std::sync::Arc;
+//! issuer uses. This file holds the key, the paths and the metadata; `dev_routes` composes
+//! the routes and `dev_token` holds the issuer's state.
 
 use aws_lc_rs::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair};
-use axum::extract::State;
-use axum::routing::get;
-use axum::{Json, Router};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::{Value, json};
 
-use super::pages::{Csp, Referrer, page_headers_but_csp as page_headers};
-use super::{AppState, Group, pipeline};
-use crate::config::Mode;
+use super::AppState;
 use crate::domain::scopes::all_oauth_scopes;
 use crate::domain::sha256_hex;
-use http::HeaderValue;
-use http::header::CONTENT_SECURITY_POLICY;
-use tower_http::set_header::SetResponseHeaderLayer;
 
 /// Where the key set of the development issuer is published.
 pub const JWKS_PATH: &str = "/oauth/jwks";
@@ -99,55 +90,6 @@ impl DevAuthKey {
     }
 }
 
-/// The development issuer's routes, or None outside development.
-/// (`helix serve` also hosts them on a loopback address only.)
-pub fn router(state: AppState, key: Arc<DevAuthKey>) -> Option<Router> {
-    if state.services.config.mode != Mode::Development {
-        return None;
-    }
-    let browser = super::dev_oidc::provider(&state, key.clone());
-    let issuer = DevIssuer { app: state.clone(), key, browser: browser.clone() };
-    let mut router = Router::new()
-        .route(JWKS_PATH, get(jwks))
-        .route(REGISTER_PATH, axum::routing::post(super::dev_register::register))
-        .route(TOKEN_PATH, axum::routing::post(super::dev_token::token));
-    for path in METADATA_PATHS {
-        router = router.route(path, get(metadata));
-    }
-    // The pages: the account lane's pipeline and headers, except that the consent page
-    // sets its own policy (its form leads back to the client's loopback redirect).
-    let policy = HeaderValue::from_str(&Csp::NoScript.policy(&state)).expect("ascii policy");
-    let pages = Router::new()
-        .route(AUTHORIZE_PATH, get(super::dev_authorize::authorize).post(super::dev_authorize::decide))
-        .layer(axum::middleware::from_fn_with_state((state.clone(), Group::Account), pipeline))
-        .layer(page_headers(Referrer::SameOrigin))
-        .layer(SetResponseHeaderLayer::if_not_present(CONTENT_SECURITY_POLICY, policy))
-        .with_state(state.clone());
-    let mut all = router
-        .layer(axum::middleware::from_fn_with_state((state.clone(), Group::Discovery), pipeline))
-        .with_state(issuer)
-        .merge(pages);
-    if let Some(browser) = browser {
-        all = all.merge(super::dev_oidc::router(state, browser));
-    }
-    Some(all)
-}
-
-/// The issuer's state: the app and its signing key.
-#[derive(Clone)]
-pub(super) struct DevIssuer {
-    pub app: AppState,
-    pub key: Arc<DevAuthKey>,
-    /// The browser's sign-in (the first-party client), when enabled.
-    pub browser: Option<Arc<super::dev_oidc::DevProvider>>,
-}
-
-impl axum::extract::FromRef<DevIssuer> for AppState {
-    fn from_ref(issuer: &DevIssuer) -> AppState {
-        issuer.app.clone()
-    }
-}
-
 /// The issuer identifier: the local base URL.
 pub fn issuer_url(state: &AppState) -> String {
     state.services.config.public_base_url.clone()
@@ -179,14 +121,6 @@ pub fn metadata_document(state: &AppState) -> Value {
 
 /// The scope that asks for a refresh token.
 pub const OFFLINE_ACCESS: &str = "offline_access";
-
-async fn metadata(State(issuer): State<DevIssuer>) -> Json<Value> {
-    Json(metadata_document(&issuer.app))
-}
-
-async fn jwks(State(issuer): State<DevIssuer>) -> Json<Value> {
-    Json(issuer.key.jwks())
-}
 
 #[cfg(test)]
 mod tests {

@@ -15,7 +15,8 @@ use http::{HeaderValue, StatusCode};
 use serde_json::{Value, json};
 use sha2::Digest;
 
-use super::dev_auth::{DevIssuer, OFFLINE_ACCESS, issuer_url};
+use super::AppState;
+use super::dev_auth::{DevAuthKey, OFFLINE_ACCESS, issuer_url};
 use super::dev_authorize::{pairs, resource_ok, single};
 use super::dev_oidc::{TokenForm, exchange};
 use crate::config::DEV_PROVIDER_CLIENT_ID;
@@ -40,6 +41,21 @@ fn no_store(mut res: Response) -> Response {
 fn oauth_error(error: &'static str, description: &str) -> Response {
     let status = if error == "invalid_client" { StatusCode::UNAUTHORIZED } else { StatusCode::BAD_REQUEST };
     no_store((status, Json(json!({ "error": error, "error_description": description }))).into_response())
+}
+
+/// The issuer's state: the app and its signing key.
+#[derive(Clone)]
+pub(super) struct DevIssuer {
+    pub app: AppState,
+    pub key: std::sync::Arc<DevAuthKey>,
+    /// The browser's sign-in (the first-party client), when enabled.
+    pub browser: Option<std::sync::Arc<super::dev_oidc::DevProvider>>,
+}
+
+impl axum::extract::FromRef<DevIssuer> for AppState {
+    fn from_ref(issuer: &DevIssuer) -> AppState {
+        issuer.app.clone()
+    }
 }
 
 fn unavailable(e: impl Into<ApiError>) -> Response {

@@ -12,6 +12,7 @@ pub mod dev_auth;
 pub mod dev_authorize;
 pub mod dev_oidc;
 pub mod dev_register;
+pub mod dev_routes;
 pub mod dev_token;
 pub mod discovery;
 pub mod embodiment;
