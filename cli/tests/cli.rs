@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 mod support;
 
-use support::{BIN, Server, free_port};
+use support::{BIN, Server, free_port, post_keyed};
 
 fn dev_token(dir: &std::path::Path, extra_env: &[(&str, &str)]) -> std::process::Output {
     support::dev_token_output(dir, "cli-user", "cli-tenant", extra_env)
@@ -54,17 +54,9 @@ async fn runs_survive_a_restart_of_helix_serve_and_dev_tokens_work() {
     assert_eq!(got, run, "the run is still there after a restart");
 
     // The local executor answers from the bundled corpus with verified authority.
-    let turn: Value = client
-        .post(format!("http://127.0.0.1:{port}/api/v1/agent-runs/{id}/continue"))
-        .bearer_auth(&token)
-        .header("Idempotency-Key", "cli-durable-turn-1")
-        .json(&json!({"expected_version": 1, "instruction": "Find the torsion pendulum result."}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let turn_body = json!({"expected_version": 1, "instruction": "Find the torsion pendulum result."});
+    let continue_url = format!("http://127.0.0.1:{port}/api/v1/agent-runs/{id}/continue");
+    let (_, turn) = post_keyed(&client, &continue_url, &token, "cli-durable-turn-1", &turn_body).await;
     assert_eq!(turn["completion_status"], "completed", "{turn}");
     assert_eq!(turn["terminal_authority_status"], "authorized");
 }

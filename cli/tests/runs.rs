@@ -5,7 +5,7 @@
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::json;
 
 mod support;
 
@@ -25,17 +25,9 @@ async fn runs_tail_follows_a_live_run_until_it_ends_and_runs_list_shows_it() {
     let _server = support::serve(dir.path(), port, &[]).await;
     let base = format!("http://127.0.0.1:{port}");
     let client = reqwest::Client::new();
-    let run: Value = client
-        .post(format!("{base}/api/v1/agent-runs"))
-        .bearer_auth(&token)
-        .header("Idempotency-Key", "cli-tail-start-1")
-        .json(&json!({"objective": "What did Lamoreaux measure?", "database_scope": ["research_library"]}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let start = json!({"objective": "What did Lamoreaux measure?", "database_scope": ["research_library"]});
+    let (_, run) =
+        support::post_keyed(&client, &format!("{base}/api/v1/agent-runs"), &token, "cli-tail-start-1", &start).await;
     let id = run["run_id"].as_str().unwrap().to_owned();
 
     let tail = helix_runs(&["tail", &id, "--interval-ms", "100"], &base, &token)
@@ -44,15 +36,10 @@ async fn runs_tail_follows_a_live_run_until_it_ends_and_runs_list_shows_it() {
         .spawn()
         .unwrap();
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let turn = client
-        .post(format!("{base}/api/v1/agent-runs/{id}/continue"))
-        .bearer_auth(&token)
-        .header("Idempotency-Key", "cli-tail-turn-01")
-        .json(&json!({"expected_version": 1, "instruction": "Find the torsion pendulum result."}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(turn.status(), 200);
+    let turn_body = json!({"expected_version": 1, "instruction": "Find the torsion pendulum result."});
+    let continue_url = format!("{base}/api/v1/agent-runs/{id}/continue");
+    let (status, _) = support::post_keyed(&client, &continue_url, &token, "cli-tail-turn-01", &turn_body).await;
+    assert_eq!(status, 200);
     let out = tokio::task::spawn_blocking(move || tail.wait_with_output()).await.unwrap().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));

@@ -93,29 +93,15 @@ async fn helix_serve_completes_an_authorized_run_through_the_solver_over_http() 
     )
     .await;
     let client = reqwest::Client::new();
-    let run: Value = client
-        .post(format!("http://127.0.0.1:{port}/api/v1/agent-runs"))
-        .bearer_auth(&token)
-        .header("Idempotency-Key", "two-process-run-1")
-        .json(&json!({"objective": "What force did Lamoreaux measure between a sphere and a plate?", "database_scope": ["research_library"]}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let base = format!("http://127.0.0.1:{port}");
+    let objective = "What force did Lamoreaux measure between a sphere and a plate?";
+    let start = json!({"objective": objective, "database_scope": ["research_library"]});
+    let (_, run) =
+        support::post_keyed(&client, &format!("{base}/api/v1/agent-runs"), &token, "two-process-run-1", &start).await;
     let id = run["run_id"].as_str().expect("a run");
-    let turn: Value = client
-        .post(format!("http://127.0.0.1:{port}/api/v1/agent-runs/{id}/continue"))
-        .bearer_auth(&token)
-        .header("Idempotency-Key", "two-process-turn-1")
-        .json(&json!({"expected_version": 1, "instruction": "Find the torsion pendulum result."}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let turn_body = json!({"expected_version": 1, "instruction": "Find the torsion pendulum result."});
+    let continue_url = format!("{base}/api/v1/agent-runs/{id}/continue");
+    let (_, turn) = support::post_keyed(&client, &continue_url, &token, "two-process-turn-1", &turn_body).await;
     assert_eq!(turn["completion_status"], "completed", "{turn}");
     assert_eq!(turn["terminal_authority_status"], "authorized", "{turn}");
 }

@@ -67,3 +67,17 @@ pub async fn spawn_ready(mut cmd: Command, port: u16, attempts: u32) -> Server {
     }
     panic!("helix serve on port {port} did not become ready");
 }
+
+/// `POST url` as a client of the REST lane: the bearer `token`, `Idempotency-Key: key` and
+/// the JSON `body`; the status and the JSON answer.
+pub async fn post_keyed(
+    client: &reqwest::Client,
+    url: &str,
+    token: &str,
+    key: &str,
+    body: &serde_json::Value,
+) -> (u16, serde_json::Value) {
+    let res = client.post(url).bearer_auth(token).header("Idempotency-Key", key).json(body).send().await.unwrap();
+    let status = res.status().as_u16();
+    (status, res.json().await.unwrap())
+}
