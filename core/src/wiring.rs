@@ -96,11 +96,10 @@ pub enum BootError {
     Config(#[from] crate::config::ConfigError),
     #[error("HELIX_TABLE_NAME is required for the DynamoDB store")]
     NoTable,
+    /// A corpus directory that cannot be read, with the variable that named it.
     #[cfg(feature = "local-executor")]
-    #[error(transparent)]
-    Corpus(#[from] crate::executor::local::CorpusError),
-    #[error("HELIX_LOCAL_CORPUS_DIR: {0}")]
-    LocalCorpus(String),
+    #[error("{var}: {source}")]
+    Corpus { var: &'static str, source: crate::executor::local::CorpusError },
 }
 
 /// The solver function's cold start: production defaults, its bearer and signing key from
@@ -113,7 +112,8 @@ pub async fn solver_service() -> Result<Arc<crate::solver::TurnService>, BootErr
     let mut config = SolverConfig::from_lookup(DefaultMode::Production, &lookup)?;
     let signer = config.signer.take().ok_or(ConfigError::Missing(SIGNING_KEY_VAR))?;
     let (issuer, key_id) = (signer.issuer.clone(), signer.key_id.clone());
-    let service = crate::solver::TurnService::from_config(&config, signer)?;
+    let service = crate::solver::TurnService::from_config(&config, signer)
+        .map_err(|source| BootError::Corpus { var: "HELIX_SOLVER_CORPUS_DIR", source })?;
     tracing::info!(issuer, key_id, documents = service.document_count(), "turn service ready");
     Ok(Arc::new(service))
 }
@@ -141,7 +141,7 @@ pub fn lambda_executor(config: &mut Config) -> Result<Arc<dyn TurnExecutor>, Boo
         let signer = crate::domain::authority::TerminalSigner::generate(issuer, key_id);
         let key = signer.verifying_key();
         let exec = crate::executor::local::LocalExecutor::from_dir(dir, signer)
-            .map_err(|e| BootError::LocalCorpus(e.to_string()))?;
+            .map_err(|source| BootError::Corpus { var: "HELIX_LOCAL_CORPUS_DIR", source })?;
         tracing::info!(documents = exec.document_count(), "local solver over HELIX_LOCAL_CORPUS_DIR (development)");
         config.trusted_terminal_keys.insert(issuer, key_id, key);
         return Ok(Arc::new(exec));

@@ -348,21 +348,7 @@ mod tests {
     #[test]
     fn the_fixtures_cover_every_kind() {
         let kinds: Vec<EventKind> = stored().iter().map(|l| serde_json::from_str::<Event>(l).unwrap().kind()).collect();
-        for kind in [
-            EventKind::RunStarted,
-            EventKind::RunRecovered,
-            EventKind::ContinuationReceived,
-            EventKind::EvidenceReentered,
-            EventKind::IssueResolved,
-            EventKind::InputRequested,
-            EventKind::TerminalAuthorityEvaluated,
-            EventKind::RunWaiting,
-            EventKind::RunCompleted,
-            EventKind::RunBlocked,
-            EventKind::RunFailed,
-            EventKind::RunCancelled,
-            EventKind::BudgetExhausted,
-        ] {
+        for kind in EventKind::ALL {
             assert!(kinds.contains(&kind), "{kind:?} has no fixture");
         }
     }
