@@ -8,7 +8,7 @@ use serde::Deserialize;
 use super::{CREDENTIAL_ENV, EmbodimentService, MAX_BINDINGS, POLL_INTERVAL_MS, RACE_RETRIES};
 use crate::domain::credential::text_carries_credential;
 use crate::domain::embodiment::protocol::PROTOCOL_V1;
-use crate::domain::embodiment::{ConnectorConfig, EnvBindingId, PAIRING_SCHEMA, PairingCreated, PairingRequest};
+use crate::domain::embodiment::{ConnectorConfig, EnvBindingId, PAIRING_SCHEMA, PairingCreated, PairingRequest, StopCleared};
 use crate::domain::room::RoomId;
 use crate::domain::room::RoomRole;
 use crate::domain::source::ConnectorCredential;
@@ -23,7 +23,7 @@ use crate::service::sources::{DeveloperLane, developer};
 use crate::store::Cond;
 
 /// The body of the Emergency Stop clear route.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ClearStopRequest {
     pub room_id: String,
@@ -106,7 +106,7 @@ impl EmbodimentService {
         &self,
         s: &Session,
         req: ClearStopRequest,
-    ) -> Result<serde_json::Value, ApiError> {
+    ) -> Result<StopCleared, ApiError> {
         s.require_member()?;
         let room = RoomId::parse(&req.room_id).ok_or(ApiError::NotFound)?;
         let binding_id = EnvBindingId::parse(&req.environment_binding_id).ok_or(ApiError::NotFound)?;
@@ -115,9 +115,11 @@ impl EmbodimentService {
                 binding_in_room(self.store.as_ref(), room.as_str(), binding_id.as_str(), &s.account_id, false).await?;
             let binding = got.binding.filter(|_| got.owner_holds).ok_or(ApiError::NotFound)?;
             if !binding.estop_active {
-                return Ok(
-                    serde_json::json!({ "environment_binding_id": binding.binding_id, "emergency_stop_active": false }),
-                );
+                return Ok(StopCleared {
+                    environment_binding_id: binding.binding_id,
+                    emergency_stop_active: false,
+                    emergency_stop_generation: None,
+                });
             }
             let mut next = binding.next();
             next.estop_active = false;
@@ -126,11 +128,11 @@ impl EmbodimentService {
             check_room_owner(&mut tx, room.as_str(), &s.account_id, true, None);
             match tx.commit(self.store.as_ref()).await {
                 Ok(()) => {
-                    return Ok(serde_json::json!({
-                        "environment_binding_id": next.binding_id,
-                        "emergency_stop_active": false,
-                        "emergency_stop_generation": next.estop_generation,
-                    }));
+                    return Ok(StopCleared {
+                        environment_binding_id: next.binding_id,
+                        emergency_stop_active: false,
+                        emergency_stop_generation: Some(next.estop_generation),
+                    });
                 }
                 Err(f) if f.failed(Role::Room) || f.failed(Role::Member) => return Err(ApiError::NotFound),
                 Err(f) if f.failed(Role::EnvBinding) || f.contended() => continue,
