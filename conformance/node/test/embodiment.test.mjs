@@ -70,10 +70,13 @@ test('scripted connector: every reachable workflow state and typed error matches
       await tools.err('helix_environment_subject_list', { room_id: `room_${'0'.repeat(20)}` }, 'not_found');
       await selectFirst(tools, w, STEVE);
 
-      // Refusals of the action itself: the published inputSchema (JSON-RPC -32602, nothing
-      // queued) and the service's own bounds (a typed action_refused result).
-      await assert.rejects(act({ type: 'teleport', x: 0, y: 64, z: 0 }), (e) => e.code === -32602, 'an unknown type is refused');
-      await assert.rejects(act({ type: 'wait', ticks: 201 }), (e) => e.code === -32602, 'ticks beyond 200 are refused');
+      // Refusals of the action itself: the published inputSchema (the preflight's HTTP 400
+      // with JSON-RPC -32602 naming the path, nothing queued) and the service's own bounds
+      // (a typed action_refused result).
+      const invalidParams = (path) => (e) => e.code === 400 && e.message.includes('"code":-32602')
+        && e.message.includes(`Invalid params: ${path}`);
+      await assert.rejects(act({ type: 'teleport', x: 0, y: 64, z: 0 }), invalidParams('action'), 'an unknown type');
+      await assert.rejects(act({ type: 'wait', ticks: 201 }), invalidParams('action'), 'ticks beyond 200');
       const chat = await act({ type: 'chat', text: '/op me' });
       assert.ok(chat.isError && chat.sc.error.code === 'action_refused', JSON.stringify(chat.sc));
       assert.equal(chat.sc.error.details.reason, 'chat_command');
@@ -222,7 +225,7 @@ test('scripted connector: every reachable workflow state and typed error matches
       const noResume = await control(last, 'resume');
       assert.ok(noResume.isError && noResume.sc.error.code === 'workflow_not_resumable', JSON.stringify(noResume.sc));
       const cleared = await http(h, 'POST', '/api/account/room-connectors/emergency-stop/clear',
-        { room_id: w.roomId }, { cookie: h.tokens.cookie });
+        { room_id: w.roomId, environment_binding_id: w.bindingId }, { cookie: h.tokens.cookie });
       assert.ok(cleared.status < 300, JSON.stringify(cleared.body));
       const afterClear = await queue({ type: 'wait', ticks: 1 });
       assert.equal((await conn.poll()).emergency_stop_active, false);
