@@ -133,6 +133,7 @@ export class CheckedTools {
         ok: branches.length === 2 ? this.ajv.compile(branches[0]) : null,
         err: this.ajv.compile(branches.at(-1)),
       };
+      assert.equal(this.validators[t.name].whole({}), false, `${t.name}: its outputSchema admits an empty object`);
     }
     this.seen = {};
     this.reasons = new Set();
