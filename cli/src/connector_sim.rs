@@ -8,10 +8,13 @@
 //!
 //! Its command ledger (by workflow, step and lease token) makes at-least-once delivery
 //! effectively once: a redelivered command it already took is not executed again.
-//! `--override-at-poll N` simulates a person taking the controls at poll N (the running
-//! command is acknowledged `overridden`); `--hazard` makes every block break fail.
+//! `--override-at-poll N` simulates a person taking the controls at poll N, and the
+//! signal `SIGUSR1` at the next poll (the running command is acknowledged `overridden`);
+//! `--hazard` makes every block break fail.
 
 use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context, bail};
@@ -41,7 +44,8 @@ pub struct ConnectorSimArgs {
     /// The players the connector can drive (display names; native ids are derived).
     #[arg(long, default_value = "Steve")]
     pub players: String,
-    /// Simulate a person taking the controls at this poll (1-based).
+    /// Simulate a person taking the controls at this poll (1-based); SIGUSR1 (`kill -USR1`)
+    /// does it at the next poll.
     #[arg(long)]
     pub override_at_poll: Option<u64>,
     /// Every block break fails (`hazard`) without changing the world.
@@ -132,10 +136,14 @@ pub async fn run(args: ConnectorSimArgs) -> anyhow::Result<()> {
     let mut ledger: HashSet<(String, u32, String)> = HashSet::new();
     let mut active: Vec<Active> = Vec::new();
     let mut acks: Vec<Value> = Vec::new();
+    let by_hand = take_controls_on_signal()?;
     let mut n = 0u64;
     loop {
         n += 1;
-        if args.override_at_poll == Some(n) {
+        if args.override_at_poll == Some(n) || by_hand.swap(false, Ordering::SeqCst) {
+            if active.is_empty() {
+                println!("a person took the controls: nothing was running");
+            }
             for a in active.drain(..) {
                 println!("a person took the controls: {} overridden", a.cmd.workflow_ref);
                 acks.push(ack(&a.cmd, a.seq + 1, "overridden", Value::Null, None));
@@ -189,6 +197,23 @@ pub async fn run(args: ConnectorSimArgs) -> anyhow::Result<()> {
         }
         tokio::time::sleep(Duration::from_millis(interval)).await;
     }
+}
+
+/// `kill -USR1 <pid>`: a person takes the controls at the next poll (the flag it sets).
+fn take_controls_on_signal() -> anyhow::Result<Arc<AtomicBool>> {
+    let flag = Arc::new(AtomicBool::new(false));
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut usr1 = signal(SignalKind::user_defined1()).context("listening for SIGUSR1")?;
+        let set = flag.clone();
+        tokio::spawn(async move {
+            while usr1.recv().await.is_some() {
+                set.store(true, Ordering::SeqCst);
+            }
+        });
+    }
+    Ok(flag)
 }
 
 enum Progress {
