@@ -126,7 +126,10 @@ pub async fn run(args: ConnectorSimArgs) -> anyhow::Result<()> {
     if recovering {
         let n = ledger.interrupt_started();
         ledger.save()?;
-        println!("restarted with ledger at epoch {}: {n} interrupted command(s) acknowledged interrupted", ledger.epoch);
+        println!(
+            "restarted with ledger at epoch {}: {n} interrupted command(s) acknowledged interrupted",
+            ledger.epoch
+        );
     }
     let mut epoch = recovering.then_some(ledger.epoch);
     let mut interval = args.interval_ms.unwrap_or(config.poll_interval_ms);
@@ -238,7 +241,12 @@ pub async fn run(args: ConnectorSimArgs) -> anyhow::Result<()> {
 
 /// The answer of one poll, acted on: an Emergency Stop or the cancel list halts commands,
 /// new commands are taken into the ledger (a redelivery of one it holds is not).
-fn take(ledger: &mut Ledger, active: &mut Vec<Active>, poll: PollResponse, args: &ConnectorSimArgs) -> anyhow::Result<()> {
+fn take(
+    ledger: &mut Ledger,
+    active: &mut Vec<Active>,
+    poll: PollResponse,
+    args: &ConnectorSimArgs,
+) -> anyhow::Result<()> {
     if poll.emergency_stop_active {
         if !active.is_empty() {
             println!("Emergency Stop (generation {}): every player halted", poll.emergency_stop_generation);

@@ -16,7 +16,8 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use support::{BIN, Server, free_port, spawn_ready};
 
-const SCOPES: &str = "helix.rooms.read helix.rooms.manage helix.environment_actions.read helix.environment_actions.write";
+const SCOPES: &str =
+    "helix.rooms.read helix.rooms.manage helix.environment_actions.read helix.environment_actions.write";
 const BREAK: &str = r#"{"type": "break_block", "x": 5, "y": 64, "z": 5, "expected_block": "minecraft:oak_log"}"#;
 
 /// One table on the emulator, one data dir, one port: a server that can be killed and
@@ -63,7 +64,7 @@ impl Stack {
     /// A store command (`dev-token`, `dev-session`, `account policy`) on this table.
     fn on_store(&self, args: &[&str]) -> String {
         let mut all: Vec<&str> = args.to_vec();
-        all.extend(["--store", "dynamodb", "--table", &self.table, "--data-dir"]);
+        all.extend(["--store", "dynamodb", "--table", self.table.as_str(), "--data-dir"]);
         let out = self.helix(&all).arg(self.dir.path()).output().unwrap();
         assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
         String::from_utf8(out.stdout).unwrap().trim().to_owned()
@@ -238,7 +239,8 @@ async fn act(s: &Stack, p: &Paired, key: &str, action: Value) -> String {
     let body = json!({ "environment_binding_id": p.binding, "subject_ref": subject });
     let (status, v) = s.post(&p.token, &format!("{room}/environment-subjects/select"), None, body).await;
     assert_eq!(status, 200, "{v}");
-    let (status, wf) = s.post(&p.token, &format!("{room}/player-actions"), Some(key), json!({ "action": action })).await;
+    let (status, wf) =
+        s.post(&p.token, &format!("{room}/player-actions"), Some(key), json!({ "action": action })).await;
     assert_eq!(status, 202, "{wf}");
     wf["workflow_ref"].as_str().unwrap().to_owned()
 }

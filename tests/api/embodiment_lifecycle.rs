@@ -22,7 +22,8 @@ async fn poll_as(app: &TestApp, credential: &str, epoch: u64) -> (u16, Value) {
 }
 
 async fn form(app: &TestApp, w: &World, op: &str, confirm: bool) -> (u16, String) {
-    let mut fields = vec![("room_id", w.room_id.as_str()), ("environment_binding_id", w.binding_id.as_str()), ("op", op)];
+    let mut fields =
+        vec![("room_id", w.room_id.as_str()), ("environment_binding_id", w.binding_id.as_str()), ("op", op)];
     if confirm {
         fields.push(("confirm", "yes"));
     }
@@ -107,11 +108,7 @@ async fn revocation_ends_every_open_workflow_and_refuses_the_connector(backend: 
     assert_eq!((s, code(&e)), (401, "connector_credential_invalid"));
     // Revoking again answers the same; a revoked pairing cannot be rotated back to life.
     let (s, r) = credential_route(&app, &w.cookie, &w, "revoke", json!({ "room_id": w.room_id })).await;
-    assert_eq!(
-        (s, r["status"].as_str(), r["workflows_ended"].as_u64()),
-        (200, Some("revoked"), Some(0)),
-        "{r}"
-    );
+    assert_eq!((s, r["status"].as_str(), r["workflows_ended"].as_u64()), (200, Some("revoked"), Some(0)), "{r}");
     let (s, _) = credential_route(&app, &w.cookie, &w, "rotate", json!({ "room_id": w.room_id })).await;
     assert_eq!(s, 404);
     // New actions find no live connector.
@@ -142,7 +139,10 @@ async fn a_dead_man_halt_pauses_held_moves_and_marks_held_mutations_unknown(back
     let moved = status(&app, &w, mv["workflow_ref"].as_str().unwrap()).await;
     assert_eq!((moved["status"].as_str(), moved["reason"].as_str()), (Some("paused"), Some("dead_man_halted")));
     let broke = status(&app, &w, b["workflow_ref"].as_str().unwrap()).await;
-    assert_eq!((broke["status"].as_str(), broke["reason"].as_str()), (Some("outcome_unknown"), Some("dead_man_halted")));
+    assert_eq!(
+        (broke["status"].as_str(), broke["reason"].as_str()),
+        (Some("outcome_unknown"), Some("dead_man_halted"))
+    );
     assert!(p["commands"].as_array().unwrap().is_empty(), "nothing is redelivered after the halt: {p}");
     assert_eq!(p["cancel"], json!([mv["workflow_ref"]]), "the paused move is in the cancel list: {p}");
     // The paused move resumes under a fresh lease; the old lease's acknowledgement is refused.
@@ -154,7 +154,9 @@ async fn a_dead_man_halt_pauses_held_moves_and_marks_held_mutations_unknown(back
     assert_ne!(p["commands"][0]["lease_token"], cmd["lease_token"], "{p}");
 }
 
-async fn the_cancel_list_names_what_helix_took_from_the_connector_and_a_new_epoch_never_resumes_a_held_mutation(backend: Backend) {
+async fn the_cancel_list_names_what_helix_took_from_the_connector_and_a_new_epoch_never_resumes_a_held_mutation(
+    backend: Backend,
+) {
     let app = TestApp::spawn_with(backend, &[]).await;
     let w = paired(&app).await;
     let old = register(&app, &w).await;
@@ -178,7 +180,10 @@ async fn the_cancel_list_names_what_helix_took_from_the_connector_and_a_new_epoc
     assert_eq!(p["commands"][0]["workflow_ref"], c["workflow_ref"], "{p}");
     let new = register(&app, &w).await;
     let s = status(&app, &w, c["workflow_ref"].as_str().unwrap()).await;
-    assert_eq!((s["status"].as_str(), s["reason"].as_str()), (Some("outcome_unknown"), Some("connector_epoch_changed")));
+    assert_eq!(
+        (s["status"].as_str(), s["reason"].as_str()),
+        (Some("outcome_unknown"), Some("connector_epoch_changed"))
+    );
     let args = json!({ "room_id": w.room_id, "workflow_ref": c["workflow_ref"], "control": "resume" });
     let (is_error, e) = super::embodiment::tool(&app, &w.token, "helix_minecraft_workflow_control", args).await;
     assert_eq!((is_error, err(&e)), (true, "workflow_not_resumable"), "{e}");

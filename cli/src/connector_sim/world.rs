@@ -110,7 +110,7 @@ impl World {
                 Progress::Done(json!({ "block_at_target": self.block(b.x, b.y, b.z) }))
             }
             Step::PlaceBlock(p) => {
-                let free = self.block(p.x, p.y, p.z) == "minecraft:air";
+                let free = self.blocks.get(&at(p.x, p.y, p.z)).is_none_or(|b| b == "minecraft:air");
                 let inv = &mut self.players[i].inventory;
                 match inv.get_mut(&p.item) {
                     Some(n) if *n > 0 && free => {

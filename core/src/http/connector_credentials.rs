@@ -120,8 +120,7 @@ async fn credential_form(
     };
     s.require_member()?;
     if f.confirm.as_deref() != Some("yes") {
-        let confirm =
-            Some(PendingChange { op, room_id: f.room_id, environment_binding_id: f.environment_binding_id });
+        let confirm = Some(PendingChange { op, room_id: f.room_id, environment_binding_id: f.environment_binding_id });
         return Ok(Page(PairingPage { confirm, ..Default::default() }).into_response());
     }
     let room = PairingRoom { room_id: f.room_id };

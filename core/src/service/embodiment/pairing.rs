@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{CREDENTIAL_ENV, EmbodimentService, MAX_BINDINGS, POLL_INTERVAL_MS, RACE_RETRIES};
 use crate::domain::credential::text_carries_credential;
+use crate::domain::embodiment::WorkflowState;
 use crate::domain::embodiment::protocol::PROTOCOL_V1;
 use crate::domain::embodiment::{ConnectorConfig, EnvBindingId, PAIRING_SCHEMA, PairingCreated, PairingRequest};
 use crate::domain::room::RoomId;
@@ -15,7 +16,6 @@ use crate::domain::room::RoomRole;
 use crate::domain::source::ConnectorCredential;
 use crate::domain::time::rfc3339;
 use crate::error::ApiError;
-use crate::domain::embodiment::WorkflowState;
 use crate::service::records::embodiment::{
     CredentialLookup, EnvBinding, WorkflowRecord, binding_in_room, bindings_of_room, credential_key, open_workflows,
     read_workflow,
