@@ -177,8 +177,10 @@ fn sim(p: &Paired, ledger: &Path, extra: &[&str]) -> Sim {
 }
 
 impl Sim {
+    /// Lines of its stdout and stderr containing `needle`.
     fn count(&self, needle: &str) -> usize {
-        self.lines.lock().unwrap().iter().filter(|l| l.contains(needle)).count()
+        let hits = |lines: &Mutex<Vec<String>>| lines.lock().unwrap().iter().filter(|l| l.contains(needle)).count();
+        hits(&self.lines) + hits(&self.stderr)
     }
 
     async fn wait_for(&self, needle: &str, secs: u64) {
@@ -382,7 +384,7 @@ async fn a_partitioned_connector_halts_on_its_own_and_helix_records_the_dead_man
     let far = json!({"type": "move_to", "x": 400, "y": 64, "z": 0});
     let wf = act(&s, &p, "kill-dead-0001", far).await;
     sim.wait_for(&format!("command {wf} step 0: move_to"), 20).await;
-    sim.wait_for("network partition", 20).await;
+    sim.wait_for("network partition", 60).await;
     sim.wait_for("dead-man: Helix not reached for 800 ms, every player halted", 20).await;
     let v = wait_status(&s, &p, &wf, "paused", 20).await;
     assert_eq!(v["reason"], "dead_man_halted", "{v}");

@@ -35,8 +35,8 @@ async fn rotation_refuses_the_old_credential_at_once_and_the_new_one_polls_on(ba
     let w = paired(&app).await;
     let epoch = register(&app, &w).await;
     // Another signed-in person, a foreign origin and an unknown field change nothing.
-    app.developer("bob").await;
     let bob = app.session("bob").await;
+    app.developer("bob").await;
     let (s, e) = credential_route(&app, &bob, &w, "rotate", json!({ "room_id": w.room_id })).await;
     assert_eq!((s, code(&e)), (404, "not_found"), "{e}");
     let path = format!("{}/api/account/room-connectors/{}/rotate", app.base, w.binding_id);
@@ -111,10 +111,9 @@ async fn revocation_ends_every_open_workflow_and_refuses_the_connector(backend: 
     assert_eq!((s, r["status"].as_str(), r["workflows_ended"].as_u64()), (200, Some("revoked"), Some(0)), "{r}");
     let (s, _) = credential_route(&app, &w.cookie, &w, "rotate", json!({ "room_id": w.room_id })).await;
     assert_eq!(s, 404);
-    // New actions find no live connector.
+    // The revoked environment is gone for agents: no selection in it survives.
     let (is_error, e) = act(&app, &w, &w.token, "revoke-key-03", json!({"type": "wait", "ticks": 5})).await;
-    assert!(is_error, "{e}");
-    assert!(["connector_unavailable", "not_found"].contains(&err(&e)), "{e}");
+    assert_eq!((is_error, err(&e)), (true, "subject_not_selected"), "{e}");
 }
 
 async fn a_dead_man_halt_pauses_held_moves_and_marks_held_mutations_unknown(backend: Backend) {
@@ -145,12 +144,12 @@ async fn a_dead_man_halt_pauses_held_moves_and_marks_held_mutations_unknown(back
     );
     assert!(p["commands"].as_array().unwrap().is_empty(), "nothing is redelivered after the halt: {p}");
     assert_eq!(p["cancel"], json!([mv["workflow_ref"]]), "the paused move is in the cancel list: {p}");
-    // The paused move resumes under a fresh lease; the old lease's acknowledgement is refused.
+    // The paused move resumes under a fresh lease; the halted command's late acknowledgement is refused.
     let args = json!({ "room_id": w.room_id, "workflow_ref": mv["workflow_ref"], "control": "resume" });
     let (_, v) = super::embodiment::tool(&app, &w.token, "helix_minecraft_workflow_control", args).await;
     assert_eq!(v["status"], "queued", "{v}");
     let (_, p) = poll(&app, &w, epoch, json!([ack(&cmd, 2, "completed", json!({"position": [90, 64, 0]}))])).await;
-    assert_eq!(p["acks"][0]["outcome"], "lease_mismatch", "{p}");
+    assert_eq!(p["acks"][0]["outcome"], "not_at_connector", "{p}");
     assert_ne!(p["commands"][0]["lease_token"], cmd["lease_token"], "{p}");
 }
 
@@ -191,7 +190,32 @@ async fn the_cancel_list_names_what_helix_took_from_the_connector_and_a_new_epoc
     assert_eq!(s, 200);
 }
 
+async fn a_closed_rooms_open_workflows_end_at_its_connectors_next_request(backend: Backend) {
+    let app = TestApp::spawn_with(backend, &[]).await;
+    let w = paired(&app).await;
+    let epoch = register(&app, &w).await;
+    select_first(&app, &w, &w.token).await;
+    let (_, held) = act(&app, &w, &w.token, "closed-key-01", json!({"type": "wait", "ticks": 200})).await;
+    poll(&app, &w, epoch, json!([])).await;
+    let (_, queued) = act(&app, &w, &w.token, "closed-key-02", json!({"type": "chat", "text": "hi"})).await;
+    // The room closes (there is no external close operation: the stored status changes).
+    let store = app.state.services.store.clone();
+    let mut room = store.get(&helix_core::service::records::rooms::room_key(&w.room_id)).await.unwrap().unwrap();
+    room.attrs.insert("status".into(), helix_core::store::Attr::S("closed".into()));
+    store.put(room, None).await.unwrap();
+    let (s, e) = poll(&app, &w, epoch, json!([])).await;
+    assert_eq!((s, code(&e)), (401, "connector_credential_invalid"));
+    for wf in [&held, &queued] {
+        let r = wf["workflow_ref"].as_str().unwrap();
+        let got = helix_core::service::records::embodiment::read_workflow(store.as_ref(), &w.room_id, r);
+        let got = got.await.unwrap().unwrap();
+        let state = serde_json::to_value(got.state).unwrap();
+        assert_eq!((state.as_str(), got.reason.as_deref()), (Some("stopped"), Some("room_closed")), "{r}");
+    }
+}
+
 on_both_backends!(
+    a_closed_rooms_open_workflows_end_at_its_connectors_next_request,
     rotation_refuses_the_old_credential_at_once_and_the_new_one_polls_on,
     revocation_ends_every_open_workflow_and_refuses_the_connector,
     a_dead_man_halt_pauses_held_moves_and_marks_held_mutations_unknown,
