@@ -49,7 +49,10 @@ pub fn browser_router(state: AppState) -> Router {
         .route(CLEAR_STOP_PATH, post(clear_stop).fallback(method_not_allowed_post))
         .merge(super::connector_credentials::routes())
         .layer(axum::middleware::from_fn_with_state((state.clone(), Group::SourceBrowser), pipeline))
-        .layer(page_headers(&state, Csp::SameOriginScript, Referrer::None))
+        // `same-origin`, not `no-referrer`: under `no-referrer` a browser sends `Origin: null`
+        // with the page's plain forms (rotate, revoke), which the same-origin rule refuses.
+        // No URL of this lane carries a secret (credentials are only in response bodies).
+        .layer(page_headers(&state, Csp::SameOriginScript, Referrer::SameOrigin))
         .with_state(state)
 }
 
