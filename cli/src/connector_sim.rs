@@ -255,9 +255,11 @@ fn take(
             ledger.set(&a.key, EntryState::Halted);
         }
     }
+    // A cancelled command stops before its effect: it is acknowledged `failed` (no world
+    // change), which ends a `cancel_requested` workflow `cancelled`.
     for a in active.iter().filter(|a| poll.cancel.contains(&a.cmd.workflow_ref)) {
         println!("cancelled by Helix: {} step {}", a.cmd.workflow_ref, a.cmd.step_index);
-        ledger.set(&a.key, EntryState::Halted);
+        ledger.finish(a, "failed", Value::Null, Some("cancelled"));
     }
     active.retain(|a| !poll.cancel.contains(&a.cmd.workflow_ref));
     for cmd in poll.commands {

@@ -395,3 +395,26 @@ async fn a_partitioned_connector_halts_on_its_own_and_helix_records_the_dead_man
     assert_eq!(ledger_of(&ledger)["world"]["players"][0]["pos"][0].as_i64(), Some(x), "the player stays halted");
     assert!(x < 400, "halted before arriving: {x}");
 }
+
+#[tokio::test]
+async fn a_workflow_cancelled_at_the_connector_stops_there_and_ends_cancelled() {
+    let s = Stack::new("cancel");
+    let _server = s.serve().await;
+    let p = paired(&s).await;
+    let ledger = s.dir.path().join("ledger.json");
+    let sim = sim(&p, &ledger, &["--interval-ms", "200"]);
+    sim.wait_for("registered environment", 20).await;
+    let far = json!({"type": "move_to", "x": 400, "y": 64, "z": 0});
+    let wf = act(&s, &p, "kill-cancel-001", far).await;
+    sim.wait_for(&format!("command {wf} step 0: move_to"), 20).await;
+    let path = format!("/api/v1/rooms/{}/player-workflows/{wf}/control", p.room);
+    let (status, v) = s.post(&p.token, &path, None, json!({ "control": "cancel" })).await;
+    assert_eq!((status, v["status"].as_str()), (200, Some("cancel_requested")), "{v}");
+    let v = wait_status(&s, &p, &wf, "cancelled", 20).await;
+    assert_eq!(v["late_effects_possible"], false, "{v}");
+    sim.wait_for(&format!("cancelled by Helix: {wf} step 0"), 5).await;
+    let x = ledger_of(&ledger)["world"]["players"][0]["pos"][0].as_i64().unwrap();
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!(ledger_of(&ledger)["world"]["players"][0]["pos"][0].as_i64(), Some(x), "the player stopped");
+    assert!(x < 400, "stopped before arriving: {x}");
+}

@@ -416,14 +416,20 @@ impl EmbodimentService {
 
     /// lifecycle: the connector halted its players on its own (dead-man rule) and says so:
     /// every command of this epoch it held and did not acknowledge in this poll is paused
-    /// `dead_man_halted` (a mutating one is `outcome_unknown`).
+    /// `dead_man_halted` (a mutating one is `outcome_unknown`); one whose cancel was
+    /// requested is `cancelled` (or `outcome_unknown`).
     async fn record_dead_man_halt(&self, binding: &EnvBinding) -> Result<(), ApiError> {
         for w in open_workflows(self.store.as_ref(), &binding.room_id, &binding.binding_id, 16).await? {
-            if matches!(w.state, WorkflowState::Dispatched | WorkflowState::Running)
-                && w.dispatch_epoch == Some(binding.epoch)
-            {
-                self.settle(&w, held_state(&w), Some(DEAD_MAN_HALTED)).await?;
+            if w.dispatch_epoch != Some(binding.epoch) {
+                continue;
             }
+            let state = match (w.state, held_state(&w)) {
+                (WorkflowState::Dispatched | WorkflowState::Running, held) => held,
+                (WorkflowState::CancelRequested, WorkflowState::Paused) => WorkflowState::Cancelled,
+                (WorkflowState::CancelRequested, held) => held,
+                _ => continue,
+            };
+            self.settle(&w, state, Some(DEAD_MAN_HALTED)).await?;
         }
         Ok(())
     }
