@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import time
 import urllib.error
@@ -16,6 +17,7 @@ import urllib.request
 import uuid
 from typing import Any
 
+import anyio
 import jsonschema
 import pytest
 
@@ -270,3 +272,180 @@ async def test_connector_sim_drives_a_move_to_succeeded_over_the_sdk(embodied: H
         await cm.__aexit__(None, None, None)
         sim.terminate()
         sim.wait(timeout=10)
+
+
+STEP_DEADLINE_S = 30  # core/src/service/embodiment/mod.rs, STEP_DEADLINE_MS
+
+
+class Scripted:
+    """The scripted connector's polls: every ack applied unless told otherwise."""
+
+    def __init__(self, server: HelixServer, credential: str, epoch: int) -> None:
+        self.server, self.credential, self.epoch = server, credential, epoch
+
+    def poll(self, acks: list[dict[str, Any]] | None = None, expect: str = "applied") -> dict[str, Any]:
+        v = connector(self.server, self.credential, "poll", {"epoch": self.epoch, "acks": acks or []})
+        assert all(a["outcome"] == expect for a in v["acks"]), v["acks"]
+        return v
+
+    def command_for(self, ref: str) -> dict[str, Any]:
+        v = self.poll()
+        cmds = [c for c in v["commands"] if c["workflow_ref"] == ref]
+        assert cmds, (ref, v)
+        return cmds[0]
+
+
+async def test_failures_cancellation_unknown_outcomes_epochs_and_deadlines_match_the_output_schema(
+        embodied: HelixServer) -> None:
+    w = paired_room(embodied)
+    cred = w["credential"]
+    subjects = [{"native_id": STEVE, "display_name": "Steve", "online": True}]
+    register = {"protocol": "helix.connector.v1",
+                "manifest": {"connector_name": "scripted", "connector_version": "1.0.0", "world_id": "overworld"},
+                "schema_hash": (await _schema_hash(embodied)), "capabilities": CAPABILITIES, "subjects": subjects}
+    conn = Scripted(embodied, cred, connector(embodied, cred, "register", register)["epoch"])
+    cm, tools = await open_tools(embodied)
+
+    async def queue(action: dict[str, Any]) -> str:
+        is_error, wf = await tools.call("helix_minecraft_player_action", {
+            "room_id": w["room_id"], "idempotency_key": f"sdk-act-{uuid.uuid4().hex}", "action": action})
+        assert not is_error and wf["status"] == "queued", wf
+        return wf["workflow_ref"]
+
+    async def status(ref: str, want: str, reason: str | None = None) -> dict[str, Any]:
+        _, s = await tools.call("helix_minecraft_workflow_status", {"room_id": w["room_id"], "workflow_ref": ref})
+        assert s["status"] == want and (reason is None or s["reason"] == reason), s
+        return s
+
+    async def control(ref: str, c: str) -> tuple[bool, dict[str, Any]]:
+        return await tools.call("helix_minecraft_workflow_control",
+                                {"room_id": w["room_id"], "workflow_ref": ref, "control": c})
+
+    here = {"position": [0, 64, 0]}
+    try:
+        await select_first(tools, w)
+        # failed: postcondition_unmet ("completed", but the observation shows the log still there).
+        ref = await queue({"type": "break_block", "x": 5, "y": 64, "z": 5, "expected_block": "minecraft:oak_log"})
+        cmd = conn.command_for(ref)
+        conn.poll([ack(cmd, 1, "completed", {"block_at_target": "minecraft:oak_log"})])
+        await status(ref, "failed", "postcondition_unmet")
+        # failed: step_failed:<reason>.
+        ref = await queue({"type": "craft", "item": "minecraft:oak_planks", "times": 1})
+        cmd = conn.command_for(ref)
+        conn.poll([ack(cmd, 1, "accepted"), {**ack(cmd, 2, "failed"), "reason": "missing_ingredients"}])
+        await status(ref, "failed", "step_failed:missing_ingredients")
+        # A sequence: the next step under a fresh lease; the old lease's ack is refused.
+        ref = await queue({"type": "sequence", "steps": [{"type": "wait", "ticks": 5}, {"type": "chat", "text": "hi"}]})
+        first = conn.command_for(ref)
+        conn.poll([ack(first, 1, "completed", here)])
+        assert (await status(ref, "dispatched"))["step"] == 1
+        second = conn.command_for(ref)
+        assert second["lease_token"] != first["lease_token"]
+        conn.poll([ack(first, 2, "completed", here)], expect="lease_mismatch")
+        conn.poll([ack(second, 1, "completed", {"chat_echo": "hi"})])
+        assert (await status(ref, "succeeded"))["budget"]["steps_done"] == 2
+        # cancel: queued -> cancelled at once (idempotent); at the connector -> cancel_requested -> cancelled.
+        ref = await queue({"type": "wait", "ticks": 10})
+        for _ in range(2):
+            is_error, c = await control(ref, "cancel")
+            assert not is_error and c["status"] == "cancelled", c
+        ref = await queue({"type": "wait", "ticks": 100})
+        cmd = conn.command_for(ref)
+        conn.poll([ack(cmd, 1, "accepted")])
+        is_error, c = await control(ref, "cancel")
+        assert not is_error and c["status"] == "cancel_requested" and c["late_effects_possible"] is True, c
+        assert ref in conn.poll()["cancel"]
+        conn.poll([ack(cmd, 2, "completed", here)])
+        await status(ref, "cancelled")
+        is_error, e = await control(ref, "resume")
+        assert is_error and e["error"]["code"] == "workflow_not_resumable", e
+        # outcome_unknown: a mutating step interrupted at the connector, never delivered again.
+        ref = await queue({"type": "place_block", "x": 8, "y": 64, "z": 8, "item": "minecraft:dirt", "face": "up"})
+        cmd = conn.command_for(ref)
+        conn.poll([ack(cmd, 1, "accepted"), ack(cmd, 2, "interrupted")])
+        await status(ref, "outcome_unknown", "interrupted")
+        assert all(c["workflow_ref"] != ref for c in conn.poll()["commands"])
+        # A new registration pauses what the old epoch held; a poll of the old epoch is refused whole.
+        ref = await queue({"type": "wait", "ticks": 100})
+        cmd = conn.command_for(ref)
+        conn.poll([ack(cmd, 1, "accepted")])
+        old = conn.epoch
+        conn.epoch = connector(embodied, cred, "register", register)["epoch"]
+        assert conn.epoch == old + 1
+        await status(ref, "paused", "connector_epoch_changed")
+        code, body = http(embodied, "POST", "/api/connectors/v1/poll",
+                          {"epoch": old, "acks": [ack(cmd, 2, "completed", here)]}, bearer=cred)
+        assert code == 409 and body["error"]["code"] == "connector_epoch_stale", body
+        assert body["error"]["details"]["current_epoch"] == conn.epoch
+        is_error, r = await control(ref, "resume")
+        assert not is_error and r["status"] == "queued", r
+        conn.poll([ack(conn.command_for(ref), 1, "completed", here)])
+        await status(ref, "succeeded")
+        # Past the step deadline: timed_out (a wait), outcome_unknown (a running mutation).
+        slow = await queue({"type": "wait", "ticks": 200})
+        slow_mut = await queue({"type": "break_block", "x": 6, "y": 64, "z": 5,
+                                "expected_block": "minecraft:oak_log"})
+        started = time.monotonic()
+        cmds = [c for c in conn.poll()["commands"] if c["workflow_ref"] in (slow, slow_mut)]
+        assert len(cmds) == 2, cmds
+        conn.poll([ack(c, 1, "accepted") for c in cmds])
+        await anyio.sleep(max(0.0, STEP_DEADLINE_S + 1.5 - (time.monotonic() - started)))
+        overdue = conn.poll()
+        assert slow in overdue["cancel"] and slow_mut in overdue["cancel"], overdue
+        await status(slow, "timed_out", "step_deadline_passed")
+        await status(slow_mut, "outcome_unknown", "step_deadline_passed")
+    finally:
+        await cm.__aexit__(None, None, None)
+    statuses = tools.seen["helix_minecraft_workflow_status"]
+    assert {"failed", "dispatched", "succeeded", "cancelled", "outcome_unknown", "paused", "timed_out"} <= statuses
+    assert {"cancelled", "cancel_requested", "workflow_not_resumable", "queued"} <= tools.seen[
+        "helix_minecraft_workflow_control"]
+
+
+async def test_connector_sim_taken_over_by_a_person_pauses_until_resume(embodied: HelixServer, tmp_path) -> None:
+    """`kill -USR1` on `helix connector-sim`: a person takes the controls at its next poll."""
+    w = paired_room(embodied)
+    path = tmp_path / "connector.json"
+    path.write_text(json.dumps(w["config"]))
+    sim = subprocess.Popen(
+        [str(helix_bin()), "connector-sim", "--config", str(path), "--interval-ms", "100"],
+        env={**os.environ, "HELIX_CONNECTOR_CREDENTIAL": w["credential"]},
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    )
+    cm, tools = await open_tools(embodied)
+
+    async def until(ref: str, passing: tuple[str, ...]) -> dict[str, Any]:
+        for _ in range(200):
+            _, s = await tools.call("helix_minecraft_workflow_status", {"room_id": w["room_id"], "workflow_ref": ref})
+            if s["status"] not in passing:
+                return s
+            await anyio.sleep(0.05)
+        return s
+
+    try:
+        for _ in range(100):
+            _, listing = await tools.call("helix_environment_subject_list", {"room_id": w["room_id"]})
+            if listing["environments"] and listing["environments"][0]["subjects"]:
+                break
+            await anyio.sleep(0.1)
+        await select_first(tools, w)
+        is_error, wf = await tools.call("helix_minecraft_player_action", {
+            "room_id": w["room_id"], "idempotency_key": f"sdk-sim-{uuid.uuid4().hex}",
+            "action": {"type": "wait", "ticks": 200}})
+        assert not is_error, wf
+        ref = wf["workflow_ref"]
+        assert (await until(ref, ("queued", "dispatched")))["status"] == "running"
+        sim.send_signal(signal.SIGUSR1)
+        s = await until(ref, ("running",))
+        assert (s["status"], s["reason"]) == ("paused", "manual_override"), s
+        is_error, r = await tools.call("helix_minecraft_workflow_control",
+                                       {"room_id": w["room_id"], "workflow_ref": ref, "control": "resume"})
+        assert not is_error and r["status"] == "queued", r
+        s = await until(ref, ("queued", "dispatched", "running", "verifying"))
+        assert s["status"] == "succeeded", s
+    finally:
+        await cm.__aexit__(None, None, None)
+        sim.terminate()
+        out, _ = sim.communicate(timeout=10)
+    assert b"a person took the controls: wf_" in out, out
+    assert w["credential"].encode() not in out

@@ -56,8 +56,12 @@ export function mintToken(dataDir, scope, subject = SUBJECT, tenant = TENANT) {
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-/** Start `helix serve`; `env` is added to the server's environment (e.g. HELIX_ASK_ENDPOINT). */
-export async function startHelix(env = {}) {
+/**
+ * Start `helix serve`; `env` is added to the server's environment (e.g. HELIX_ASK_ENDPOINT).
+ * `prepare({ dataDir, tokens })` runs after the default tokens are minted and before `serve`
+ * starts (operator CLI steps such as `helix account policy` need the store to themselves).
+ */
+export async function startHelix(env = {}, prepare = undefined) {
   const bin = helixBin();
   if (!existsSync(bin)) throw new Error(`helix binary not found at ${bin} (set HELIX_BIN)`);
   const tmp = mkdtempSync(join(tmpdir(), 'helix-conf-node-'));
@@ -68,6 +72,7 @@ export async function startHelix(env = {}) {
     readOnly: mintToken(dataDir, READ_ONLY_SCOPE),
     rooms: mintToken(dataDir, ROOM_SCOPE),
   };
+  if (prepare) prepare({ dataDir, tokens });
   const port = await freePort();
   const logPath = join(tmp, 'serve.log');
   const logFd = openSync(logPath, 'w');
@@ -127,8 +132,8 @@ export async function startHelix(env = {}) {
 }
 
 /** Run `fn(helix)` against a fresh server; always stop it; add the server log to a failure. */
-export async function withHelix(fn, env = {}) {
-  const helix = await startHelix(env);
+export async function withHelix(fn, env = {}, prepare = undefined) {
+  const helix = await startHelix(env, prepare);
   try {
     await fn(helix);
   } catch (e) {

@@ -6,7 +6,6 @@
 //!
 //! The agent side is the MCP tools (`mcp/tools/embodiment.rs`).
 
-use askama::Template;
 use axum::extract::{FromRequestParts, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -14,6 +13,7 @@ use axum::{Json, Router};
 use http::StatusCode;
 use http::request::Parts;
 
+use super::connector_credentials::PairingPage;
 use super::pages::{Asset, BrowserSession, Csp, Page, Referrer, SameOriginSession, page_headers};
 use super::ratelimit::WindowKey;
 use super::{AppState, Group, JsonBody, pipeline};
@@ -39,27 +39,28 @@ async fn method_not_allowed_get() -> ApiError {
 
 // ---------- the browser lane (cookie) ----------
 
-/// The pairing page, its script, and the two cookie routes.
+/// The pairing page, its script, and the cookie routes (pairing, Emergency Stop clear,
+/// credential rotation and revocation).
 pub fn browser_router(state: AppState) -> Router {
     Router::new()
         .route(PAIRING_PAGE_PATH, get(pairing_page).fallback(method_not_allowed_get))
         .route(PAIRING_SCRIPT_PATH, get(pairing_script).fallback(method_not_allowed_get))
         .route(PAIRINGS_PATH, post(pair).fallback(method_not_allowed_post))
         .route(CLEAR_STOP_PATH, post(clear_stop).fallback(method_not_allowed_post))
+        .merge(super::connector_credentials::routes())
         .layer(axum::middleware::from_fn_with_state((state.clone(), Group::SourceBrowser), pipeline))
-        .layer(page_headers(&state, Csp::SameOriginScript, Referrer::None))
+        // `same-origin`, not `no-referrer`: under `no-referrer` a browser sends `Origin: null`
+        // with the page's plain forms (rotate, revoke), which the same-origin rule refuses.
+        // No URL of this lane carries a secret (credentials are only in response bodies).
+        .layer(page_headers(&state, Csp::SameOriginScript, Referrer::SameOrigin))
         .with_state(state)
 }
-
-#[derive(Template)]
-#[template(path = "room_connectors.html")]
-struct PairingPage;
 
 const PAIRING_SCRIPT: &str = include_str!("../../templates/room-connectors.js");
 
 async fn pairing_page(BrowserSession(session): BrowserSession) -> Result<Response, ApiError> {
     session.require_member()?;
-    Ok(Page(PairingPage).into_response())
+    Ok(Page(PairingPage::default()).into_response())
 }
 
 async fn pairing_script() -> Asset {

@@ -8,6 +8,7 @@
 pub mod account;
 pub mod admission;
 pub mod agent_runs;
+pub mod connector_credentials;
 pub mod dev_auth;
 pub mod dev_authorize;
 pub mod dev_oidc;

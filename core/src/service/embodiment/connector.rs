@@ -54,12 +54,16 @@ impl EmbodimentService {
             .as_ref()
             .map(policy_of)
             .is_some_and(|p| developer(&self.config, &owner, &p, DeveloperLane::Producer).is_ok());
-        if !binding.is_active()
-            || binding.owner_account != owner
-            || !hashes_equal(&binding.credential_hash, &hash)
-            || !got.owner_holds
-            || !policy_ok
-        {
+        if !binding.is_active() || binding.owner_account != owner || !hashes_equal(&binding.credential_hash, &hash) {
+            return Err(ApiError::ConnectorCredentialInvalid);
+        }
+        if !got.owner_holds {
+            // lifecycle: the room closed (or changed owner) under the pairing; its open
+            // workflows are ended at the first refused use (lazily: no room-close hook).
+            self.end_open_workflows(&binding, super::pairing::ROOM_CLOSED).await?;
+            return Err(ApiError::ConnectorCredentialInvalid);
+        }
+        if !policy_ok {
             return Err(ApiError::ConnectorCredentialInvalid);
         }
         Ok(AuthedConnector { binding })
@@ -143,6 +147,9 @@ impl EmbodimentService {
         for ack in &req.acks {
             let outcome = self.apply_ack(&binding, ack).await?;
             acks.push(AckResult { workflow_ref: ack.workflow_ref.clone(), seq: ack.seq, outcome: outcome.into() });
+        }
+        if req.dead_man_halted {
+            self.record_dead_man_halt(&binding).await?;
         }
         let (commands, cancel) = self.work_for(&binding).await?;
         Ok(PollResponse {
@@ -332,6 +339,9 @@ impl EmbodimentService {
                     cancel.push(w.workflow_ref.clone());
                 }
                 WorkflowState::Dispatched if w.dispatch_epoch == Some(binding.epoch) => commands.push(command(&w)),
+                // lifecycle: paused by Helix (authority revoked, lease lapse) while this
+                // connector may still run it: it stops it (sticky while paused).
+                WorkflowState::Paused if w.dispatch_epoch == Some(binding.epoch) => cancel.push(w.workflow_ref.clone()),
                 _ => {}
             }
         }
@@ -390,17 +400,49 @@ impl EmbodimentService {
         }
     }
 
-    /// Pauses every workflow a previous registration held at the connector.
+    /// Pauses every workflow a previous registration held at the connector; a mutating
+    /// step it held may have happened (resuming would repeat it blindly), so that one is
+    /// `outcome_unknown`.
     async fn pause_at_connector(&self, binding: &EnvBinding, reason: &str) -> Result<(), ApiError> {
         for w in open_workflows(self.store.as_ref(), &binding.room_id, &binding.binding_id, 16).await? {
             if matches!(w.state, WorkflowState::Dispatched | WorkflowState::Running)
                 && w.dispatch_epoch.is_some_and(|e| e < binding.epoch)
             {
-                self.settle(&w, WorkflowState::Paused, Some(reason)).await?;
+                self.settle(&w, held_state(&w), Some(reason)).await?;
             }
         }
         Ok(())
     }
+
+    /// lifecycle: the connector halted its players on its own (dead-man rule) and says so:
+    /// every command of this epoch it held and did not acknowledge in this poll is paused
+    /// `dead_man_halted` (a mutating one is `outcome_unknown`); one whose cancel was
+    /// requested is `cancelled` (or `outcome_unknown`).
+    async fn record_dead_man_halt(&self, binding: &EnvBinding) -> Result<(), ApiError> {
+        for w in open_workflows(self.store.as_ref(), &binding.room_id, &binding.binding_id, 16).await? {
+            if w.dispatch_epoch != Some(binding.epoch) {
+                continue;
+            }
+            let state = match (w.state, held_state(&w)) {
+                (WorkflowState::Dispatched | WorkflowState::Running, held) => held,
+                (WorkflowState::CancelRequested, WorkflowState::Paused) => WorkflowState::Cancelled,
+                (WorkflowState::CancelRequested, held) => held,
+                _ => continue,
+            };
+            self.settle(&w, state, Some(DEAD_MAN_HALTED)).await?;
+        }
+        Ok(())
+    }
+}
+
+/// Why a workflow paused: its connector halted on its own, having lost Helix.
+const DEAD_MAN_HALTED: &str = "dead_man_halted";
+
+/// A command the connector held and can no longer report on: `paused`, or
+/// `outcome_unknown` for a mutating step (it may have happened).
+fn held_state(w: &WorkflowRecord) -> WorkflowState {
+    let mutating = w.steps.get(w.step_index as usize).is_some_and(|s| s.mutates());
+    if mutating { WorkflowState::OutcomeUnknown } else { WorkflowState::Paused }
 }
 
 fn check_subjects(subjects: &[ReportedSubject]) -> Result<(), ApiError> {

@@ -14,7 +14,7 @@ use crate::service::Ctx;
 
 pub use agent::Control;
 pub use connector::AuthedConnector;
-pub use pairing::ClearStopRequest;
+pub use pairing::{ClearStopRequest, PairingRevoked, PairingRoom};
 
 /// The suggested poll interval of a connector, and what an agent is told to wait.
 pub const POLL_INTERVAL_MS: u64 = 500;

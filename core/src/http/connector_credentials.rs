@@ -1,0 +1,134 @@
+//! Rotation and revocation of an action connector's credential (cookie, same-origin, the
+//! room owner): two JSON routes for scripts and the pairing page's plain form (a
+//! confirmation step first; a rotation shows the new credential once, in that response;
+//! a revocation redirects back to the page). Every rule is in `service::embodiment`.
+
+use askama::Template;
+use axum::extract::{Path, State};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::{Form, Json, Router};
+use http::header::LOCATION;
+use http::{HeaderValue, StatusCode};
+use serde::Deserialize;
+
+use super::AppState;
+use super::embodiment::PAIRING_PAGE_PATH;
+use super::pages::{Page, SameOriginSession};
+use crate::domain::embodiment::PairingCreated;
+use crate::error::ApiError;
+use crate::service::embodiment::PairingRoom;
+
+pub const ROTATE_PATH: &str = "/api/account/room-connectors/{environment_binding_id}/rotate";
+pub const REVOKE_PATH: &str = "/api/account/room-connectors/{environment_binding_id}/revoke";
+/// The pairing page's rotate/revoke form.
+pub const CREDENTIAL_FORM_PATH: &str = "/account/room-connectors/credential";
+
+/// The pairing page: the pairing form, the rotate/revoke form with its confirmation step,
+/// a rotated credential (shown once), and the Emergency Stop clear.
+#[derive(Template, Default)]
+#[template(path = "room_connectors.html")]
+pub struct PairingPage {
+    /// A rotation or revocation awaiting the owner's confirmation.
+    pub confirm: Option<PendingChange>,
+    /// The credential a confirmed rotation just issued (this response only).
+    pub rotated: Option<Rotated>,
+}
+
+pub struct PendingChange {
+    /// `rotate` or `revoke`.
+    pub op: &'static str,
+    pub room_id: String,
+    pub environment_binding_id: String,
+}
+
+pub struct Rotated {
+    pub environment_binding_id: String,
+    pub credential: String,
+    pub config: String,
+}
+
+impl Rotated {
+    fn of(p: PairingCreated) -> Rotated {
+        Rotated {
+            environment_binding_id: p.environment_binding_id,
+            credential: p.connector_credential,
+            config: serde_json::to_string_pretty(&p.connector_config).unwrap_or_default(),
+        }
+    }
+}
+
+async fn method_not_allowed_post() -> ApiError {
+    ApiError::MethodNotAllowed { allow: "POST" }
+}
+
+/// The JSON routes and the form (the browser lane's pipeline is the caller's).
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route(ROTATE_PATH, post(rotate).fallback(method_not_allowed_post))
+        .route(REVOKE_PATH, post(revoke).fallback(method_not_allowed_post))
+        .route(CREDENTIAL_FORM_PATH, post(credential_form).get(back))
+}
+
+async fn rotate(
+    State(state): State<AppState>,
+    SameOriginSession(session): SameOriginSession,
+    Path(binding_id): Path<String>,
+    super::JsonBody(req): super::JsonBody<PairingRoom>,
+) -> Result<Response, ApiError> {
+    Ok(Json(state.services.embodiment.rotate_connector(&session, &binding_id, req).await?).into_response())
+}
+
+async fn revoke(
+    State(state): State<AppState>,
+    SameOriginSession(session): SameOriginSession,
+    Path(binding_id): Path<String>,
+    super::JsonBody(req): super::JsonBody<PairingRoom>,
+) -> Result<Response, ApiError> {
+    Ok(Json(state.services.embodiment.revoke_connector(&session, &binding_id, req).await?).into_response())
+}
+
+/// The form's action opened by `GET` (a reload after the post): the page, never a 405.
+async fn back() -> Response {
+    let mut res = StatusCode::SEE_OTHER.into_response();
+    res.headers_mut().insert(LOCATION, HeaderValue::from_static(PAIRING_PAGE_PATH));
+    res
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CredentialForm {
+    room_id: String,
+    environment_binding_id: String,
+    /// `rotate` or `revoke`.
+    op: String,
+    /// Present (`yes`) once the owner confirmed on the confirmation step.
+    confirm: Option<String>,
+}
+
+/// Rotate or revoke: first a page asking to confirm; the confirmed rotation answers the
+/// new credential once (never in a redirect), the confirmed revocation redirects back.
+async fn credential_form(
+    State(state): State<AppState>,
+    SameOriginSession(s): SameOriginSession,
+    Form(f): Form<CredentialForm>,
+) -> Result<Response, ApiError> {
+    let op = match f.op.as_str() {
+        "rotate" => "rotate",
+        "revoke" => "revoke",
+        _ => return Err(ApiError::InvalidRequest("op must be rotate or revoke".into())),
+    };
+    s.require_member()?;
+    if f.confirm.as_deref() != Some("yes") {
+        let confirm = Some(PendingChange { op, room_id: f.room_id, environment_binding_id: f.environment_binding_id });
+        return Ok(Page(PairingPage { confirm, ..Default::default() }).into_response());
+    }
+    let room = PairingRoom { room_id: f.room_id };
+    let service = &state.services.embodiment;
+    if op == "rotate" {
+        let created = service.rotate_connector(&s, &f.environment_binding_id, room).await?;
+        return Ok(Page(PairingPage { rotated: Some(Rotated::of(created)), ..Default::default() }).into_response());
+    }
+    service.revoke_connector(&s, &f.environment_binding_id, room).await?;
+    Ok(back().await)
+}

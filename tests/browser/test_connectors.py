@@ -1,0 +1,143 @@
+"""The action connector's credential lifecycle in a real headless Chromium against
+`helix serve`: the room owner pairs a connector on /account/room-connectors (credential
+shown once), rotates it with the page's form (a confirmation step, then the new credential
+once; the old one is refused at once, checked on the real connector route) and revokes the
+pairing (a confirmation step, then back to the page; the connector is refused).
+
+Usage: python tests/browser/test_connectors.py  (env: HELIX_BIN, HELIX_BROWSER_ARTIFACTS,
+CHROMIUM_BIN, CHROMEDRIVER_BIN). Exits non-zero on the first failed check.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from selenium import webdriver
+from selenium.webdriver.chrome.options import Options
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_account import ARTIFACTS, CHROMEDRIVER, CHROMIUM, HELIX_BIN, check, click, free_port, on_page, report_failure, shot, stop, wait_ready  # noqa: E402
+from test_sources import call  # noqa: E402
+
+SUBJECT, TENANT = "connector-owner", "connector-tenant"
+SCOPES = "helix.rooms.read helix.rooms.manage helix.environment_actions.read helix.environment_actions.write"
+
+
+def helix(*args, env=None):
+    return subprocess.run([HELIX_BIN, *args], capture_output=True, text=True, env=env, check=True).stdout.strip()
+
+
+def sign_in(driver, base):
+    driver.get(f"{base}/account")
+    on_page(driver, "/account, signed out", lambda u: u == f"{base}/account", "#sign-in")
+    click(driver, "#sign-in", "sign-in")
+    on_page(driver, "the development provider", lambda u: u.startswith(f"{base}/dev-oidc/authorize?"), "#dev-sign-in")
+    for field, value in (("subject", SUBJECT), ("tenant", TENANT)):
+        el = driver.find_element(By.ID, field)
+        el.clear()
+        el.send_keys(value)
+    click(driver, "#dev-sign-in", "dev-sign-in")
+    on_page(driver, "/account after sign-in", lambda u: u == f"{base}/account", "#account-ref")
+
+
+def fill(driver, values):
+    for field, value in values.items():
+        el = driver.find_element(By.ID, field)
+        el.clear()
+        el.send_keys(value)
+
+
+def register(base, credential):
+    """The connector's registration with `credential`: its HTTP status."""
+    schema_hash = helix("connector-sim", "--print-schema-hash")
+    body = {"protocol": "helix.connector.v1",
+            "manifest": {"connector_name": "browser-test", "connector_version": "1", "world_id": "overworld"},
+            "schema_hash": schema_hash, "capabilities": ["move_to"],
+            "subjects": [{"native_id": "p-1", "display_name": "Steve", "online": True}]}
+    status, _ = call("POST", f"{base}/api/connectors/v1/register", credential, body)
+    return status
+
+
+def credential_change(driver, base, room_id, binding_id, op):
+    """The page's rotate/revoke form, then its confirmation step."""
+    driver.get(f"{base}/account/room-connectors")
+    on_page(driver, "the pairing page", lambda u: u == f"{base}/account/room-connectors", "#credential-form")
+    fill(driver, {"credential-room": room_id, "credential-binding": binding_id})
+    click(driver, f"#{op}-button", f"{op} button")
+    on_page(driver, f"the {op} confirmation", lambda u: u.endswith("/account/room-connectors/credential"),
+            f"#confirm-{op}")
+    shot(driver, f"connectors-0{2 if op == 'rotate' else 4}-confirm-{op}")
+
+
+def main():
+    data_dir = tempfile.mkdtemp(prefix="helix-connectors-")
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    env = {k: v for k, v in os.environ.items() if k != "HELIX_ENV"}
+    # The operator path runs before the server (the embedded store is single-process).
+    token = helix("dev-token", "--data-dir", data_dir, "--subject", SUBJECT, "--tenant", TENANT, "--scope", SCOPES, env=env)
+    helix("account", "policy", "--data-dir", data_dir, "--subject", SUBJECT, "--tenant", TENANT, "--developer", "true", env=env)
+    log = open(Path(data_dir) / "serve.log", "w")
+    proc = subprocess.Popen([HELIX_BIN, "serve", "--addr", f"127.0.0.1:{port}", "--data-dir", data_dir],
+                            stdout=log, stderr=subprocess.STDOUT, env=env)
+    driver = None
+    try:
+        wait_ready(base, proc)
+        status, room = call("POST", f"{base}/api/v1/rooms", token, {"name": "Connector lab"},
+                            {"Idempotency-Key": "e2e-conn-room-01"})
+        check(status == 201, f"room created ({status})")
+        room_id = room["room_id"]
+        options = Options()
+        options.binary_location = CHROMIUM
+        for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1280,1000"):
+            options.add_argument(arg)
+        driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+        driver.set_page_load_timeout(30)
+        sign_in(driver, base)
+
+        driver.get(f"{base}/account/room-connectors")
+        on_page(driver, "the pairing page", lambda u: u == f"{base}/account/room-connectors", "#pair-form")
+        fill(driver, {"pair-room": room_id, "pair-world": "overworld"})
+        driver.find_element(By.ID, "pair-button").click()
+        WebDriverWait(driver, 20).until(lambda d: d.find_element(By.ID, "connector-credential").text)
+        first = driver.find_element(By.ID, "connector-credential").text
+        binding_id = json.loads(driver.find_element(By.ID, "connector-config").text)["environment_binding_id"]
+        check(first.startswith("hac_"), "the pairing shows the credential once")
+        shot(driver, "connectors-01-paired")
+        check(register(base, first) == 200, "the paired credential registers a connector")
+
+        credential_change(driver, base, room_id, binding_id, "rotate")
+        check(register(base, first) == 200, "nothing rotates before the confirmation")
+        click(driver, "#confirm-rotate", "confirm rotation")
+        on_page(driver, "the rotated credential", lambda u: u.endswith("/account/room-connectors/credential"),
+                "#rotated-credential")
+        second = driver.find_element(By.ID, "rotated-credential").text
+        check(second.startswith("hac_") and second != first, "the new credential is shown once")
+        shot(driver, "connectors-03-rotated")
+        check(register(base, first) == 401, "the old credential is refused at once")
+        check(register(base, second) == 200, "the new credential registers")
+
+        credential_change(driver, base, room_id, binding_id, "revoke")
+        check(register(base, second) == 200, "nothing is revoked before the confirmation")
+        click(driver, "#confirm-revoke", "confirm revocation")
+        on_page(driver, "back on the pairing page", lambda u: u == f"{base}/account/room-connectors",
+                "#credential-form")
+        check(second not in driver.page_source, "the credential is not shown again")
+        shot(driver, "connectors-05-revoked")
+        check(register(base, second) == 401, "the revoked pairing's connector is refused")
+        print(f"connector lifecycle browser test passed; screenshots in {ARTIFACTS}")
+    except Exception:
+        report_failure(driver, log, data_dir, "connectors-zz-failure")
+        raise
+    finally:
+        stop(driver, proc)
+
+
+if __name__ == "__main__":
+    main()
