@@ -20,7 +20,7 @@ use crate::domain::embodiment::{PairingCreated, PairingRequest, StopCleared, Sub
 use crate::domain::room::{ObserverCreated, ObserverDisconnect, ObserverEventPage, ObserverRequest, ObserverView};
 use crate::domain::scopes::{ENV_ACTIONS_READ, ENV_ACTIONS_WRITE};
 use crate::http::player_actions::{ActionBody, ControlBody, SelectBody};
-use crate::service::embodiment::ClearStopRequest;
+use crate::service::embodiment::{ClearStopRequest, PairingRevoked, PairingRoom};
 use crate::domain::wire::{EventPageView, EvidenceBundleView, RunListView, RunView};
 use crate::service::accounts::{BindingList, Revocation};
 
@@ -429,6 +429,28 @@ pub const ROUTES: &[Route] = &[
             "/api/account/room-connectors/emergency-stop/clear",
             "clearEmergencyStop",
             "Clear an environment's Emergency Stop (a person only)",
+            Lane::Cookie,
+        )
+    },
+    Route {
+        request: Some(request::<PairingRoom>),
+        ok: &[(200, response::<PairingCreated>)],
+        ..op(
+            "post",
+            "/api/account/room-connectors/{environment_binding_id}/rotate",
+            "rotateActionConnector",
+            "Rotate an action connector's credential (the new one shown once; the old one refused at once)",
+            Lane::Cookie,
+        )
+    },
+    Route {
+        request: Some(request::<PairingRoom>),
+        ok: &[(200, response::<PairingRevoked>)],
+        ..op(
+            "post",
+            "/api/account/room-connectors/{environment_binding_id}/revoke",
+            "revokeActionConnector",
+            "Revoke an action connector's pairing for good (its open workflows ended)",
             Lane::Cookie,
         )
     },

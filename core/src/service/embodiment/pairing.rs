@@ -36,7 +36,7 @@ pub struct ClearStopRequest {
 }
 
 /// The body of the rotation and revocation routes (the binding is in the path).
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PairingRoom {
     pub room_id: String,
