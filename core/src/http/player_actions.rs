@@ -7,11 +7,13 @@ use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
 use super::idempotent;
 use super::{AppState, Authed, Group, IdemKey, JsonBody, pipeline};
+use crate::domain::embodiment::Action;
 use crate::error::ApiError;
 use crate::service::embodiment::Control;
 
@@ -38,7 +40,7 @@ pub fn router(state: AppState) -> Router {
 }
 
 /// `POST …/environment-subjects/select`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SelectBody {
     pub environment_binding_id: String,
@@ -46,16 +48,18 @@ pub struct SelectBody {
 }
 
 /// `POST …/player-actions` (the idempotency key is the `Idempotency-Key` header).
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ActionBody {
     #[serde(default)]
     pub environment: Option<String>,
+    /// One typed action, tagged by type (the same admitted schema as the MCP tool's).
+    #[schemars(with = "Action")]
     pub action: Value,
 }
 
 /// `POST …/player-workflows/{workflow_ref}/control`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ControlBody {
     pub control: Control,

@@ -218,7 +218,7 @@ impl<'de> Deserialize<'de> for FalseBool {
 }
 
 /// The cookie route's body: pair an action connector for one room and world.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PairingRequest {
     pub room_id: String,
@@ -227,7 +227,7 @@ pub struct PairingRequest {
 
 /// The connector configuration the pairing page shows once (no credential in it: the
 /// credential goes into `HELIX_CONNECTOR_CREDENTIAL`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ConnectorConfig {
     pub protocol: String,
     pub base_url: String,
@@ -239,7 +239,7 @@ pub struct ConnectorConfig {
 }
 
 /// `helix.room_connector_pairing.v1`: the one response that shows a connector credential.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct PairingCreated {
     pub schema: &'static str,
     pub environment_binding_id: String,
@@ -250,6 +250,17 @@ pub struct PairingCreated {
     pub shown_once: bool,
     /// This credential drives players: it is never a source bearer.
     pub action_credential: bool,
+}
+
+/// The answer of clearing an Emergency Stop (cookie lane): the binding is no longer
+/// stopped; `emergency_stop_generation` is present when this call cleared it (absent
+/// when it was not stopped).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct StopCleared {
+    pub environment_binding_id: String,
+    pub emergency_stop_active: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub emergency_stop_generation: Option<u64>,
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 //! [`routes::ROUTES`] and the same Rust types (and the same portable-schema rewrite) as
 //! the handlers and the MCP schemas. A committed copy lives in `docs/openapi.json`.
 
+mod examples;
 pub mod routes;
 
 use axum::Router;
@@ -96,6 +97,7 @@ pub fn document() -> Value {
                     }},
                 },
                 "sourceCredential": {"type": "http", "scheme": "bearer", "description": "A room source's own credential (producer ingress only)."},
+                "connectorCredential": {"type": "http", "scheme": "bearer", "description": "An action connector's own credential (hac_…; the southbound connector routes only, never a source bearer)."},
                 "session": {"type": "apiKey", "in": "cookie", "name": crate::http::pages::SESSION_COOKIE, "description": "The browser session; writes also need a same-origin proof (Origin or Sec-Fetch-Site)."},
             },
         },
@@ -138,7 +140,8 @@ fn operation(r: &Route, schemas: &mut Map<String, Value>) -> Value {
             "content": {"application/json": {"schema": named(*schema, schemas)}}}),
         );
     }
-    let error = json!({"application/json": {"schema": {"$ref": "#/components/schemas/ErrorEnvelope"}}});
+    let error = json!({"application/json": {"schema": {"$ref": "#/components/schemas/ErrorEnvelope"},
+        "example": examples::error()}});
     for (status, description) in ERRORS {
         responses
             .insert(status.to_string(), json!({"description": description, "headers": headers(), "content": error}));
@@ -147,6 +150,7 @@ fn operation(r: &Route, schemas: &mut Map<String, Value>) -> Value {
     let security = match r.lane {
         Lane::Bearer(scopes) => json!([{"oauth2": scopes}]),
         Lane::SourceCredential => json!([{"sourceCredential": []}]),
+        Lane::ConnectorCredential => json!([{"connectorCredential": []}]),
         Lane::Cookie => json!([{"session": []}]),
     };
     let mut op = json!({
@@ -157,8 +161,11 @@ fn operation(r: &Route, schemas: &mut Map<String, Value>) -> Value {
         "responses": responses,
     });
     if let Some(schema) = r.request {
-        op["requestBody"] =
-            json!({"required": true, "content": {"application/json": {"schema": named(schema, schemas)}}});
+        let mut body = json!({"schema": named(schema, schemas)});
+        if let Some(example) = examples::request(r.operation_id) {
+            body["example"] = example;
+        }
+        op["requestBody"] = json!({"required": true, "content": {"application/json": body}});
     }
     op
 }

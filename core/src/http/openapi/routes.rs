@@ -15,6 +15,12 @@ use crate::domain::source::{
     ProbeAnswer, ProbeAnswerReceipt, ProbeList, SourceCreated, SourceCredential, SourceList, SourceRef,
     SourceRevocation,
 };
+use crate::domain::embodiment::protocol::{PollRequest, PollResponse, RegisterReceipt, RegisterRequest};
+use crate::domain::embodiment::{PairingCreated, PairingRequest, StopCleared, SubjectList, SubjectSelection, WorkflowView};
+use crate::domain::room::{ObserverCreated, ObserverDisconnect, ObserverEventPage, ObserverRequest, ObserverView};
+use crate::domain::scopes::{ENV_ACTIONS_READ, ENV_ACTIONS_WRITE};
+use crate::http::player_actions::{ActionBody, ControlBody, SelectBody};
+use crate::service::embodiment::{ClearStopRequest, PairingRevoked, PairingRoom};
 use crate::domain::wire::{EventPageView, EvidenceBundleView, RunListView, RunView};
 use crate::service::accounts::{BindingList, Revocation};
 
@@ -25,6 +31,8 @@ pub enum Lane {
     Bearer(&'static [&'static str]),
     /// A room source's own credential (producer ingress).
     SourceCredential,
+    /// An action connector's own credential (the southbound connector routes).
+    ConnectorCredential,
     /// The browser session cookie, with a same-origin proof on writes.
     Cookie,
 }
@@ -67,6 +75,8 @@ const EVENTS: &[(&str, &str)] = &[("after_seq", "integer"), ("limit", "integer")
 const RUNS_R: Lane = Lane::Bearer(&[RUNS_READ]);
 const RUNS_W: Lane = Lane::Bearer(&[RUNS_WRITE]);
 const BIND: Lane = Lane::Bearer(&[ROOMS_MANAGE, RUNS_WRITE]);
+const ACT_R: Lane = Lane::Bearer(&[ROOMS_READ, ENV_ACTIONS_READ]);
+const ACT_W: Lane = Lane::Bearer(&[ROOMS_READ, ENV_ACTIONS_WRITE]);
 
 const fn op(
     method: &'static str,
@@ -233,6 +243,84 @@ pub const ROUTES: &[Route] = &[
             Lane::SourceCredential,
         )
     },
+    // Player embodiment: the REST twins of the MCP tools.
+    Route {
+        ok: &[(200, response::<SubjectList>)],
+        ..op(
+            "get",
+            "/api/v1/rooms/{room_id}/environment-subjects",
+            "listEnvironmentSubjects",
+            "The room's environment subjects and the caller's own binding",
+            Lane::Bearer(&[ROOMS_READ]),
+        )
+    },
+    Route {
+        request: Some(request::<SelectBody>),
+        ok: &[(200, response::<SubjectSelection>)],
+        ..op(
+            "post",
+            "/api/v1/rooms/{room_id}/environment-subjects/select",
+            "selectEnvironmentSubject",
+            "Bind the caller to one subject (and take its control lease)",
+            ACT_W,
+        )
+    },
+    Route {
+        idempotency_key: true,
+        request: Some(request::<ActionBody>),
+        ok: &[(202, response::<WorkflowView>)],
+        ..op(
+            "post",
+            "/api/v1/rooms/{room_id}/player-actions",
+            "playerAction",
+            "Queue one typed action on the caller's subject (answers at once)",
+            ACT_W,
+        )
+    },
+    Route {
+        ok: &[(200, response::<WorkflowView>)],
+        ..op(
+            "get",
+            "/api/v1/rooms/{room_id}/player-workflows/{workflow_ref}",
+            "playerWorkflowStatus",
+            "A player workflow's status",
+            ACT_R,
+        )
+    },
+    Route {
+        request: Some(request::<ControlBody>),
+        ok: &[(200, response::<WorkflowView>)],
+        ..op(
+            "post",
+            "/api/v1/rooms/{room_id}/player-workflows/{workflow_ref}/control",
+            "playerWorkflowControl",
+            "Resume, cancel or emergency-stop a player workflow",
+            ACT_W,
+        )
+    },
+    // The southbound connector protocol (the connector credential).
+    Route {
+        request: Some(request::<RegisterRequest>),
+        ok: &[(200, response::<RegisterReceipt>)],
+        ..op(
+            "post",
+            "/api/connectors/v1/register",
+            "registerConnector",
+            "Register the connector (raises the epoch)",
+            Lane::ConnectorCredential,
+        )
+    },
+    Route {
+        request: Some(request::<PollRequest>),
+        ok: &[(200, response::<PollResponse>)],
+        ..op(
+            "post",
+            "/api/connectors/v1/poll",
+            "pollConnector",
+            "Acknowledge, and take leased commands, the cancel list and the stop state",
+            Lane::ConnectorCredential,
+        )
+    },
     // The cookie lane's JSON routes.
     Route {
         ok: &[(200, response::<BindingList>)],
@@ -321,5 +409,91 @@ pub const ROUTES: &[Route] = &[
         request: Some(request::<SourceRef>),
         ok: &[(200, response::<SourceRevocation>)],
         ..op("post", "/api/account/room-sources/revocations", "revokeSource", "Revoke a source", Lane::Cookie)
+    },
+    Route {
+        request: Some(request::<PairingRequest>),
+        ok: &[(201, response::<PairingCreated>)],
+        ..op(
+            "post",
+            "/api/account/room-connectors/pairings",
+            "pairActionConnector",
+            "Pair an action connector (its credential and configuration shown once)",
+            Lane::Cookie,
+        )
+    },
+    Route {
+        request: Some(request::<ClearStopRequest>),
+        ok: &[(200, response::<StopCleared>)],
+        ..op(
+            "post",
+            "/api/account/room-connectors/emergency-stop/clear",
+            "clearEmergencyStop",
+            "Clear an environment's Emergency Stop (a person only)",
+            Lane::Cookie,
+        )
+    },
+    Route {
+        request: Some(request::<PairingRoom>),
+        ok: &[(200, response::<PairingCreated>)],
+        ..op(
+            "post",
+            "/api/account/room-connectors/{environment_binding_id}/rotate",
+            "rotateActionConnector",
+            "Rotate an action connector's credential (the new one shown once; the old one refused at once)",
+            Lane::Cookie,
+        )
+    },
+    Route {
+        request: Some(request::<PairingRoom>),
+        ok: &[(200, response::<PairingRevoked>)],
+        ..op(
+            "post",
+            "/api/account/room-connectors/{environment_binding_id}/revoke",
+            "revokeActionConnector",
+            "Revoke an action connector's pairing for good (its open workflows ended)",
+            Lane::Cookie,
+        )
+    },
+    Route {
+        request: Some(request::<ObserverRequest>),
+        ok: &[(201, response::<ObserverCreated>)],
+        ..op(
+            "post",
+            "/api/agi/agent-run-observer/bindings",
+            "createObserver",
+            "Issue a chat claim handle for this browser chat",
+            Lane::Cookie,
+        )
+    },
+    Route {
+        ok: &[(200, response::<ObserverView>)],
+        ..op(
+            "get",
+            "/api/agi/agent-run-observer/bindings/{observer_ref}",
+            "readObserver",
+            "The observer binding: status and the one terminal message",
+            Lane::Cookie,
+        )
+    },
+    Route {
+        ok: &[(200, response::<ObserverDisconnect>)],
+        ..op(
+            "delete",
+            "/api/agi/agent-run-observer/bindings/{observer_ref}",
+            "disconnectObserver",
+            "Disconnect the observer",
+            Lane::Cookie,
+        )
+    },
+    Route {
+        query: EVENTS,
+        ok: &[(200, response::<ObserverEventPage>)],
+        ..op(
+            "get",
+            "/api/agi/agent-run-observer/bindings/{observer_ref}/events",
+            "listObserverEvents",
+            "A page of the bound run's progress receipts",
+            Lane::Cookie,
+        )
     },
 ];

@@ -10,7 +10,7 @@ use super::{CREDENTIAL_ENV, EmbodimentService, MAX_BINDINGS, POLL_INTERVAL_MS, R
 use crate::domain::credential::text_carries_credential;
 use crate::domain::embodiment::WorkflowState;
 use crate::domain::embodiment::protocol::PROTOCOL_V1;
-use crate::domain::embodiment::{ConnectorConfig, EnvBindingId, PAIRING_SCHEMA, PairingCreated, PairingRequest};
+use crate::domain::embodiment::{ConnectorConfig, EnvBindingId, PAIRING_SCHEMA, PairingCreated, PairingRequest, StopCleared};
 use crate::domain::room::RoomId;
 use crate::domain::room::RoomRole;
 use crate::domain::source::ConnectorCredential;
@@ -28,7 +28,7 @@ use crate::service::sources::{DeveloperLane, developer};
 use crate::store::Cond;
 
 /// The body of the Emergency Stop clear route.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ClearStopRequest {
     pub room_id: String,
@@ -36,7 +36,7 @@ pub struct ClearStopRequest {
 }
 
 /// The body of the rotation and revocation routes (the binding is in the path).
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PairingRoom {
     pub room_id: String,
@@ -263,7 +263,7 @@ impl EmbodimentService {
         &self,
         s: &Session,
         req: ClearStopRequest,
-    ) -> Result<serde_json::Value, ApiError> {
+    ) -> Result<StopCleared, ApiError> {
         s.require_member()?;
         let room = RoomId::parse(&req.room_id).ok_or(ApiError::NotFound)?;
         let binding_id = EnvBindingId::parse(&req.environment_binding_id).ok_or(ApiError::NotFound)?;
@@ -272,9 +272,11 @@ impl EmbodimentService {
                 binding_in_room(self.store.as_ref(), room.as_str(), binding_id.as_str(), &s.account_id, false).await?;
             let binding = got.binding.filter(|_| got.owner_holds).ok_or(ApiError::NotFound)?;
             if !binding.estop_active {
-                return Ok(
-                    serde_json::json!({ "environment_binding_id": binding.binding_id, "emergency_stop_active": false }),
-                );
+                return Ok(StopCleared {
+                    environment_binding_id: binding.binding_id,
+                    emergency_stop_active: false,
+                    emergency_stop_generation: None,
+                });
             }
             let mut next = binding.next();
             next.estop_active = false;
@@ -283,11 +285,11 @@ impl EmbodimentService {
             check_room_owner(&mut tx, room.as_str(), &s.account_id, true, None);
             match tx.commit(self.store.as_ref()).await {
                 Ok(()) => {
-                    return Ok(serde_json::json!({
-                        "environment_binding_id": next.binding_id,
-                        "emergency_stop_active": false,
-                        "emergency_stop_generation": next.estop_generation,
-                    }));
+                    return Ok(StopCleared {
+                        environment_binding_id: next.binding_id,
+                        emergency_stop_active: false,
+                        emergency_stop_generation: Some(next.estop_generation),
+                    });
                 }
                 Err(f) if f.failed(Role::Room) || f.failed(Role::Member) => return Err(ApiError::NotFound),
                 Err(f) if f.failed(Role::EnvBinding) || f.contended() => continue,
