@@ -20,7 +20,9 @@ pub fn request(operation_id: &str) -> Option<Value> {
         "createRoom" => json!({"name": "Build night", "description": "Saturday's survival world"}),
         "bindRunToRoom" => json!({"room_id": room, "run_id": run}),
         "claimChatBinding" => json!({"claim_handle": "hcc_3b1f0e2d4c5a69788796a5b4c3d2e1f0", "run_id": run}),
-        "createRoomSource" => json!({"adapter_profile": "minecraft", "world_id": "overworld", "label": "Survival server"}),
+        "createRoomSource" => {
+            json!({"adapter_profile": "minecraft", "world_id": "overworld", "label": "Survival server"})
+        }
         "registerManifest" => json!({
             "adapter_profile": "minecraft", "adapter_version": "1.0.0",
             "adapter_hash": "sha256:9f2d0c4b7a1e3f5d8c6b2a4e7f1d3c5b9a8e6f4d2c1b3a5e7f9d8c6b4a2e1f3d",

@@ -6,23 +6,25 @@
 use schemars::JsonSchema;
 use serde_json::Value;
 
+use crate::domain::embodiment::protocol::{PollRequest, PollResponse, RegisterReceipt, RegisterRequest};
+use crate::domain::embodiment::{
+    PairingCreated, PairingRequest, StopCleared, SubjectList, SubjectSelection, WorkflowView,
+};
 use crate::domain::room::{ChatBindingReceipt, RevocationReceipt, RoomList, RoomView, RunBindingReceipt};
 use crate::domain::room::{ChatClaimRequest, CreateRoomRequest, RunBindingRequest};
+use crate::domain::room::{ObserverCreated, ObserverDisconnect, ObserverEventPage, ObserverRequest, ObserverView};
 use crate::domain::run::{CancelRequest, ContinueRequest, StartRequest};
+use crate::domain::scopes::{ENV_ACTIONS_READ, ENV_ACTIONS_WRITE};
 use crate::domain::scopes::{ROOM_SOURCES_MANAGE, ROOMS_MANAGE, ROOMS_READ, RUNS_READ, RUNS_WRITE};
 use crate::domain::source::{
     CreateSourceRequest, CredentialClaimRequest, Manifest, ManifestReceipt, ObservationBatch, ObservationReceipt,
     ProbeAnswer, ProbeAnswerReceipt, ProbeList, SourceCreated, SourceCredential, SourceList, SourceRef,
     SourceRevocation,
 };
-use crate::domain::embodiment::protocol::{PollRequest, PollResponse, RegisterReceipt, RegisterRequest};
-use crate::domain::embodiment::{PairingCreated, PairingRequest, StopCleared, SubjectList, SubjectSelection, WorkflowView};
-use crate::domain::room::{ObserverCreated, ObserverDisconnect, ObserverEventPage, ObserverRequest, ObserverView};
-use crate::domain::scopes::{ENV_ACTIONS_READ, ENV_ACTIONS_WRITE};
-use crate::http::player_actions::{ActionBody, ControlBody, SelectBody};
-use crate::service::embodiment::{ClearStopRequest, PairingRevoked, PairingRoom};
 use crate::domain::wire::{EventPageView, EvidenceBundleView, RunListView, RunView};
+use crate::http::player_actions::{ActionBody, ControlBody, SelectBody};
 use crate::service::accounts::{BindingList, Revocation};
+use crate::service::embodiment::{ClearStopRequest, PairingRevoked, PairingRoom};
 
 /// Who may call a route.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -10,7 +10,9 @@ use super::{CREDENTIAL_ENV, EmbodimentService, MAX_BINDINGS, POLL_INTERVAL_MS, R
 use crate::domain::credential::text_carries_credential;
 use crate::domain::embodiment::WorkflowState;
 use crate::domain::embodiment::protocol::PROTOCOL_V1;
-use crate::domain::embodiment::{ConnectorConfig, EnvBindingId, PAIRING_SCHEMA, PairingCreated, PairingRequest, StopCleared};
+use crate::domain::embodiment::{
+    ConnectorConfig, EnvBindingId, PAIRING_SCHEMA, PairingCreated, PairingRequest, StopCleared,
+};
 use crate::domain::room::RoomId;
 use crate::domain::room::RoomRole;
 use crate::domain::source::ConnectorCredential;
@@ -259,11 +261,7 @@ impl EmbodimentService {
 
     /// `POST /api/account/room-connectors/emergency-stop/clear`: only a person, signed in
     /// as the room owner, clears an Emergency Stop (an agent has no route to this).
-    pub async fn clear_emergency_stop(
-        &self,
-        s: &Session,
-        req: ClearStopRequest,
-    ) -> Result<StopCleared, ApiError> {
+    pub async fn clear_emergency_stop(&self, s: &Session, req: ClearStopRequest) -> Result<StopCleared, ApiError> {
         s.require_member()?;
         let room = RoomId::parse(&req.room_id).ok_or(ApiError::NotFound)?;
         let binding_id = EnvBindingId::parse(&req.environment_binding_id).ok_or(ApiError::NotFound)?;
