@@ -224,7 +224,9 @@
   });
 
   var lastSize = "";
+  var initialized = false;
   function reportSize() {
+    if (!initialized) return;
     var w = document.documentElement.scrollWidth, h = document.documentElement.scrollHeight;
     if (w + "x" + h === lastSize) return;
     lastSize = w + "x" + h;
@@ -266,6 +268,7 @@
     host.capabilities = (result && result.hostCapabilities) || {};
     applyContext((result && result.hostContext) || {});
     notify("ui/notifications/initialized", {});
+    initialized = true;
     reportSize();
   }, function (e) { showError("ui/initialize failed: " + ((e && e.message) || e)); });
   if (window.ResizeObserver) new ResizeObserver(reportSize).observe(document.documentElement);

@@ -154,12 +154,13 @@ pub fn list(views: &[&AppView]) -> ListResourcesResult {
             })
         })
         .collect();
-    serde_json::from_value(json!({ "resources": resources })).expect("a resources/list result")
+    serde_json::from_value(json!({ "resultType": "complete", "resources": resources })).expect("a resources/list result")
 }
 
 /// `resources/read` of one view.
 pub fn read(view: &AppView) -> ReadResourceResult {
     serde_json::from_value(json!({
+        "resultType": "complete",
         "contents": [{ "uri": view.uri, "mimeType": MIME_TYPE, "text": view.html(), "_meta": view.meta() }]
     }))
     .expect("a resources/read result")
