@@ -290,7 +290,9 @@ def main():
                lambda p: p and all(t.startswith("source ") and " sha256 " in t for t in p))
         check(not in_view(driver, "return document.getElementById('questions').children.length"),
               "no pending question once answered")
-        shot(driver, "mcp-app-02-terminal-product")
+        shot(driver, "mcp-app-02-completed-run")
+        driver.execute_script("window.scrollTo(0, document.body.scrollHeight)")
+        shot(driver, "mcp-app-03-terminal-product")
         print("ok - MCP App run view")
     except BaseException:
         if driver is not None:
