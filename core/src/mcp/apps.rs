@@ -154,7 +154,8 @@ pub fn list(views: &[&AppView]) -> ListResourcesResult {
             })
         })
         .collect();
-    serde_json::from_value(json!({ "resultType": "complete", "resources": resources })).expect("a resources/list result")
+    serde_json::from_value(json!({ "resultType": "complete", "resources": resources }))
+        .expect("a resources/list result")
 }
 
 /// `resources/read` of one view.

@@ -8,9 +8,9 @@
 use std::borrow::Cow;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, DiscoverResult, InitializeRequestParams,
-    InitializeResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, MetaObject,
-    PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, DiscoverResult, InitializeRequestParams, InitializeResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, MetaObject, PaginatedRequestParams,
+    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -214,9 +214,10 @@ impl ServerHandler for HelixMcp {
             return Err(ErrorData::method_not_found::<rmcp::model::ReadResourceRequestMethod>());
         }
         let views = self.front.catalog.views();
-        let view = views.iter().find(|v| v.uri == request.uri).ok_or_else(|| {
-            ErrorData::resource_not_found("no such resource", Some(json!({ "uri": request.uri })))
-        })?;
+        let view = views
+            .iter()
+            .find(|v| v.uri == request.uri)
+            .ok_or_else(|| ErrorData::resource_not_found("no such resource", Some(json!({ "uri": request.uri }))))?;
         Ok(apps::read(view).into())
     }
 
