@@ -40,7 +40,7 @@ METHOD_NOT_FOUND = -32601
 
 @asynccontextmanager
 async def session(
-    helix: Any, extensions: dict[str, Any] | None, negotiate: str = "initialize"
+    helix: Any, extensions: dict[str, Any] | None, negotiate: str = "initialize", path: str = "/mcp"
 ) -> AsyncIterator[tuple[ClientSession, Any, list[httpx2.Response]]]:
     """A negotiated SDK session, the negotiation result, and the raw JSON responses."""
     wire: list[httpx2.Response] = []
@@ -57,7 +57,7 @@ async def session(
         timeout=httpx2.Timeout(30.0, read=120.0),
         event_hooks={"response": [record]},
     ) as http:
-        async with streamable_http_client(helix.mcp_url, http_client=http) as (read, write):
+        async with streamable_http_client(helix.base_url + path, http_client=http) as (read, write):
             async with ClientSession(read, write, read_timeout_seconds=120, extensions=extensions) as s:
                 result = await (s.initialize() if negotiate == "initialize" else s.discover())
                 yield s, result, wire
@@ -171,3 +171,17 @@ async def test_clients_that_do_not_declare_it_see_todays_catalog(helix):
                 with pytest.raises(MCPError) as refused:
                     await call
                 assert refused.value.error.code == METHOD_NOT_FOUND, refused.value.error
+
+
+async def test_the_device_check_front_has_no_view_and_advertises_nothing(helix):
+    for negotiate in ("initialize", "discover"):
+        async with session(helix, DECLARED, negotiate, path="/mcp/device-check") as (s, result, wire):
+            assert EXTENSION not in (result.capabilities.extensions or {})
+            assert result.capabilities.resources is None
+            assert "mcp-session-id" not in wire[0].headers
+            tools = (await s.list_tools()).tools
+            assert [t.name for t in tools] == ["helix_environment_device_check"]
+            assert "ui" not in (tools[0].meta or {})
+            with pytest.raises(MCPError) as refused:
+                await s.list_resources()
+            assert refused.value.error.code == METHOD_NOT_FOUND
