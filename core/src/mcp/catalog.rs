@@ -12,6 +12,7 @@ use rmcp::model::{
 };
 use serde_json::{Value, json};
 
+use super::apps::{self, AppView, RUN_VIEW};
 use super::schema::{input_schema, output_schema_of};
 use super::tools::{Handler, device_check, embodiment, rooms, runs, sources};
 use crate::domain::embodiment::{SubjectList, SubjectSelection, WorkflowView};
@@ -56,6 +57,9 @@ pub struct ToolSpec {
     pub output: fn() -> JsonObject,
     pub prefetch: Prefetch,
     pub call: Handler,
+    /// The MCP App view (`_meta.ui.resourceUri`) hosts render this tool's results in, for
+    /// clients that declare the `io.modelcontextprotocol/ui` extension ([`super::apps`]).
+    pub view: Option<&'static AppView>,
 }
 
 /// How a server describes itself (`initialize`, `server/discover`).
@@ -83,6 +87,8 @@ pub struct Catalog {
 struct Built {
     inputs: Vec<Value>,
     tools: Vec<Tool>,
+    /// The same tools as published to a client that declared the MCP Apps extension.
+    app_tools: Vec<Tool>,
     info: ServerConfig,
 }
 
@@ -95,14 +101,15 @@ impl Catalog {
     /// SDK asks for the description on every request it serves).
     fn built(&'static self) -> &'static Built {
         self.built.get_or_init(|| {
-            let (inputs, tools) = self.rows.iter().map(build).unzip();
+            let (inputs, tools): (Vec<Value>, Vec<Tool>) = self.rows.iter().map(build).unzip();
+            let app_tools = self.rows.iter().zip(&tools).map(|(spec, tool)| apps::with_view(spec.view, tool)).collect();
             let info = ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
                 .with_server_info(
                     Implementation::new(self.server.name, env!("CARGO_PKG_VERSION")).with_title(self.server.title),
                 )
                 .with_protocol_version(ProtocolVersion::V_2025_11_25)
                 .with_instructions(self.server.instructions);
-            Built { inputs, tools, info }
+            Built { inputs, tools, app_tools, info }
         })
     }
 
@@ -113,6 +120,27 @@ impl Catalog {
     /// The whole catalog as SDK tool objects, in row order.
     pub fn tools(&'static self) -> Vec<Tool> {
         self.built().tools.clone()
+    }
+
+    /// The catalog as published to one request: with the rows' `_meta.ui` when the client
+    /// declared the MCP Apps extension (and the catalog has a view), else exactly [`Self::tools`].
+    pub fn tools_for(&'static self, apps: bool) -> Vec<Tool> {
+        if apps && self.has_views() { self.built().app_tools.clone() } else { self.tools() }
+    }
+
+    /// The distinct MCP App views of the rows, in row order (what `resources/list` lists).
+    pub fn views(&'static self) -> Vec<&'static AppView> {
+        let mut views: Vec<&'static AppView> = Vec::new();
+        for view in self.rows.iter().filter_map(|r| r.view) {
+            if !views.iter().any(|v| v.uri == view.uri) {
+                views.push(view);
+            }
+        }
+        views
+    }
+
+    pub fn has_views(&'static self) -> bool {
+        self.rows.iter().any(|r| r.view.is_some())
     }
 
     pub fn tool(&'static self, name: &str) -> Option<Tool> {
@@ -221,6 +249,7 @@ pub static CATALOG: &[ToolSpec] = &[
         output: or_error::<RunView>,
         prefetch: Prefetch::Nothing,
         call: |c| c.run(runs::start),
+        view: Some(&RUN_VIEW),
     },
     ToolSpec {
         name: "helix_run_continue",
@@ -235,6 +264,7 @@ pub static CATALOG: &[ToolSpec] = &[
         output: or_error::<RunView>,
         prefetch: Prefetch::RunMutation(RunMutation::Continue),
         call: |c| c.run(runs::continue_run),
+        view: Some(&RUN_VIEW),
     },
     ToolSpec {
         name: "helix_run_cancel",
@@ -247,6 +277,7 @@ pub static CATALOG: &[ToolSpec] = &[
         output: or_error::<RunView>,
         prefetch: Prefetch::RunMutation(RunMutation::Cancel),
         call: |c| c.run(runs::cancel),
+        view: None,
     },
     ToolSpec {
         name: "helix_run_inspect",
@@ -259,6 +290,7 @@ pub static CATALOG: &[ToolSpec] = &[
         output: or_error::<RunView>,
         prefetch: Prefetch::Run,
         call: |c| c.run(runs::inspect),
+        view: Some(&RUN_VIEW),
     },
     ToolSpec {
         name: "helix_run_fetch_evidence",
@@ -272,6 +304,7 @@ pub static CATALOG: &[ToolSpec] = &[
         output: or_error::<EvidenceBundleView>,
         prefetch: Prefetch::Run,
         call: |c| c.run(runs::evidence),
+        view: Some(&RUN_VIEW),
     },
     ToolSpec {
         name: "helix_run_list_events",
@@ -284,6 +317,7 @@ pub static CATALOG: &[ToolSpec] = &[
         output: or_error::<EventPageView>,
         prefetch: Prefetch::Run,
         call: |c| c.run(runs::events),
+        view: Some(&RUN_VIEW),
     },
     ToolSpec {
         name: "helix_room_list",
@@ -297,6 +331,7 @@ pub static CATALOG: &[ToolSpec] = &[
         output: or_error::<RoomList>,
         prefetch: Prefetch::Nothing,
         call: |c| c.run(rooms::list),
+        view: None,
     },
     ToolSpec {
         name: "helix_room_inspect",
@@ -309,6 +344,7 @@ pub static CATALOG: &[ToolSpec] = &[
         output: or_error::<RoomView>,
         prefetch: Prefetch::Nothing,
         call: |c| c.run(rooms::inspect),
+        view: None,
     },
     ToolSpec {
         name: "helix_room_create",
@@ -321,6 +357,7 @@ pub static CATALOG: &[ToolSpec] = &[
         output: or_error::<RoomView>,
         prefetch: Prefetch::Nothing,
         call: |c| c.run(rooms::create),
+        view: None,
     },
     ToolSpec {
         name: "helix_room_bind_run",
@@ -334,6 +371,7 @@ pub static CATALOG: &[ToolSpec] = &[
         output: or_error::<RunBindingReceipt>,
         prefetch: Prefetch::Nothing,
         call: |c| c.run(rooms::bind_run),
+        view: None,
     },
     ToolSpec {
         name: "helix_room_claim_chat_binding",
@@ -348,6 +386,7 @@ pub static CATALOG: &[ToolSpec] = &[
         output: or_error::<ChatBindingReceipt>,
         prefetch: Prefetch::Nothing,
         call: |c| c.run(rooms::claim_chat),
+        view: None,
     },
     ToolSpec {
         name: "helix_room_unbind_run",
@@ -361,6 +400,7 @@ pub static CATALOG: &[ToolSpec] = &[
         output: or_error::<RevocationReceipt>,
         prefetch: Prefetch::Nothing,
         call: |c| c.run(rooms::unbind_run),
+        view: None,
     },
     ToolSpec {
         name: "helix_room_unbind_chat",
@@ -373,6 +413,7 @@ pub static CATALOG: &[ToolSpec] = &[
         output: or_error::<RevocationReceipt>,
         prefetch: Prefetch::Nothing,
         call: |c| c.run(rooms::unbind_chat),
+        view: None,
     },
     ToolSpec {
         name: "helix_room_command_request",
@@ -385,6 +426,7 @@ pub static CATALOG: &[ToolSpec] = &[
         output: error_only,
         prefetch: Prefetch::Nothing,
         call: |c| c.run(rooms::command),
+        view: None,
     },
     ToolSpec {
         name: "helix_room_source_list",
@@ -398,6 +440,7 @@ pub static CATALOG: &[ToolSpec] = &[
         output: or_error::<SourceList>,
         prefetch: Prefetch::Nothing,
         call: |c| c.run(sources::list),
+        view: None,
     },
     ToolSpec {
         name: "helix_room_source_create",
@@ -412,6 +455,7 @@ pub static CATALOG: &[ToolSpec] = &[
         output: or_error::<SourceCreated>,
         prefetch: Prefetch::Nothing,
         call: |c| c.run(sources::create),
+        view: None,
     },
     ToolSpec {
         name: "helix_environment_subject_list",
@@ -425,6 +469,7 @@ pub static CATALOG: &[ToolSpec] = &[
         output: or_error::<SubjectList>,
         prefetch: Prefetch::Nothing,
         call: |c| c.run(embodiment::subject_list),
+        view: None,
     },
     ToolSpec {
         name: "helix_environment_subject_select",
@@ -438,6 +483,7 @@ pub static CATALOG: &[ToolSpec] = &[
         output: or_error::<SubjectSelection>,
         prefetch: Prefetch::Nothing,
         call: |c| c.run(embodiment::subject_select),
+        view: None,
     },
     ToolSpec {
         name: "helix_minecraft_player_action",
@@ -452,6 +498,7 @@ pub static CATALOG: &[ToolSpec] = &[
         output: or_error::<WorkflowView>,
         prefetch: Prefetch::Nothing,
         call: |c| c.run(embodiment::player_action),
+        view: None,
     },
     ToolSpec {
         name: "helix_minecraft_workflow_status",
@@ -464,6 +511,7 @@ pub static CATALOG: &[ToolSpec] = &[
         output: or_error::<WorkflowView>,
         prefetch: Prefetch::Nothing,
         call: |c| c.run(embodiment::workflow_status),
+        view: None,
     },
     ToolSpec {
         name: "helix_minecraft_workflow_control",
@@ -477,6 +525,7 @@ pub static CATALOG: &[ToolSpec] = &[
         output: or_error::<WorkflowView>,
         prefetch: Prefetch::Nothing,
         call: |c| c.run(embodiment::workflow_control),
+        view: None,
     },
     DEVICE_CHECK_TOOL,
 ];
@@ -497,6 +546,7 @@ const DEVICE_CHECK_TOOL: ToolSpec = ToolSpec {
     output: or_error::<DeviceCheckReport>,
     prefetch: Prefetch::Nothing,
     call: |c| c.run(device_check::check),
+    view: None,
 };
 
 const DEVICE_CHECK_ROWS: &[ToolSpec] = &[DEVICE_CHECK_TOOL];

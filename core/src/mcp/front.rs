@@ -20,6 +20,7 @@ use rmcp::transport::streamable_http_server::session::never::NeverSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::Value;
 
+use super::apps;
 use super::catalog::{Catalog, Front, Prefetch};
 use super::preflight::{self, Checked, Envelope, Rejection};
 use super::server::{self, HelixMcp};
@@ -194,8 +195,25 @@ async fn handle(State(mcp): State<Arc<McpState>>, req: Request) -> Result<Respon
             Some((key, _)) => learn_call_shape(&mcp, key, res).await,
             None => res,
         },
+        Envelope::Request { method: "initialize" } if catalog.has_views() => apps_session(&message, res),
         _ => res,
     })
+}
+
+/// A handshake that declared the MCP Apps extension is given a session id that says so
+/// ([`apps::SESSION_PREFIX`]): the transport is stateless, and the client echoes the id
+/// on every later request, so `tools/list` and the resource reads can tell. It holds no
+/// server state; any other handshake gets no session id, as before.
+fn apps_session(message: &serde_json::Map<String, Value>, mut res: Response<Body>) -> Response<Body> {
+    let caps = message.get("params").and_then(|p| p.get("capabilities"));
+    let declared = caps
+        .and_then(|c| serde_json::from_value::<rmcp::model::ClientCapabilities>(c.clone()).ok())
+        .is_some_and(|c| apps::declared(&c));
+    if declared && res.status() == StatusCode::OK {
+        let id = HeaderValue::from_str(&apps::session_id()).expect("an ASCII session id");
+        res.headers_mut().insert("mcp-session-id", id);
+    }
+    res
 }
 
 /// A `tools/call` answered without the SDK's per-request machinery: the preflight already

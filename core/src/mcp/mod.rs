@@ -3,6 +3,7 @@
 //! `Services` calls as REST. Depends on the service layer and the HTTP pipeline; nothing
 //! below it depends on this module.
 
+pub mod apps;
 pub mod catalog;
 pub mod front;
 pub mod preflight;

@@ -8,13 +8,15 @@
 use std::borrow::Cow;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ListToolsResult, MetaObject, PaginatedRequestParams,
-    ProtocolVersion, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, DiscoverResult, InitializeRequestParams, InitializeResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, MetaObject, PaginatedRequestParams,
+    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Value, json};
 
+use super::apps;
 use super::catalog::Front;
 use super::catalog::ToolSpec;
 use super::tools::{Call, Outcome};
@@ -76,6 +78,11 @@ fn call_context(ctx: &RequestContext<RoleServer>) -> CallContext {
 }
 
 impl HelixMcp {
+    /// Whether this request's client declared the MCP Apps extension and this front has a view.
+    fn apps(&self, context: &RequestContext<RoleServer>) -> bool {
+        self.front.catalog.has_views() && apps::requested(context)
+    }
+
     /// A failure as a tool result: `isError`, the error envelope as structured content,
     /// and for a scope refusal the challenge a host uses to re-authorize (pointing at this
     /// front's protected-resource metadata).
@@ -144,12 +151,74 @@ impl ServerHandler for HelixMcp {
         Cow::Borrowed(PROTOCOL_VERSIONS)
     }
 
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        context.peer.set_peer_info(request.clone());
+        let mut result = self.negotiate_initialize(&request)?;
+        if apps::declared(&request.capabilities) && self.front.catalog.has_views() {
+            apps::advertise(&mut result.capabilities);
+        }
+        Ok(result)
+    }
+
+    async fn discover(&self, context: RequestContext<RoleServer>) -> Result<DiscoverResult, ErrorData> {
+        let mut info = self.get_info();
+        if self.apps(&context) {
+            apps::advertise(&mut info.capabilities);
+        }
+        Ok(DiscoverResult::from_server_info(self.supported_protocol_versions().into_owned(), info))
+    }
+
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(self.front.catalog.tools()))
+        Ok(ListToolsResult::with_all_items(self.front.catalog.tools_for(apps::requested(&context))))
+    }
+
+    // Resources are the MCP App views, only for a client that declared the extension;
+    // any other client gets the SDK's answer without a resources capability.
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        if !self.apps(&context) {
+            return Err(ErrorData::method_not_found::<rmcp::model::ListResourcesRequestMethod>());
+        }
+        Ok(apps::list(&self.front.catalog.views()))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        if !self.apps(&context) {
+            return Err(ErrorData::method_not_found::<rmcp::model::ListResourceTemplatesRequestMethod>());
+        }
+        Ok(ListResourceTemplatesResult::default())
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        if !self.apps(&context) {
+            return Err(ErrorData::method_not_found::<rmcp::model::ReadResourceRequestMethod>());
+        }
+        let views = self.front.catalog.views();
+        let view = views
+            .iter()
+            .find(|v| v.uri == request.uri)
+            .ok_or_else(|| ErrorData::resource_not_found("no such resource", Some(json!({ "uri": request.uri }))))?;
+        Ok(apps::read(view).into())
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
