@@ -290,19 +290,19 @@ mod tests {
         }))
         .unwrap();
         let mut w = sample(WorkflowState::Queued, 0);
-        w.queued_at = 1000;
-        assert_eq!(gate(&b, &w, 1500), None);
-        assert_eq!(gate(&b, &w, 1000 + QUEUE_TTL_SECS + 1), Some((WorkflowState::Expired, QUEUE_EXPIRED)));
+        w.queued_at = 1500;
+        assert_eq!(gate(&b, &w, 1600), None);
+        assert_eq!(gate(&b, &w, 1500 + QUEUE_TTL_SECS + 1), Some((WorkflowState::Expired, QUEUE_EXPIRED)));
         assert_eq!(gate(&b, &w, 2000), Some((WorkflowState::Paused, LEASE_LAPSED)), "the lease ends at 2000");
         let mut boxed = b.clone();
         let p = |x, y, z| Pos { x, y, z };
         boxed.region = Some(RegionBox { min: p(0, 0, 0), max: p(1, 1, 1) });
         w.steps = vec![Step::LookAt(p(5, 5, 5))];
-        assert_eq!(gate(&boxed, &w, 1500), Some((WorkflowState::Rejected, "out_of_region")));
-        for (state, _) in [gate(&b, &w, 2000), gate(&boxed, &w, 1500), gate(&b, &w, 9999)].into_iter().flatten() {
+        assert_eq!(gate(&boxed, &w, 1600), Some((WorkflowState::Rejected, "out_of_region")));
+        for (state, _) in [gate(&b, &w, 2000), gate(&boxed, &w, 1600), gate(&b, &w, 9999)].into_iter().flatten() {
             assert!(WorkflowState::Queued.may_become(state));
         }
         w.state = WorkflowState::Dispatched;
-        assert_eq!(gate(&boxed, &w, 1500), None, "only a queued workflow is gated");
+        assert_eq!(gate(&boxed, &w, 1600), None, "only a queued workflow is gated");
     }
 }
