@@ -30,9 +30,9 @@ use helix_core::domain::embodiment::{ConnectorConfig, action_schema_hash};
 use helix_core::domain::source::ConnectorCredential;
 use serde_json::{Value, json};
 
+use helix_core::domain::embodiment::action::Step;
 use ledger::{Entry, EntryState, Ledger, key};
 use world::{Progress, World};
-use helix_core::domain::embodiment::action::Step;
 
 pub const CREDENTIAL_ENV: &str = "HELIX_CONNECTOR_CREDENTIAL";
 /// The exit status of `--crash-mid-action` (as a process killed by SIGKILL reports).
@@ -360,9 +360,7 @@ impl Ledger {
 }
 
 fn subjects(world: &World) -> Value {
-    let player = |p: &world::Player| {
-        json!({ "native_id": p.native_id, "display_name": p.name, "online": true, "position": p.pos })
-    };
+    let player = |p: &world::Player| json!({ "native_id": p.native_id, "display_name": p.name, "online": true, "position": p.pos });
     world.players.iter().map(player).collect()
 }
 

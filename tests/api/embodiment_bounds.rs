@@ -10,7 +10,7 @@ use helix_integration_tests::*;
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use super::embodiment::{STEVE, World, ack, act, err, paired, poll, select_first, status, tool};
+use super::embodiment::{STEVE, World, ack, act, err, helix_bin, paired, poll, select_first, status, tool};
 
 /// Registers with Steve standing at `position` (or nowhere known).
 async fn register_at(app: &TestApp, w: &World, position: Option<[i32; 3]>) -> u64 {
@@ -76,13 +76,19 @@ async fn the_owner_sets_a_region_every_step_must_stay_in(backend: Backend) {
     assert_eq!(far["status"], "queued", "no region yet: {far}");
 
     let (s, r) = region(&app, &w.cookie, &w, boxed).await;
-    assert_eq!((s, r["schema"].as_str(), r["region"]["max"]["x"].as_i64()), (200, Some("helix.room_connector_region.v1"), Some(10)), "{r}");
-    let (is_error, e) = act(&app, &w, &w.token, "region-key-01", json!({"type": "move_to", "x": 11, "y": 64, "z": 0})).await;
+    assert_eq!(
+        (s, r["schema"].as_str(), r["region"]["max"]["x"].as_i64()),
+        (200, Some("helix.room_connector_region.v1"), Some(10)),
+        "{r}"
+    );
+    let (is_error, e) =
+        act(&app, &w, &w.token, "region-key-01", json!({"type": "move_to", "x": 11, "y": 64, "z": 0})).await;
     assert_eq!((is_error, err(&e), reason(&e)), (true, "action_refused", "out_of_region"), "{e}");
     let seq = json!({"type": "sequence", "steps": [{"type": "chat", "text": "hi"}, {"type": "look_at", "x": 0, "y": 81, "z": 0}]});
     let (is_error, e) = act(&app, &w, &w.token, "region-key-02", seq).await;
     assert_eq!((is_error, reason(&e)), (true, "out_of_region"), "one step outside refuses the sequence: {e}");
-    let (is_error, ok) = act(&app, &w, &w.token, "region-key-03", json!({"type": "move_to", "x": 10, "y": 60, "z": -10})).await;
+    let (is_error, ok) =
+        act(&app, &w, &w.token, "region-key-03", json!({"type": "move_to", "x": 10, "y": 60, "z": -10})).await;
     assert!(!is_error && ok["status"] == "queued", "the corners are inside: {ok}");
 
     // The page's form: set (303 back to the page), then clear.
@@ -109,11 +115,13 @@ async fn the_owner_sets_a_region_every_step_must_stay_in(backend: Backend) {
         }
     };
     assert_eq!(form("set", "3").await, 303, "post/redirect/get");
-    let (is_error, e) = act(&app, &w, &w.token, "region-key-04", json!({"type": "move_to", "x": 4, "y": 64, "z": 0})).await;
+    let (is_error, e) =
+        act(&app, &w, &w.token, "region-key-04", json!({"type": "move_to", "x": 4, "y": 64, "z": 0})).await;
     assert_eq!((is_error, reason(&e)), (true, "out_of_region"), "{e}");
     assert_eq!(form("set", "x").await, 400, "a coordinate is a whole number");
     assert_eq!(form("clear", "").await, 303);
-    let (is_error, ok) = act(&app, &w, &w.token, "region-key-05", json!({"type": "move_to", "x": 4, "y": 64, "z": 0})).await;
+    let (is_error, ok) =
+        act(&app, &w, &w.token, "region-key-05", json!({"type": "move_to", "x": 4, "y": 64, "z": 0})).await;
     assert!(!is_error, "cleared: {ok}");
 }
 
@@ -152,7 +160,9 @@ async fn a_subject_is_rate_limited_per_minute_and_a_replay_still_answers(backend
     let wait = json!({"type": "wait", "ticks": 1});
     for i in 0..ACTIONS_PER_MINUTE {
         let args = json!({ "room_id": w.room_id, "idempotency_key": format!("rate-key-{i:03}"), "action": wait });
-        let (_, r) = app.rpc("/mcp", &w.token, "tools/call", json!({"name": "helix_minecraft_player_action", "arguments": args})).await;
+        let (_, r) = app
+            .rpc("/mcp", &w.token, "tools/call", json!({"name": "helix_minecraft_player_action", "arguments": args}))
+            .await;
         assert_eq!(r["result"]["isError"], false, "{i}: {r}");
     }
     let (is_error, e) = act(&app, &w, &w.token, "rate-key-over", wait.clone()).await;
@@ -202,9 +212,19 @@ async fn a_connector_rejects_a_command_before_touching_the_world(backend: Backen
     );
     assert_eq!(s["budget"]["steps_max"], 16, "{s}");
     // No late effect: a later acknowledgement of it is refused, and no command is handed out.
-    let (_, p) = poll(&app, &w, epoch, json!([ack(&cmd, 2, "completed", json!({"equipped": "minecraft:diamond_sword"}))])).await;
-    assert_eq!((p["acks"][0]["outcome"].as_str(), p["commands"].as_array().map(Vec::len)), (Some("not_at_connector"), Some(0)));
-    let (is_error, e) = tool(&app, &w.token, "helix_minecraft_workflow_control", json!({"room_id": w.room_id, "workflow_ref": wref, "control": "resume"})).await;
+    let (_, p) =
+        poll(&app, &w, epoch, json!([ack(&cmd, 2, "completed", json!({"equipped": "minecraft:diamond_sword"}))])).await;
+    assert_eq!(
+        (p["acks"][0]["outcome"].as_str(), p["commands"].as_array().map(Vec::len)),
+        (Some("not_at_connector"), Some(0))
+    );
+    let (is_error, e) = tool(
+        &app,
+        &w.token,
+        "helix_minecraft_workflow_control",
+        json!({"room_id": w.room_id, "workflow_ref": wref, "control": "resume"}),
+    )
+    .await;
     assert_eq!((is_error, err(&e)), (true, "workflow_not_resumable"));
 }
 
@@ -221,7 +241,10 @@ async fn a_region_narrowed_after_queueing_rejects_at_dispatch(backend: Backend) 
     let handed: Vec<&Value> = p["commands"].as_array().unwrap().iter().map(|c| &c["workflow_ref"]).collect();
     assert_eq!(handed, [&kept["workflow_ref"]], "only the one still inside is dispatched: {p}");
     let s = status(&app, &w, wf["workflow_ref"].as_str().unwrap()).await;
-    assert_eq!((s["status"].as_str(), s["reason"].as_str(), s["late_effects_possible"].as_bool()), (Some("rejected"), Some("out_of_region"), Some(false)));
+    assert_eq!(
+        (s["status"].as_str(), s["reason"].as_str(), s["late_effects_possible"].as_bool()),
+        (Some("rejected"), Some("out_of_region"), Some(false))
+    );
 }
 
 async fn a_queued_workflow_expires_and_a_lapsed_lease_pauses_until_resumed(backend: Backend) {
@@ -235,7 +258,11 @@ async fn a_queued_workflow_expires_and_a_lapsed_lease_pauses_until_resumed(backe
     let (_, a) = act(&app, &w, &w.token, "expire-key-01", wait.clone()).await;
     clock.advance(QUEUE_TTL_SECS + 1);
     let s = status(&app, &w, a["workflow_ref"].as_str().unwrap()).await;
-    assert_eq!((s["status"].as_str(), s["reason"].as_str(), &s["poll_after_ms"]), (Some("expired"), Some("not_dispatched_in_time"), &Value::Null), "{s}");
+    assert_eq!(
+        (s["status"].as_str(), s["reason"].as_str(), &s["poll_after_ms"]),
+        (Some("expired"), Some("not_dispatched_in_time"), &Value::Null),
+        "{s}"
+    );
     // ... and at poll time.
     assert_eq!(poll(&app, &w, epoch, json!([])).await.0, 200, "the connector is live again");
     select_first(&app, &w, &w.token).await;
@@ -263,6 +290,64 @@ async fn a_queued_workflow_expires_and_a_lapsed_lease_pauses_until_resumed(backe
     assert_eq!(p["commands"][0]["workflow_ref"], cref, "dispatched after the resume: {p}");
 }
 
+async fn connector_sim_reports_positions_and_rejects_an_equip_it_cannot_do(backend: Backend) {
+    let app = TestApp::spawn_with(backend, &[]).await;
+    let w = paired(&app).await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = json!({
+        "protocol": "helix.connector.v1", "base_url": app.base, "environment_binding_id": w.binding_id,
+        "room_id": w.room_id, "world_id": "overworld", "credential_env": "HELIX_CONNECTOR_CREDENTIAL",
+        "poll_interval_ms": 100,
+    });
+    let path = dir.path().join("connector.json");
+    std::fs::write(&path, config.to_string()).unwrap();
+    let mut sim = std::process::Command::new(helix_bin())
+        .args(["connector-sim", "--config", path.to_str().unwrap(), "--interval-ms", "100", "--polls", "80"])
+        .env("HELIX_CONNECTOR_CREDENTIAL", &w.credential)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut tries = 0;
+    while super::embodiment::subjects(&app, &w, &w.token).await["environments"][0]["subjects"]
+        .as_array()
+        .is_none_or(|s| s.is_empty())
+    {
+        tries += 1;
+        assert!(tries < 50, "the simulator never registered");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    select_first(&app, &w, &w.token).await;
+    // The simulator's player stands at (0, 64, 0): the log at (5, 64, 5) is out of reach.
+    let (is_error, e) = act(&app, &w, &w.token, "simb-key-01", brk(5, 5)).await;
+    assert_eq!((is_error, reason(&e)), (true, "out_of_reach"), "{e}");
+    let settle = |key: &'static str, action: Value| {
+        let (app, w) = (&app, &w);
+        async move {
+            let (is_error, wf) = act(app, w, &w.token, key, action).await;
+            assert!(!is_error, "{wf}");
+            let mut last = Value::Null;
+            for _ in 0..60 {
+                last = status(app, w, wf["workflow_ref"].as_str().unwrap()).await;
+                if !["queued", "dispatched", "running"].contains(&last["status"].as_str().unwrap_or("")) {
+                    break;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+            last
+        }
+    };
+    let s =
+        settle("simb-key-02", json!({"type": "equip", "item": "minecraft:diamond_sword", "slot": "mainhand"})).await;
+    assert_eq!((s["status"].as_str(), s["reason"].as_str()), (Some("rejected"), Some("not_in_inventory")), "{s}");
+    // After a move the simulator reports where the player stands: the log is in reach now.
+    let s = settle("simb-key-03", json!({"type": "move_to", "x": 5, "y": 64, "z": 4})).await;
+    assert_eq!(s["status"], "succeeded", "{s}");
+    let s = settle("simb-key-04", brk(5, 5)).await;
+    assert_eq!(s["status"], "succeeded", "{s}");
+    let _ = sim.kill();
+    let _ = sim.wait();
+}
+
 on_both_backends!(
     the_owner_sets_a_region_every_step_must_stay_in,
     reach_counts_from_the_reported_position_or_the_preceding_move,
@@ -270,4 +355,5 @@ on_both_backends!(
     a_connector_rejects_a_command_before_touching_the_world,
     a_region_narrowed_after_queueing_rejects_at_dispatch,
     a_queued_workflow_expires_and_a_lapsed_lease_pauses_until_resumed,
+    connector_sim_reports_positions_and_rejects_an_equip_it_cannot_do,
 );

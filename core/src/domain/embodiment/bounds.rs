@@ -117,11 +117,14 @@ mod tests {
         assert!(!within_reach(Some([0, 64, 0]), &steps(brk(7))));
         assert!(!within_reach(Some([0, 64, 0]), &steps(json!({"type": "look_at", "x": 5, "y": 64, "z": 5}))));
         assert!(within_reach(None, &steps(brk(7))), "no known position: not checked");
-        let moved = json!({"type": "sequence", "steps": [{"type": "move_to", "x": 20, "y": 64, "z": 0, "range": 2}, brk(28)]});
+        let moved =
+            json!({"type": "sequence", "steps": [{"type": "move_to", "x": 20, "y": 64, "z": 0, "range": 2}, brk(28)]});
         assert!(within_reach(Some([0, 64, 0]), &steps(moved)), "6 + the move's range 2");
-        let far = json!({"type": "sequence", "steps": [{"type": "move_to", "x": 20, "y": 64, "z": 0, "range": 2}, brk(29)]});
+        let far =
+            json!({"type": "sequence", "steps": [{"type": "move_to", "x": 20, "y": 64, "z": 0, "range": 2}, brk(29)]});
         assert!(!within_reach(Some([0, 64, 0]), &steps(far)));
-        let unknown_then_move = json!({"type": "sequence", "steps": [brk(40), {"type": "move_to", "x": 40, "y": 64, "z": 0}]});
+        let unknown_then_move =
+            json!({"type": "sequence", "steps": [brk(40), {"type": "move_to", "x": 40, "y": 64, "z": 0}]});
         assert!(!within_reach(Some([0, 64, 0]), &steps(unknown_then_move)), "the move comes after the break");
     }
 }

@@ -12,7 +12,9 @@ use crate::domain::embodiment::{RegionBox, Step, WorkflowState, within_reach};
 use crate::domain::time::rfc3339;
 use crate::error::ApiError;
 use crate::service::Mutation;
-use crate::service::records::embodiment::{EnvBinding, Selection, SubjectEntry, WorkflowRecord, subject_action_counter};
+use crate::service::records::embodiment::{
+    EnvBinding, Selection, SubjectEntry, WorkflowRecord, subject_action_counter,
+};
 use crate::service::records::idempotent::answer_from_receipt;
 use crate::service::records::sources::check_room_owner;
 use crate::service::records::{Role, Tx};
@@ -127,7 +129,8 @@ pub(super) fn rejected(w: &WorkflowRecord, reason: Option<&str>) -> (WorkflowSta
 
 /// A connector's reason as stored: 1-64 of `a-z 0-9 _ . -` (anything else is `unspecified`).
 fn machine_reason(r: &str) -> bool {
-    (1..=64).contains(&r.len()) && r.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"_.-".contains(&b))
+    (1..=64).contains(&r.len())
+        && r.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"_.-".contains(&b))
 }
 
 impl EmbodimentService {
@@ -204,8 +207,9 @@ impl EmbodimentService {
             return Ok(w);
         }
         self.settle(&w, WorkflowState::Expired, Some(QUEUE_EXPIRED)).await?;
-        let fresh = crate::service::records::embodiment::read_workflow(self.store.as_ref(), &w.room_id, &w.workflow_ref)
-            .await?;
+        let fresh =
+            crate::service::records::embodiment::read_workflow(self.store.as_ref(), &w.room_id, &w.workflow_ref)
+                .await?;
         Ok(fresh.unwrap_or(w))
     }
 

@@ -260,9 +260,10 @@ impl EmbodimentService {
             n.reason = reason.map(str::to_owned);
         };
         match (w.state, ack.status) {
-            (CancelRequested, AckStatus::Completed | AckStatus::Failed | AckStatus::Overridden | AckStatus::Rejected) => {
-                to(&mut n, Cancelled, None)
-            }
+            (
+                CancelRequested,
+                AckStatus::Completed | AckStatus::Failed | AckStatus::Overridden | AckStatus::Rejected,
+            ) => to(&mut n, Cancelled, None),
             (CancelRequested, AckStatus::Interrupted) => to(&mut n, OutcomeUnknown, Some("interrupted")),
             (CancelRequested, _) => {}
             (_, AckStatus::Accepted | AckStatus::Progress) => to(&mut n, Running, None),
