@@ -30,6 +30,7 @@ use helix_core::domain::embodiment::{ConnectorConfig, action_schema_hash};
 use helix_core::domain::source::ConnectorCredential;
 use serde_json::{Value, json};
 
+use helix_core::domain::embodiment::action::Step;
 use ledger::{Entry, EntryState, Ledger, key};
 use world::{Progress, World};
 
@@ -225,6 +226,8 @@ pub async fn run(args: ConnectorSimArgs) -> anyhow::Result<()> {
                     active.push(a);
                 }
                 Progress::Done(observation) => {
+                    // A player that moved reports its new position (reach is counted from it).
+                    send_subjects |= matches!(a.cmd.step, Step::MoveTo(_));
                     ledger.executed(&a.key);
                     ledger.finish(&a, "completed", observation, None);
                 }
@@ -301,6 +304,14 @@ fn take(
             executions: 0,
         };
         ledger.entries.insert(k.clone(), entry);
+        if let Some(reason) = ledger.world.refuses(&cmd) {
+            // Refused instead of accepted: nothing touched the world.
+            println!("rejected {} step {}: {reason}", cmd.workflow_ref, cmd.step_index);
+            ledger.ack(&k, &cmd, "rejected", Value::Null, Some(reason));
+            ledger.set(&k, EntryState::Finished);
+            ledger.save()?;
+            continue;
+        }
         ledger.ack(&k, &cmd, "accepted", Value::Null, None);
         // Recorded before anything happens in the world.
         ledger.save()?;
@@ -349,7 +360,8 @@ impl Ledger {
 }
 
 fn subjects(world: &World) -> Value {
-    world.players.iter().map(|p| json!({ "native_id": p.native_id, "display_name": p.name, "online": true })).collect()
+    let player = |p: &world::Player| json!({ "native_id": p.native_id, "display_name": p.name, "online": true, "position": p.pos });
+    world.players.iter().map(player).collect()
 }
 
 fn parse_poll(v: Value) -> Result<PollResponse, PostError> {

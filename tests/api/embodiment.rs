@@ -403,7 +403,7 @@ async fn emergency_stop_stops_and_refuses_new_actions_until_a_person_clears_it(b
 }
 
 /// The built `helix` binary beside this test binary (`target/debug/helix`).
-fn helix_bin() -> std::path::PathBuf {
+pub(crate) fn helix_bin() -> std::path::PathBuf {
     let exe = std::env::current_exe().unwrap();
     let bin = exe.parent().unwrap().parent().unwrap().join("helix");
     assert!(bin.exists(), "build the cli first (cargo build -p helix-cli): {}", bin.display());

@@ -22,6 +22,7 @@ mod chat_context;
 mod dev_issuer;
 mod embodiment;
 mod embodiment_authority;
+mod embodiment_bounds;
 mod embodiment_lifecycle;
 mod lambda_events;
 mod lanes;

@@ -2,7 +2,8 @@
 `helix serve`: the room owner pairs a connector on /account/room-connectors (credential
 shown once), rotates it with the page's form (a confirmation step, then the new credential
 once; the old one is refused at once, checked on the real connector route) and revokes the
-pairing (a confirmation step, then back to the page; the connector is refused).
+pairing (a confirmation step, then back to the page; the connector is refused); the region
+form bounds the player (an action outside the box is refused over REST).
 
 Usage: python tests/browser/test_connectors.py  (env: HELIX_BIN, HELIX_BROWSER_ARTIFACTS,
 CHROMIUM_BIN, CHROMEDRIVER_BIN). Exits non-zero on the first failed check.
@@ -75,6 +76,29 @@ def credential_change(driver, base, room_id, binding_id, op):
     shot(driver, f"connectors-0{2 if op == 'rotate' else 4}-confirm-{op}")
 
 
+def region_form(driver, base, room_id, binding_id, token):
+    """The page's region form (set, then 303 back to the page): an action outside is refused."""
+    driver.get(f"{base}/account/room-connectors")
+    on_page(driver, "the pairing page", lambda u: u == f"{base}/account/room-connectors", "#region-form")
+    fill(driver, {"region-room": room_id, "region-binding": binding_id, "region-min-x": "-10", "region-min-y": "60",
+                  "region-min-z": "-10", "region-max-x": "10", "region-max-y": "80", "region-max-z": "10"})
+    click(driver, "#region-set-button", "set region")
+    on_page(driver, "back on the pairing page", lambda u: u == f"{base}/account/room-connectors", "#region-form")
+    shot(driver, "connectors-03b-region")
+    rooms = f"{base}/api/v1/rooms/{room_id}"
+    _, listing = call("GET", f"{rooms}/environment-subjects", token)
+    subject = listing["environments"][0]["subjects"][0]["subject_ref"]
+    status, _ = call("POST", f"{rooms}/environment-subjects/select", token,
+                     {"environment_binding_id": binding_id, "subject_ref": subject})
+    check(status == 200, f"the subject is selected ({status})")
+    move = lambda x, key: call("POST", f"{rooms}/player-actions", token,
+                               {"action": {"type": "move_to", "x": x, "y": 64, "z": 0}}, {"Idempotency-Key": key})
+    status, e = move(11, "e2e-conn-region-01")
+    check(e.get("error", {}).get("details", {}).get("reason") == "out_of_region", f"outside the region is refused ({status} {e})")
+    status, wf = move(10, "e2e-conn-region-02")
+    check(status == 202 and wf["status"] == "queued", f"inside the region is queued ({status})")
+
+
 def main():
     data_dir = tempfile.mkdtemp(prefix="helix-connectors-")
     port = free_port()
@@ -122,6 +146,7 @@ def main():
         shot(driver, "connectors-03-rotated")
         check(register(base, first) == 401, "the old credential is refused at once")
         check(register(base, second) == 200, "the new credential registers")
+        region_form(driver, base, room_id, binding_id, token)
 
         credential_change(driver, base, room_id, binding_id, "revoke")
         check(register(base, second) == 200, "nothing is revoked before the confirmation")

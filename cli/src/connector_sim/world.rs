@@ -56,6 +56,19 @@ impl World {
         World { players, blocks }
     }
 
+    /// Why the connector refuses a command before touching the world (acknowledged
+    /// `rejected`): the player is not in the world, or an `equip` names an item the
+    /// player does not carry.
+    pub fn refuses(&self, cmd: &Command) -> Option<&'static str> {
+        let Some(p) = self.players.iter().find(|p| p.native_id == cmd.native_id) else {
+            return Some("player_offline");
+        };
+        match &cmd.step {
+            Step::Equip(e) if p.inventory.get(&e.item).copied().unwrap_or(0) == 0 => Some("not_in_inventory"),
+            _ => None,
+        }
+    }
+
     pub fn block(&self, x: i32, y: i32, z: i32) -> String {
         self.blocks
             .get(&at(x, y, z))

@@ -48,6 +48,7 @@ pub fn browser_router(state: AppState) -> Router {
         .route(PAIRINGS_PATH, post(pair).fallback(method_not_allowed_post))
         .route(CLEAR_STOP_PATH, post(clear_stop).fallback(method_not_allowed_post))
         .merge(super::connector_credentials::routes())
+        .merge(super::connector_region::routes())
         .layer(axum::middleware::from_fn_with_state((state.clone(), Group::SourceBrowser), pipeline))
         // `same-origin`, not `no-referrer`: under `no-referrer` a browser sends `Origin: null`
         // with the page's plain forms (rotate, revoke), which the same-origin rule refuses.

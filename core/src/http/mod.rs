@@ -9,6 +9,7 @@ pub mod account;
 pub mod admission;
 pub mod agent_runs;
 pub mod connector_credentials;
+pub mod connector_region;
 pub mod dev_auth;
 pub mod dev_authorize;
 pub mod dev_oidc;

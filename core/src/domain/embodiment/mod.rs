@@ -5,6 +5,7 @@
 //! No I/O; must not depend on `store` or `service`.
 
 pub mod action;
+pub mod bounds;
 pub mod protocol;
 pub mod workflow;
 
@@ -14,6 +15,7 @@ use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Serialize, Serializer};
 
 pub use action::{Action, ActionRefusal, Region, Step};
+pub use bounds::{REACH_BLOCKS, RegionBox, within_reach};
 pub use workflow::{StepObservation, WorkflowState, postcondition_met};
 
 use crate::domain::room::FalseFlags;
@@ -157,6 +159,13 @@ pub struct WorkflowBudget {
     pub steps_done: u32,
     pub block_changes_used: u32,
     pub block_changes_max: u32,
+    /// The step budget of any workflow (a sequence has at most this many steps).
+    #[serde(default = "steps_max")]
+    pub steps_max: u32,
+}
+
+fn steps_max() -> u32 {
+    action::MAX_SEQUENCE_STEPS as u32
 }
 
 /// `helix.minecraft_workflow.v1`: a workflow as the agent sees it.

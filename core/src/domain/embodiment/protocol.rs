@@ -30,6 +30,9 @@ pub struct ReportedSubject {
     #[schemars(length(min = 1, max = 64))]
     pub display_name: String,
     pub online: bool,
+    /// The player's block position `[x, y, z]` (optional; reach is checked from it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub position: Option<[i32; 3]>,
 }
 
 /// The connector's manifest.
@@ -89,6 +92,9 @@ pub enum AckStatus {
     /// The connector restarted while the step was under way (its ledger says so): a
     /// mutation may or may not have happened.
     Interrupted,
+    /// The connector refused the command instead of accepting it, before touching the
+    /// world (`reason`: `player_offline`, `not_in_inventory`, ...).
+    Rejected,
 }
 
 /// One acknowledgement, conditional on command, lease token, epoch and sequence.
@@ -104,7 +110,7 @@ pub struct Ack {
     pub status: AckStatus,
     #[serde(default)]
     pub observation: Option<StepObservation>,
-    /// A short machine reason for `failed` (`hazard`, `unreachable`, ...).
+    /// A short machine reason for `failed` and `rejected` (`hazard`, `not_in_inventory`, ...).
     #[serde(default)]
     #[schemars(length(max = 64))]
     pub reason: Option<String>,

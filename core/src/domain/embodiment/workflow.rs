@@ -173,6 +173,21 @@ mod tests {
     }
 
     #[test]
+    fn rejected_and_expired_are_reached_only_before_any_step_ran() {
+        // `rejected`: refused at dispatch (queued) or by the connector instead of accepting
+        // (dispatched); `expired`: waited too long in the queue (or paused).
+        let into = |to: WorkflowState| -> Vec<WorkflowState> {
+            TRANSITIONS.iter().filter(|&&(_, t)| t == to).map(|&(f, _)| f).collect()
+        };
+        assert_eq!(into(Rejected), [Queued, Dispatched]);
+        assert_eq!(into(Expired), [Queued, Paused]);
+        // A lease lapse before dispatch pauses a queued workflow; resume queues it again.
+        assert!(Queued.may_become(Paused) && Paused.may_become(Queued));
+        assert!(!Running.may_become(Rejected) && !Dispatched.may_become(Expired));
+        assert!(Rejected.is_terminal() && Expired.is_terminal() && !Rejected.at_connector());
+    }
+
+    #[test]
     fn the_stored_state_names_are_the_contracts() {
         let names: Vec<String> =
             ALL.iter().map(|s| serde_json::to_value(s).unwrap().as_str().unwrap().to_owned()).collect();

@@ -62,6 +62,9 @@ pub fn request(operation_id: &str) -> Option<Value> {
         "pollConnector" => json!({"epoch": 2, "acks": [{"workflow_ref": "wf_2c4e6a8b0d1f3e5a7c9b",
             "lease_token": "lt_5a7c9e1b3d5f7a9c", "step_index": 0, "seq": 1, "status": "accepted"}]}),
         "rotateActionConnector" | "revokeActionConnector" => json!({"room_id": room}),
+        "setConnectorRegion" => {
+            json!({"room_id": room, "min": {"x": -32, "y": 56, "z": -32}, "max": {"x": 32, "y": 96, "z": 32}})
+        }
         "pairActionConnector" => json!({"room_id": room, "world_id": "overworld"}),
         "clearEmergencyStop" => json!({"room_id": room, "environment_binding_id": "env_8c1d3f5a7b9e2c4d6f8a"}),
         "createObserver" => json!({"chat_id": "chat-2026-12-02-a", "snapshot": [

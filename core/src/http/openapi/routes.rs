@@ -24,7 +24,7 @@ use crate::domain::source::{
 use crate::domain::wire::{EventPageView, EvidenceBundleView, RunListView, RunView};
 use crate::http::player_actions::{ActionBody, ControlBody, SelectBody};
 use crate::service::accounts::{BindingList, Revocation};
-use crate::service::embodiment::{ClearStopRequest, PairingRevoked, PairingRoom};
+use crate::service::embodiment::{ClearStopRequest, PairingRevoked, PairingRoom, RegionRequest, RegionSet};
 
 /// Who may call a route.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -453,6 +453,17 @@ pub const ROUTES: &[Route] = &[
             "/api/account/room-connectors/{environment_binding_id}/revoke",
             "revokeActionConnector",
             "Revoke an action connector's pairing for good (its open workflows ended)",
+            Lane::Cookie,
+        )
+    },
+    Route {
+        request: Some(request::<RegionRequest>),
+        ok: &[(200, response::<RegionSet>)],
+        ..op(
+            "post",
+            "/api/account/room-connectors/{environment_binding_id}/region",
+            "setConnectorRegion",
+            "Set or clear the box every action of an environment binding must stay in",
             Lane::Cookie,
         )
     },

@@ -9,6 +9,7 @@ use serde_json::Value;
 use super::{
     EmbodimentService, LEASE_SECS, LIVE_SECS, MAX_BINDINGS, MAX_BLOCK_CHANGES, POLL_INTERVAL_MS, RACE_RETRIES,
 };
+use crate::domain::embodiment::action::MAX_SEQUENCE_STEPS;
 use crate::domain::embodiment::*;
 use crate::domain::hash_parts;
 use crate::domain::ids::IdempotencyKey;
@@ -61,6 +62,7 @@ impl WorkflowRecord {
                 steps_done: self.step_index,
                 block_changes_used: self.block_changes,
                 block_changes_max,
+                steps_max: MAX_SEQUENCE_STEPS as u32,
             },
             last_observation_at: self.last_observation_at.clone(),
             late_effects_possible: self.state.at_connector() || self.state == WorkflowState::OutcomeUnknown,
@@ -229,6 +231,7 @@ impl EmbodimentService {
         let request = serde_json::json!({ "room_id": r.room_id, "environment": environment, "action": action });
         let hash = hash_parts(&["minecraft.action.v1", &p.owner_hash(), OP_ACTION, &request.to_string()]);
         let rkey = receipt_key(&p.identity_hash(), OP_ACTION, key.as_str());
+        let mut counted = false;
         for _ in 0..RACE_RETRIES {
             let bindings = bindings_of_room(self.store.as_ref(), &r.room_id, MAX_BINDINGS).await?;
             let now = self.clock.epoch();
@@ -249,9 +252,16 @@ impl EmbodimentService {
             if !self.live(b) {
                 return Err(ApiError::ConnectorUnavailable);
             }
+            super::bounds::check_bounds(b, subject, &steps)?;
             let caps = b.connector.as_ref().map(|c| c.capabilities.clone()).unwrap_or_default();
             if steps.iter().any(|s| !caps.iter().any(|c| c == s.kind())) {
                 return Err(ApiError::ActionRefused { reason: "not_supported_by_connector" });
+            }
+            if !counted {
+                counted = true;
+                if let Some(replayed) = self.count_action(b, subject, &rkey, &hash).await? {
+                    return Ok(replayed);
+                }
             }
             let at = rfc3339(self.clock.now());
             let w = WorkflowRecord {
@@ -273,6 +283,7 @@ impl EmbodimentService {
                 last_seq: 0,
                 last_observation: None,
                 last_observation_at: None,
+                queued_at: now,
                 created_at: at.clone(),
                 updated_at: at,
                 rev: 1,
@@ -333,7 +344,8 @@ impl EmbodimentService {
         workflow_ref: &str,
     ) -> Result<WorkflowView, ApiError> {
         let r = self.in_room(p, room_id, &[ROOMS_READ, ENV_ACTIONS_READ]).await?;
-        Ok(self.workflow_of(&r, p, workflow_ref).await?.view())
+        let w = self.workflow_of(&r, p, workflow_ref).await?;
+        Ok(self.expire_if_due(w).await?.view())
     }
 
     /// `helix_minecraft_workflow_control`: `resume` (paused only, every check again),
@@ -381,14 +393,14 @@ impl EmbodimentService {
                     if b.subject(&w.subject_ref).is_none() {
                         return Err(ApiError::SubjectStale);
                     }
-                    match b.selection_of(&p.account_id) {
-                        Some(s) if s.subject_ref == w.subject_ref => {}
-                        _ => return Err(ApiError::SubjectNotSelected),
+                    // The lease is re-taken when it lapsed and nobody else holds the subject.
+                    if b.selection_of(&p.account_id).is_some_and(|s| s.subject_ref != w.subject_ref) {
+                        return Err(ApiError::SubjectNotSelected);
                     }
                     if b.held_by_other(&w.subject_ref, &p.account_id, now) {
                         return Err(ApiError::LeaseHeld);
                     }
-                    self.settle(&w, WorkflowState::Queued, None).await?
+                    self.requeue(&b, &w, &p.account_id).await?
                 }
             };
             if done {

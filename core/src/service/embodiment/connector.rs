@@ -260,9 +260,10 @@ impl EmbodimentService {
             n.reason = reason.map(str::to_owned);
         };
         match (w.state, ack.status) {
-            (CancelRequested, AckStatus::Completed | AckStatus::Failed | AckStatus::Overridden) => {
-                to(&mut n, Cancelled, None)
-            }
+            (
+                CancelRequested,
+                AckStatus::Completed | AckStatus::Failed | AckStatus::Overridden | AckStatus::Rejected,
+            ) => to(&mut n, Cancelled, None),
             (CancelRequested, AckStatus::Interrupted) => to(&mut n, OutcomeUnknown, Some("interrupted")),
             (CancelRequested, _) => {}
             (_, AckStatus::Accepted | AckStatus::Progress) => to(&mut n, Running, None),
@@ -289,6 +290,10 @@ impl EmbodimentService {
                 let reason = format!("step_failed:{}", ack.reason.as_deref().unwrap_or("unspecified"));
                 n.state = Failed;
                 n.reason = Some(reason);
+            }
+            (_, AckStatus::Rejected) => {
+                let (state, reason) = super::bounds::rejected(w, ack.reason.as_deref());
+                (n.state, n.reason) = (state, Some(reason));
             }
             (_, AckStatus::Overridden) => to(&mut n, Paused, Some("manual_override")),
             (_, AckStatus::Interrupted) if step.mutates() => to(&mut n, OutcomeUnknown, Some("interrupted")),
@@ -323,6 +328,7 @@ impl EmbodimentService {
             match w.state {
                 WorkflowState::CancelRequested => cancel.push(w.workflow_ref.clone()),
                 _ if binding.estop_active => {}
+                WorkflowState::Queued if self.gated(binding, &w).await? => {}
                 WorkflowState::Queued => {
                     if let Some(d) = self.dispatch(binding, &w).await? {
                         commands.push(command(&d));
@@ -478,6 +484,7 @@ fn set_directory(b: &mut EnvBinding, reported: &[ReportedSubject]) {
             native_id: r.native_id.clone(),
             display_name: r.display_name.clone(),
             online: r.online,
+            position: r.position,
         })
         .collect();
 }

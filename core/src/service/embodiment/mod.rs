@@ -7,12 +7,14 @@
 //! on runs, nor on `http` or `mcp`.
 
 mod agent;
+mod bounds;
 mod connector;
 mod pairing;
 
 use crate::service::Ctx;
 
 pub use agent::Control;
+pub use bounds::{ACTIONS_PER_MINUTE, QUEUE_TTL_SECS, RegionRequest, RegionSet};
 pub use connector::AuthedConnector;
 pub use pairing::{ClearStopRequest, PairingRevoked, PairingRoom};
 

@@ -98,6 +98,7 @@ impl EmbodimentService {
             selections: Vec::new(),
             estop_generation: 0,
             estop_active: false,
+            region: None,
             created_at: rfc3339(self.clock.now()),
             rev: 1,
         };
@@ -141,7 +142,12 @@ impl EmbodimentService {
     }
 
     /// The active binding `binding_id` of an active room the session's account owns.
-    async fn owned_binding(&self, s: &Session, room_id: &str, binding_id: &str) -> Result<EnvBinding, ApiError> {
+    pub(super) async fn owned_binding(
+        &self,
+        s: &Session,
+        room_id: &str,
+        binding_id: &str,
+    ) -> Result<EnvBinding, ApiError> {
         s.require_member()?;
         let room = RoomId::parse(room_id).ok_or(ApiError::NotFound)?;
         let binding_id = EnvBindingId::parse(binding_id).ok_or(ApiError::NotFound)?;

@@ -12,7 +12,7 @@ use super::accounts::account_key;
 use super::attrs::{CONNECTOR_EPOCH, ESTOP_ACTIVE, REV, STATE};
 use super::rooms::{member_is_owner, member_key, room_active_and_owned_by, room_key, room_pk};
 use super::tx::{Role, Tx};
-use crate::domain::embodiment::{Action, Step, StepObservation, WorkflowState};
+use crate::domain::embodiment::{Action, RegionBox, Step, StepObservation, WorkflowState};
 use crate::error::ApiError;
 use crate::store::{Cond, Item, Key, Store};
 
@@ -57,6 +57,9 @@ pub struct SubjectEntry {
     pub native_id: String,
     pub display_name: String,
     pub online: bool,
+    /// The player's block position as the connector last reported it (reach is counted from it).
+    #[serde(default)]
+    pub position: Option<[i32; 3]>,
 }
 
 /// A member's selected subject and its control lease.
@@ -98,6 +101,9 @@ pub struct EnvBinding {
     pub selections: Vec<Selection>,
     pub estop_generation: u64,
     pub estop_active: bool,
+    /// The owner-set box every step must stay in (none: the world's bounds only).
+    #[serde(default)]
+    pub region: Option<RegionBox>,
     pub created_at: String,
     /// The optimistic-concurrency revision every write is conditional on.
     #[serde(skip)]
@@ -253,6 +259,10 @@ pub struct WorkflowRecord {
     pub last_seq: u32,
     pub last_observation: Option<StepObservation>,
     pub last_observation_at: Option<String>,
+    /// Epoch seconds the workflow was last queued (accepted, or resumed); 0 in records
+    /// written before it existed (then `created_at` counts).
+    #[serde(default)]
+    pub queued_at: i64,
     pub created_at: String,
     pub updated_at: String,
     #[serde(skip)]
@@ -294,6 +304,12 @@ impl WorkflowRecord {
         let k = open_key(&self.binding_id, &self.workflow_ref);
         tx.put(Role::OpenMarker, Item::new(k.pk, k.sk).with_s(BODY, json(&self.room_id)), Cond::NotExists);
     }
+}
+
+/// The per-minute counter of the actions accepted for one subject of a binding (counted
+/// atomically in the store: the limit holds across processes).
+pub fn subject_action_counter(binding_id: &str, native_id: &str, minute: i64) -> Key {
+    super::limits::counter_key(&format!("subject-actions:{binding_id}:{native_id}"), minute)
 }
 
 pub async fn read_workflow(
