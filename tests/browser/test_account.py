@@ -21,6 +21,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+import axe  # noqa: E402  (tests/browser/axe.py: the checks of every page)
 from selenium import webdriver
 from selenium.webdriver.chrome.options import Options
 from selenium.webdriver.chrome.service import Service
@@ -189,6 +190,7 @@ def on_page(driver, what, url_ok, marker):
         lambda s: url_ok(s["url"]) and s["ready"] == "complete" and s["marker"],
     )
     print(f"ok - on {what}")
+    axe.audit(driver, what, ARTIFACTS)  # every page a test arrives on: axe-core, keyboard, screenshot
     return state
 
 
@@ -250,7 +252,7 @@ def stop(driver, proc):
 
 def main():
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    for old in ARTIFACTS.glob("*.png"):
+    for old in [*ARTIFACTS.glob("*.png"), *ARTIFACTS.glob("pages/*.png")]:
         old.unlink()  # only this run's screenshots remain
     data_dir = tempfile.mkdtemp(prefix="helix-browser-")
     port = free_port()

@@ -160,6 +160,36 @@ impl IntoResponse for Asset {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Shortened refs (the `short_ref` macro of templates/macros.html)
+
+/// The script that gives every shortened ref a copy button (pages with a script policy).
+pub const REFS_SCRIPT_PATH: &str = "/account/static/refs.js";
+
+/// Values up to this many characters are shown whole.
+const SHORT_REF_MAX: usize = 24;
+
+/// A long id or hash as a person scans it: its kind prefix (up to the last `:` or the first
+/// `_`, when short), the next 8 characters, an ellipsis and the last 4. The page keeps the
+/// full value beside it (`title`, `data-ref`, the copy button).
+pub fn short_ref(value: impl std::fmt::Display) -> String {
+    let full = value.to_string();
+    let chars: Vec<char> = full.chars().collect();
+    if chars.len() <= SHORT_REF_MAX {
+        return full;
+    }
+    let prefix = match full.rfind(':').or_else(|| full.find('_')) {
+        Some(i) if i < 16 => full[..=i].chars().count(),
+        _ => 0,
+    };
+    if prefix + 8 + 4 + 2 > chars.len() {
+        return full; // nothing worth hiding
+    }
+    let head: String = chars[..prefix + 8].iter().collect();
+    let tail: String = chars[chars.len() - 4..].iter().collect();
+    format!("{head}\u{2026}{tail}")
+}
+
+// ---------------------------------------------------------------------------------------------
 // Page security headers
 
 /// The content security policy of a page lane.
@@ -253,6 +283,16 @@ mod tests {
             h.append(http::HeaderName::from_bytes(k.as_bytes()).unwrap(), HeaderValue::from_str(v).unwrap());
         }
         h
+    }
+
+    #[test]
+    fn long_refs_are_shortened_with_their_kind_prefix() {
+        assert_eq!(short_ref("room_abc"), "room_abc");
+        let account = format!("account:sha256:{}", "0123456789abcdef".repeat(4));
+        assert_eq!(short_ref(&account), "account:sha256:01234567\u{2026}cdef");
+        assert_eq!(short_ref("run_01JABCDEFGHJKMNPQRSTVWXYZ9"), "run_01JABCDE\u{2026}XYZ9");
+        assert_eq!(short_ref("x".repeat(30) + "yz"), format!("{}\u{2026}xxyz", "x".repeat(8)));
+        assert_eq!(short_ref("é".repeat(40)).chars().count(), 13, "counted in characters, not bytes");
     }
 
     #[test]
