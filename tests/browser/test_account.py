@@ -112,10 +112,15 @@ def wait_ready(base, proc):
     raise RuntimeError("helix serve did not become ready")
 
 
-def shot(driver, name):
+def shot(driver, name, audit=True):
+    """A named screenshot of the page as it stands; the page (in that state) passes the
+    checks of tests/browser/axe.py too, unless this is the screenshot of a failure."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     path = ARTIFACTS / f"{name}.png"
     check(driver.save_screenshot(str(path)), f"screenshot {path.name}")
+    if audit:
+        axe.accessibility(driver, name)
+        axe.keyboard(driver, name)
 
 
 # What chromedriver answers when a command meets a document that a navigation is replacing
@@ -232,7 +237,7 @@ def report_failure(driver, log, data_dir, name):
     """On a failed test: a screenshot of where the browser stood and the server log's tail."""
     if driver is not None:
         try:
-            shot(driver, name)
+            shot(driver, name, audit=False)
         except Exception:
             pass
     log.flush()

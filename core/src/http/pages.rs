@@ -168,8 +168,8 @@ pub const REFS_SCRIPT_PATH: &str = "/account/static/refs.js";
 /// Values up to this many characters are shown whole.
 const SHORT_REF_MAX: usize = 24;
 
-/// A long id or hash as a person scans it: its kind prefix (up to the last `:` or the first
-/// `_`, when short), the next 8 characters, an ellipsis and the last 4. The page keeps the
+/// A long id or hash as a person scans it: its kind prefix (`account:sha256:`, `run_`,
+/// `agent-binding-`), the next 8 characters, an ellipsis and the last 4. The page keeps the
 /// full value beside it (`title`, `data-ref`, the copy button).
 pub fn short_ref(value: impl std::fmt::Display) -> String {
     let full = value.to_string();
@@ -177,8 +177,13 @@ pub fn short_ref(value: impl std::fmt::Display) -> String {
     if chars.len() <= SHORT_REF_MAX {
         return full;
     }
-    let prefix = match full.rfind(':').or_else(|| full.find('_')) {
-        Some(i) if i < 16 => full[..=i].chars().count(),
+    // The kind prefix: up to the last separator among the first 16 characters, when what it
+    // names is a word (a letter past `f`: never a hex digit, so a UUID or hash is no prefix).
+    let window: String = chars.iter().take(16).collect();
+    let prefix = match window.rfind([':', '_', '-']) {
+        Some(i) if window[..i].chars().any(|c| c.is_ascii_alphabetic() && c.to_ascii_lowercase() > 'f') => {
+            window[..=i].chars().count()
+        }
         _ => 0,
     };
     if prefix + 8 + 4 + 2 > chars.len() {
@@ -292,6 +297,9 @@ mod tests {
         assert_eq!(short_ref(&account), "account:sha256:01234567\u{2026}cdef");
         assert_eq!(short_ref("run_01JABCDEFGHJKMNPQRSTVWXYZ9"), "run_01JABCDE\u{2026}XYZ9");
         assert_eq!(short_ref("x".repeat(30) + "yz"), format!("{}\u{2026}xxyz", "x".repeat(8)));
+        assert_eq!(short_ref("agent-binding-0123456789abcdef"), "agent-binding-01234567\u{2026}cdef");
+        let uuid = "3f2a9c1d-4b2a-4c1e-9f00-0123456789ab";
+        assert_eq!(short_ref(uuid), "3f2a9c1d\u{2026}89ab", "a UUID has no kind prefix");
         assert_eq!(short_ref("é".repeat(40)).chars().count(), 13, "counted in characters, not bytes");
     }
 
