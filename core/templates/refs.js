@@ -25,7 +25,9 @@
         copy(code.dataset.ref).then(function () { b.textContent = "Copied"; }, function () { b.textContent = "Not copied"; })
           .then(function () { setTimeout(function () { b.textContent = "Copy"; }, 1500); });
       });
-      code.insertAdjacentElement("afterend", b);
+      // The ref and its button stay on one line together.
+      var pair = document.createElement("span"); pair.className = "ref-pair";
+      code.parentNode.insertBefore(pair, code); pair.appendChild(code); pair.appendChild(b);
     });
   }
   window.helixRefs = { scan: scan };

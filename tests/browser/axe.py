@@ -12,6 +12,7 @@ The pages' strict policy (no inline script) does not stop this: WebDriver's scri
 browser's own, evaluated outside the page's policy.
 """
 
+import base64
 import os
 import re
 import sys
@@ -63,7 +64,7 @@ if (!window.__helixKeyed) {
   document.addEventListener("focusin", function (e) { if (window.__helixSeen) window.__helixSeen[key(e.target)] = true; });
 }
 if (document.activeElement && document.activeElement !== document.body) document.activeElement.blur();
-window.__helixKey = key;
+window.__helixScroll = [window.scrollX, window.scrollY];
 return {positive: positive,
         controls: controls.map(function (el) {
           return {key: key(el), what: el.tagName.toLowerCase() + (el.id ? "#" + el.id : "") + " " +
@@ -115,8 +116,9 @@ def keyboard(driver, what):
     missed = [w for k, w in want.items() if k not in seen]
     if missed:
         raise AssertionError(f"not reachable by Tab on {what}: {missed}")
-    if driver.execute_script("return document.activeElement") is not None:
-        driver.execute_script("if (document.activeElement) document.activeElement.blur()")
+    # Leave the page as it was found: nothing focused, scrolled back (screenshots follow).
+    driver.execute_script("if (document.activeElement) document.activeElement.blur();"
+                          "window.scrollTo(window.__helixScroll[0], window.__helixScroll[1]);")
     print(f"ok - keyboard: Tab reaches all {len(want)} controls on {what}")
 
 
@@ -127,8 +129,15 @@ def screenshot(driver, what, artifacts):
     slug = re.sub(r"[^a-z0-9]+", "-", what.lower()).strip("-")[:60]
     path = artifacts / "pages" / f"{test}-{_visits['n']:02d}-{slug}.png"
     path.parent.mkdir(exist_ok=True)
-    if not driver.save_screenshot(str(path)):
-        raise AssertionError(f"no screenshot of {what}")
+    save_full_page(driver, path)
+
+
+def save_full_page(driver, path):
+    """A PNG of the whole page, not only the window (Chromium's own capture, through CDP)."""
+    size = driver.execute_cdp_cmd("Page.getLayoutMetrics", {})["cssContentSize"]
+    clip = {"x": 0, "y": 0, "width": size["width"], "height": min(size["height"], 6000), "scale": 1}
+    shot = driver.execute_cdp_cmd("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True, "clip": clip})
+    Path(path).write_bytes(base64.b64decode(shot["data"]))
 
 
 def audit(driver, what, artifacts):

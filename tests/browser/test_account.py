@@ -117,7 +117,8 @@ def shot(driver, name, audit=True):
     checks of tests/browser/axe.py too, unless this is the screenshot of a failure."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     path = ARTIFACTS / f"{name}.png"
-    check(driver.save_screenshot(str(path)), f"screenshot {path.name}")
+    axe.save_full_page(driver, path)
+    check(path.stat().st_size > 0, f"screenshot {path.name}")
     if audit:
         axe.accessibility(driver, name)
         axe.keyboard(driver, name)

@@ -174,8 +174,8 @@ const SHORT_REF_MAX: usize = 24;
 pub fn short_ref(value: impl std::fmt::Display) -> String {
     let full = value.to_string();
     let chars: Vec<char> = full.chars().collect();
-    if chars.len() <= SHORT_REF_MAX {
-        return full;
+    if chars.len() <= SHORT_REF_MAX || chars.iter().any(|c| c.is_whitespace()) {
+        return full; // short, or words rather than an identifier
     }
     // The kind prefix: up to the last separator among the first 16 characters, when what it
     // names is a word (a letter past `f`: never a hex digit, so a UUID or hash is no prefix).
@@ -293,6 +293,8 @@ mod tests {
     #[test]
     fn long_refs_are_shortened_with_their_kind_prefix() {
         assert_eq!(short_ref("room_abc"), "room_abc");
+        let prose = "Lamoreaux, Phys. Rev. Lett. 78, 5 (1997)";
+        assert_eq!(short_ref(prose), prose, "words are not an identifier");
         let account = format!("account:sha256:{}", "0123456789abcdef".repeat(4));
         assert_eq!(short_ref(&account), "account:sha256:01234567\u{2026}cdef");
         assert_eq!(short_ref("run_01JABCDEFGHJKMNPQRSTVWXYZ9"), "run_01JABCDE\u{2026}XYZ9");
