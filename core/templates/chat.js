@@ -69,7 +69,7 @@
     $("claim").hidden = !claim;
     $("claim-handle").textContent = claim ? claim.handle : "";
     $("claim-expires").textContent = claim ? claim.expires : "";
-    if (!c) { $("binding-status").textContent = "none"; return; }
+    if (!c) { status("none"); return; }
     c.messages.forEach(function (m) {
       var e = li(m.content, "message " + m.role); e.dataset.messageId = m.id; e.dataset.role = m.role; msgs.appendChild(e);
     });
@@ -79,9 +79,12 @@
     var pending = $("pending-questions"); pending.textContent = "";
     (c.questions || []).forEach(function (q) { pending.appendChild(li(q.prompt, "question")); });
     $("pending").hidden = !(c.questions && c.questions.length);
-    $("binding-status").textContent = c.status || "none";
+    status(c.status || "none");
     $("disconnect").hidden = !c.observer;
   }
+
+  // The binding's status as a badge (its word, and the colour of its kind: account.css).
+  function status(text, kind) { $("binding-status").textContent = text; $("binding-status").dataset.status = kind || text; }
 
   function select(id) { state.current = id; render(); poll(); }
 
@@ -131,7 +134,7 @@
       if (total + n <= 12000) { snapshot.unshift({ role: m.role, content: content }); total += n; }
     });
     api("POST", BASE, { chat_id: c.id, snapshot: snapshot }).then(function (r) {
-      if (r.status !== 201) { $("binding-status").textContent = "error: " + r.body.error.code; return; }
+      if (r.status !== 201) { status("error: " + r.body.error.code, "error"); return; }
       c.observer = r.body.observer_binding_ref; c.status = "awaiting_claim"; c.seen = 0; c.progress = [];
       state.claim = { chatId: c.id, handle: r.body.claim_handle, expires: r.body.expires_at };
       save(); render(); announce(c);

@@ -26,11 +26,14 @@
     return "console-cancel-" + Array.prototype.map.call(b, function (x) { return ("0" + x.toString(16)).slice(-2); }).join("");
   }
 
+  // A status badge: its word and the colour that goes with it (account.css).
+  function badge(id, status) { $(id).textContent = status; $(id).dataset.status = status; }
+
   function showRun(run) {
     state.version = run.version;
-    $("lifecycle").textContent = run.lifecycle_status;
-    $("completion").textContent = run.completion_status;
-    $("authority").textContent = run.terminal_authority_status;
+    badge("lifecycle", run.lifecycle_status);
+    badge("completion", run.completion_status);
+    badge("authority", run.terminal_authority_status);
     $("steps").textContent = run.budget.steps_used + " of " + run.budget.max_steps;
     $("version").textContent = run.version;
     state.terminal = run.recommended_next_action === "stop";

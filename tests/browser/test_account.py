@@ -21,6 +21,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+import axe  # noqa: E402  (tests/browser/axe.py: the checks of every page)
 from selenium import webdriver
 from selenium.webdriver.chrome.options import Options
 from selenium.webdriver.chrome.service import Service
@@ -111,10 +112,16 @@ def wait_ready(base, proc):
     raise RuntimeError("helix serve did not become ready")
 
 
-def shot(driver, name):
+def shot(driver, name, audit=True):
+    """A named screenshot of the page as it stands; the page (in that state) passes the
+    checks of tests/browser/axe.py too, unless this is the screenshot of a failure."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     path = ARTIFACTS / f"{name}.png"
-    check(driver.save_screenshot(str(path)), f"screenshot {path.name}")
+    axe.save_full_page(driver, path)
+    check(path.stat().st_size > 0, f"screenshot {path.name}")
+    if audit:
+        axe.accessibility(driver, name)
+        axe.keyboard(driver, name)
 
 
 # What chromedriver answers when a command meets a document that a navigation is replacing
@@ -189,6 +196,7 @@ def on_page(driver, what, url_ok, marker):
         lambda s: url_ok(s["url"]) and s["ready"] == "complete" and s["marker"],
     )
     print(f"ok - on {what}")
+    axe.audit(driver, what, ARTIFACTS)  # every page a test arrives on: axe-core, keyboard, screenshot
     return state
 
 
@@ -230,7 +238,7 @@ def report_failure(driver, log, data_dir, name):
     """On a failed test: a screenshot of where the browser stood and the server log's tail."""
     if driver is not None:
         try:
-            shot(driver, name)
+            shot(driver, name, audit=False)
         except Exception:
             pass
     log.flush()
@@ -250,7 +258,7 @@ def stop(driver, proc):
 
 def main():
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    for old in ARTIFACTS.glob("*.png"):
+    for old in [*ARTIFACTS.glob("*.png"), *ARTIFACTS.glob("pages/*.png")]:
         old.unlink()  # only this run's screenshots remain
     data_dir = tempfile.mkdtemp(prefix="helix-browser-")
     port = free_port()

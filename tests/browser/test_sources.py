@@ -187,6 +187,21 @@ def main():
         check(families == {"shared_live_room_environment_probe"}, f"evidence is the probe answer ({families})")
         check('"probe_id"' in sim_out, "source-sim reported the probe it answered")
         check(bearer not in sim_out and bearer not in sim_err, "source-sim never prints the bearer")
+
+        # The person's view of those runs: the console lists them, and the completed run's page
+        # shows its timeline, its live room evidence with provenance and the verified product.
+        driver.get(f"{base}/runs")
+        on_page(driver, "/runs with the room runs", lambda u: u == f"{base}/runs", f"tr.run[data-run-id='{run['run_id']}']")
+        shot(driver, "sources-03-runs")
+        click(driver, f"tr.run[data-run-id='{run['run_id']}'] a", "the completed run")
+        on_page(driver, "the completed run's page", lambda u: u == f"{base}/runs/{run['run_id']}", "#evidence tbody tr")
+        check(driver.find_element(By.ID, "completion").get_attribute("data-status") == "completed", "a completed badge")
+        check(driver.find_elements(By.ID, "terminal-product"), "the verified terminal product is shown")
+        ref = driver.find_element(By.CSS_SELECTOR, "#evidence code.ref")
+        check(ref.get_attribute("title") == ref.get_attribute("data-ref") and len(ref.get_attribute("title")) >= len(ref.text),
+              f"the evidence ref is shortened with its full value on hover ({ref.text})")
+        check(driver.find_elements(By.CSS_SELECTOR, "#evidence code.ref + button.copy-ref"), "with a copy button")
+        shot(driver, "sources-04-run-evidence")
         print(f"sources end-to-end test passed; screenshots in {ARTIFACTS}")
     except Exception:
         report_failure(driver, log, data_dir, "sources-zz-failure")

@@ -37,6 +37,7 @@ pub fn router(state: AppState) -> Router {
         .route("/agent-access.json", get(agent_access_manifest))
         .route("/account", get(account_page))
         .route("/account/static/account.css", get(stylesheet))
+        .route(super::pages::REFS_SCRIPT_PATH, get(refs_script))
         .route("/account/sign-in", post(sign_in))
         .route(CALLBACK_PATH, get(callback_page))
         .route("/account/sign-out", post(sign_out))
@@ -371,4 +372,11 @@ const STYLESHEET: &str = include_str!("../../templates/account.css");
 
 async fn stylesheet() -> Asset {
     Asset::css(STYLESHEET)
+}
+
+const REFS_SCRIPT: &str = include_str!("../../templates/refs.js");
+
+/// The copy buttons of shortened refs, for the pages whose policy runs a script.
+async fn refs_script() -> Asset {
+    Asset::script(REFS_SCRIPT)
 }

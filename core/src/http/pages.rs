@@ -160,6 +160,41 @@ impl IntoResponse for Asset {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Shortened refs (the `short_ref` macro of templates/macros.html)
+
+/// The script that gives every shortened ref a copy button (pages with a script policy).
+pub const REFS_SCRIPT_PATH: &str = "/account/static/refs.js";
+
+/// Values up to this many characters are shown whole.
+const SHORT_REF_MAX: usize = 24;
+
+/// A long id or hash as a person scans it: its kind prefix (`account:sha256:`, `run_`,
+/// `agent-binding-`), the next 8 characters, an ellipsis and the last 4. The page keeps the
+/// full value beside it (`title`, `data-ref`, the copy button).
+pub fn short_ref(value: impl std::fmt::Display) -> String {
+    let full = value.to_string();
+    let chars: Vec<char> = full.chars().collect();
+    if chars.len() <= SHORT_REF_MAX || chars.iter().any(|c| c.is_whitespace()) {
+        return full; // short, or words rather than an identifier
+    }
+    // The kind prefix: up to the last separator among the first 16 characters, when what it
+    // names is a word (a letter past `f`: never a hex digit, so a UUID or hash is no prefix).
+    let window: String = chars.iter().take(16).collect();
+    let prefix = match window.rfind([':', '_', '-']) {
+        Some(i) if window[..i].chars().any(|c| c.is_ascii_alphabetic() && c.to_ascii_lowercase() > 'f') => {
+            window[..=i].chars().count()
+        }
+        _ => 0,
+    };
+    if prefix + 8 + 4 + 2 > chars.len() {
+        return full; // nothing worth hiding
+    }
+    let head: String = chars[..prefix + 8].iter().collect();
+    let tail: String = chars[chars.len() - 4..].iter().collect();
+    format!("{head}\u{2026}{tail}")
+}
+
+// ---------------------------------------------------------------------------------------------
 // Page security headers
 
 /// The content security policy of a page lane.
@@ -253,6 +288,21 @@ mod tests {
             h.append(http::HeaderName::from_bytes(k.as_bytes()).unwrap(), HeaderValue::from_str(v).unwrap());
         }
         h
+    }
+
+    #[test]
+    fn long_refs_are_shortened_with_their_kind_prefix() {
+        assert_eq!(short_ref("room_abc"), "room_abc");
+        let prose = "Lamoreaux, Phys. Rev. Lett. 78, 5 (1997)";
+        assert_eq!(short_ref(prose), prose, "words are not an identifier");
+        let account = format!("account:sha256:{}", "0123456789abcdef".repeat(4));
+        assert_eq!(short_ref(&account), "account:sha256:01234567\u{2026}cdef");
+        assert_eq!(short_ref("run_01JABCDEFGHJKMNPQRSTVWXYZ9"), "run_01JABCDE\u{2026}XYZ9");
+        assert_eq!(short_ref("x".repeat(30) + "yz"), format!("{}\u{2026}xxyz", "x".repeat(8)));
+        assert_eq!(short_ref("agent-binding-0123456789abcdef"), "agent-binding-01234567\u{2026}cdef");
+        let uuid = "3f2a9c1d-4b2a-4c1e-9f00-0123456789ab";
+        assert_eq!(short_ref(uuid), "3f2a9c1d\u{2026}89ab", "a UUID has no kind prefix");
+        assert_eq!(short_ref("é".repeat(40)).chars().count(), 13, "counted in characters, not bytes");
     }
 
     #[test]
