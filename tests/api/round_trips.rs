@@ -264,7 +264,9 @@ async fn connector_operations_make_the_documented_store_calls() {
         // no cleared work marker at this epoch yet: the query, then the marker cleared
         ("poll, first of an epoch", vec!["batch_get", "query", "transact"]),
         ("poll, idle", vec!["batch_get"]),
-        ("player action (MCP)", vec![]),
+        // principal; room + membership; the room's bindings; workflow + open marker + work
+        // marker + receipt, conditional on the binding's revision
+        ("player action (MCP)", vec!["batch_get", "batch_get", "query", "transact"]),
         ("poll, dispatching one action", vec!["batch_get", "query", "transact"]),
         ("poll, redelivering", vec!["batch_get", "query"]),
         ("poll, one acknowledgement", vec!["batch_get", "query", "transact"]),

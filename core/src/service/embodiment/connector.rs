@@ -165,8 +165,8 @@ impl EmbodimentService {
                 Ok(()) => return Ok(("applied", Some(next))),
                 Err(f) if f.failed(Role::EnvBinding) => return Ok(("stale_epoch", None)),
                 Err(f) if f.failed(Role::Member) => {
-                    self.settle(&w, WorkflowState::Paused, Some(AUTHORITY_REVOKED)).await?;
-                    return Ok((AUTHORITY_REVOKED, None));
+                    let paused = self.settle_to(&w, WorkflowState::Paused, Some(AUTHORITY_REVOKED)).await?;
+                    return Ok((AUTHORITY_REVOKED, paused));
                 }
                 Err(f) if f.failed(Role::Workflow) || f.contended() => continue,
                 Err(f) => return Err(f.into()),
@@ -319,6 +319,16 @@ impl EmbodimentService {
         state: WorkflowState,
         reason: Option<&str>,
     ) -> Result<bool, ApiError> {
+        Ok(self.settle_to(w, state, reason).await?.is_some())
+    }
+
+    /// [`Self::settle`], answering the workflow as written (None: it changed meanwhile).
+    async fn settle_to(
+        &self,
+        w: &WorkflowRecord,
+        state: WorkflowState,
+        reason: Option<&str>,
+    ) -> Result<Option<WorkflowRecord>, ApiError> {
         let mut n = w.next();
         n.state = state;
         n.reason = reason.map(str::to_owned);
@@ -329,8 +339,8 @@ impl EmbodimentService {
         let mut tx = Tx::new();
         n.write(&mut tx, w.rev);
         match tx.commit(self.store.as_ref()).await {
-            Ok(()) => Ok(true),
-            Err(f) if f.is_cancelled() => Ok(false),
+            Ok(()) => Ok(Some(n)),
+            Err(f) if f.is_cancelled() => Ok(None),
             Err(f) => Err(f.into()),
         }
     }

@@ -58,6 +58,7 @@ impl EmbodimentService {
         let mut acks = Vec::with_capacity(req.acks.len());
         for ack in &req.acks {
             let (outcome, applied) = self.apply_ack(&binding, ack, &open).await?;
+            // The workflow as this poll wrote it (applied, or paused: authority revoked).
             if let Some(n) = applied {
                 open.retain(|w| w.workflow_ref != n.workflow_ref);
                 open.push(n);
