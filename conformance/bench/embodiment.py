@@ -17,8 +17,8 @@ While every connector polls, a driver calls `helix_minecraft_player_action` (a o
 `move_to`) --actions times per room at spread-out moments, then raises an Emergency Stop
 in every room. Printed: polls/s; action-to-dispatch latency (the tool call's answer to the
 poll answer carrying the command) p50/p99 in ms and in polls (1 = the connector's next
-poll); move_to call-to-succeeded in poll intervals (the tool call to the answer of the poll
-that applied the completion, which is when the workflow is `succeeded`; every workflow's
+poll); move_to call-to-succeeded in poll intervals (the tool call's answer, when the workflow
+is queued, to the answer of the poll that applied the completion, which is when the workflow is `succeeded`; every workflow's
 final status is read back and must be `succeeded`); Emergency Stop to connector halt in
 polls (the control call's answer to the first poll answer with `emergency_stop_active`);
 and the server's CPU time per poll (from /proc). Only loopback addresses are used; every
@@ -180,7 +180,8 @@ def main() -> int:
     ap.add_argument("--connectors", type=int, default=50)
     ap.add_argument("--interval-ms", type=int, default=None, help="default: the poll_interval_ms Helix gives")
     ap.add_argument("--actions", type=int, default=4, help="move_to actions per room")
-    ap.add_argument("--seconds", type=float, default=30.0, help="how long the connectors poll")
+    ap.add_argument("--idle-seconds", type=float, default=10.0, help="the idle phase: polls, no actions")
+    ap.add_argument("--seconds", type=float, default=30.0, help="the action phase")
     args = ap.parse_args()
     helix = args.helix = os.environ.get("HELIX_BIN", "target/release/helix")
     if not Path(helix).exists():
@@ -215,7 +216,7 @@ def bench(args, server: subprocess.Popen, port: int, base: str, token: str, cook
     deadline = time.monotonic() + 60
     while True:
         try:
-            if agent.call("GET", "/healthz")[0] == 200:
+            if agent.call("GET", "/.well-known/oauth-protected-resource")[0] == 200:
                 break
         except OSError:
             pass
@@ -253,18 +254,27 @@ def bench(args, server: subprocess.Popen, port: int, base: str, token: str, cook
     interval_ms = args.interval_ms or rooms[0][3]
     interval_s = interval_ms / 1000
     start = time.monotonic()
-    until = start + args.seconds
-    cpu_before = cpu_seconds(server.pid)
+    until = start + args.idle_seconds + args.seconds + 60  # a bound; cut short after the stops
     connectors = [Connector(i, port, cred, epoch, interval_s, until)
                   for i, (_, cred, epoch, _) in enumerate(rooms)]
     for c in connectors:
         c.start()
         time.sleep(interval_s / len(connectors))  # spread the polls over the interval
+    time.sleep(2 * interval_s)  # every connector past its first poll of the epoch
+
+    # The idle phase: every connector polls, nothing is asked of them.
+    idle_polls0, idle_cpu0, idle_t0 = sum(len(c.poll_starts) for c in connectors), cpu_seconds(server.pid), \
+        time.monotonic()
+    time.sleep(args.idle_seconds)
+    idle_polls = sum(len(c.poll_starts) for c in connectors) - idle_polls0
+    idle_cpu, idle_elapsed = cpu_seconds(server.pid) - idle_cpu0, time.monotonic() - idle_t0
 
     # The driver: actions at spread-out moments, then an Emergency Stop per room.
+    active_t0, active_polls0, cpu_before = time.monotonic(), sum(len(c.poll_starts) for c in connectors), \
+        cpu_seconds(server.pid)
     rng = random.Random(7)
-    window = max(1.0, args.seconds - 8 * interval_s - 3.0)
-    plan = sorted((start + 1.0 + rng.random() * window, r) for r in range(len(rooms)) for _ in range(args.actions))
+    window = max(1.0, args.seconds - 4 * interval_s)
+    plan = sorted((active_t0 + rng.random() * window, r) for r in range(len(rooms)) for _ in range(args.actions))
     calls: list[tuple[int, str, float, float]] = []  # (room, workflow_ref, call sent, call answered)
     for n, (at, r) in enumerate(plan):
         time.sleep(max(0.0, at - time.monotonic()))
@@ -285,12 +295,11 @@ def bench(args, server: subprocess.Popen, port: int, base: str, token: str, cook
         c.until = min(c.until, time.monotonic() + 4 * interval_s)
     for c in connectors:
         c.join(timeout=args.seconds + 30)
-    elapsed = time.monotonic() - start
+    elapsed = time.monotonic() - active_t0
     cpu = cpu_seconds(server.pid) - cpu_before
-
-    polls = sum(len(c.poll_starts) for c in connectors)
+    polls = sum(len(c.poll_starts) for c in connectors) - active_polls0
     errors = [e for c in connectors for e in c.errors]
-    dispatch_ms, dispatch_polls, succeeded_intervals, missing = [], [], [], []
+    dispatch_ms, dispatch_polls, succeeded_intervals, call_ms, missing = [], [], [], [], []
     for r, ref, sent, answered in calls:
         c = connectors[r]
         if ref not in c.seen or ref not in c.applied:
@@ -298,7 +307,8 @@ def bench(args, server: subprocess.Popen, port: int, base: str, token: str, cook
             continue
         dispatch_ms.append((c.seen[ref] - answered) * 1000)
         dispatch_polls.append(c.polls_until(answered, c.seen[ref]))
-        succeeded_intervals.append((c.applied[ref] - sent) / interval_s)
+        succeeded_intervals.append((c.applied[ref] - answered) / interval_s)
+        call_ms.append((answered - sent) * 1000)
     not_succeeded = []
     for r, ref, _, _ in calls:
         view = tool(agent, token, "helix_minecraft_workflow_status", {"room_id": rooms[r][0], "workflow_ref": ref})
@@ -313,15 +323,17 @@ def bench(args, server: subprocess.Popen, port: int, base: str, token: str, cook
         halt_polls.append(c.polls_until(at, c.halted_at))
         halt_ms.append((c.halted_at - at) * 1000)
 
-    print(f"connectors {len(connectors)}, poll interval {interval_ms} ms, {len(calls)} move_to actions, "
-          f"{elapsed:.1f} s")
-    print(f"polls/s                          {polls / elapsed:.1f} ({polls} polls, {len(errors)} errors)")
-    print(f"server CPU per poll              {cpu / max(1, polls) * 1e6:.0f} us "
-          f"(all requests of the run: {cpu:.2f} s)")
+    print(f"connectors {len(connectors)}, poll interval {interval_ms} ms; idle phase {idle_elapsed:.1f} s, "
+          f"action phase {elapsed:.1f} s with {len(calls)} move_to actions and {len(stops)} Emergency Stops")
+    print(f"idle polls/s                     {idle_polls / idle_elapsed:.1f} ({idle_polls} polls), "
+          f"server CPU {idle_cpu / max(1, idle_polls) * 1e6:.0f} us per idle poll")
+    print(f"polls/s with actions             {polls / elapsed:.1f} ({polls} polls, {len(errors)} errors), "
+          f"server CPU {cpu / max(1, polls) * 1e6:.0f} us per poll (every request of the phase counted)")
     print(f"action -> dispatch               p50 {pct(dispatch_ms, 50):.0f} ms, p99 {pct(dispatch_ms, 99):.0f} ms; "
           f"polls p50 {pct(dispatch_polls, 50)}, max {max(dispatch_polls, default=0)}")
     print(f"move_to call -> succeeded        p50 {pct(succeeded_intervals, 50):.2f}, "
-          f"p99 {pct(succeeded_intervals, 99):.2f}, max {max(succeeded_intervals, default=0):.2f} poll intervals")
+          f"p99 {pct(succeeded_intervals, 99):.2f}, max {max(succeeded_intervals, default=0):.2f} poll intervals "
+          f"(from the call's answer; the call itself p50 {pct(call_ms, 50):.0f} ms, p99 {pct(call_ms, 99):.0f} ms)")
     print(f"Emergency Stop -> halt           polls p50 {pct(halt_polls, 50)}, max {max(halt_polls, default=0)}; "
           f"p50 {pct(halt_ms, 50):.0f} ms, p99 {pct(halt_ms, 99):.0f} ms")
     for e in errors[:5]:
