@@ -47,10 +47,11 @@ impl EmbodimentService {
             next_poll_ms: POLL_INTERVAL_MS,
         };
         // Nothing written since a poll found no work: its answer stands (no query).
-        if req.acks.is_empty() && !req.dead_man_halted {
-            if let Some(cancel) = a.work.idle_at(binding.epoch) {
-                return Ok(answer(&binding, Vec::new(), Vec::new(), cancel.to_vec()));
-            }
+        if req.acks.is_empty()
+            && !req.dead_man_halted
+            && let Some(cancel) = a.work.idle_at(binding.epoch)
+        {
+            return Ok(answer(&binding, Vec::new(), Vec::new(), cancel.to_vec()));
         }
         let mut open = open_workflows(self.store.as_ref(), &binding.room_id, &binding.binding_id, OPEN_LIMIT).await?;
         let whole = open.len() < OPEN_LIMIT;
@@ -79,10 +80,10 @@ impl EmbodimentService {
             let mut tx = Tx::new();
             a.work.clear(&mut tx, &binding.binding_id, binding.epoch, cancel.clone());
             // A lost race leaves it pending: the next poll queries again.
-            if let Err(f) = tx.commit(self.store.as_ref()).await {
-                if !f.is_cancelled() {
-                    return Err(f.into());
-                }
+            if let Err(f) = tx.commit(self.store.as_ref()).await
+                && !f.is_cancelled()
+            {
+                return Err(f.into());
             }
         }
         Ok(answer(&binding, acks, commands, cancel))
