@@ -468,4 +468,34 @@ mod tests {
         assert!(at_epoch(2).holds(Some(&env), 0) && !at_epoch(1).holds(Some(&env), 0));
         assert!(not_stopped().holds(Some(&env), 0));
     }
+
+    /// A clear is conditional on the token read: a workflow write between the poll's read
+    /// and its clear keeps the marker pending; a clear at one epoch is pending at another.
+    #[cfg(feature = "embedded")]
+    #[tokio::test]
+    async fn a_write_between_read_and_clear_keeps_the_marker_pending() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::store::embedded::EmbeddedStore::open(&dir.path().join("t.redb")).unwrap();
+        let read = |s: &crate::store::embedded::EmbeddedStore| {
+            let s = s.clone();
+            async move { WorkMarker::from_item(s.get(&work_key("env_1")).await.unwrap().as_ref()) }
+        };
+        let absent = read(&store).await;
+        assert!(absent.pending && absent.idle_at(1).is_none());
+        let mut tx = Tx::new();
+        absent.clear(&mut tx, "env_1", 1, vec!["wf_p".into()]);
+        tx.commit(&store).await.unwrap();
+        let cleared = read(&store).await;
+        assert_eq!(cleared.idle_at(1), Some(&["wf_p".to_owned()][..]));
+        assert_eq!(cleared.idle_at(2), None, "another epoch reads as pending");
+
+        // An action's write lands after the poll read the cleared marker.
+        let mut tx = Tx::new();
+        tx.put(Role::WorkMarker, WorkMarker::pending_item("env_1"), None);
+        tx.commit(&store).await.unwrap();
+        let mut tx = Tx::new();
+        cleared.clear(&mut tx, "env_1", 1, vec![]);
+        assert!(tx.commit(&store).await.unwrap_err().failed(Role::WorkMarker));
+        assert!(read(&store).await.idle_at(1).is_none(), "still pending");
+    }
 }
