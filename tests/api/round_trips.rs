@@ -210,3 +210,68 @@ async fn source_operations_make_the_documented_store_calls() {
     ];
     assert_eq!(table, expected);
 }
+
+/// Store calls per connector operation (docs/round-trips.md, "Player embodiment"), with
+/// the connector's credential lookup already kept by the process (its first request reads
+/// it once more). An idle poll is its one authentication read.
+#[tokio::test]
+async fn connector_operations_make_the_documented_store_calls() {
+    use super::embodiment::{ack, paired, poll, register, select_first};
+    let app = TestApp::spawn_with(Backend::Embedded, &[]).await;
+    let w = paired(&app).await;
+    let mut table: Vec<(&str, Vec<&str>)> = vec![];
+    app.faults.take_log();
+
+    let epoch = register(&app, &w).await;
+    table.push(("register, first request", app.faults.take_log()));
+    let first = poll(&app, &w, epoch, json!([])).await;
+    assert_eq!(first.0, 200, "{}", first.1);
+    table.push(("poll, first of an epoch", app.faults.take_log()));
+    poll(&app, &w, epoch, json!([])).await;
+    table.push(("poll, idle", app.faults.take_log()));
+
+    assert!(!select_first(&app, &w, &w.token).await.0);
+    app.faults.take_log();
+    let action = json!({"type": "move_to", "x": 1, "y": 64, "z": 0});
+    let args = json!({ "room_id": w.room_id, "idempotency_key": "rt-move-0001", "action": action });
+    let call = json!({ "name": "helix_minecraft_player_action", "arguments": args });
+    let (status, body) = app.rpc("/mcp", &w.token, "tools/call", call).await;
+    assert_eq!((status, &body["result"]["isError"]), (200, &json!(false)), "{body}");
+    let wf = body["result"]["structuredContent"].clone();
+    table.push(("player action (MCP)", app.faults.take_log()));
+    let (_, p) = poll(&app, &w, epoch, json!([])).await;
+    let cmd = p["commands"][0].clone();
+    assert_eq!(cmd["workflow_ref"], wf["workflow_ref"], "{p}");
+    table.push(("poll, dispatching one action", app.faults.take_log()));
+    poll(&app, &w, epoch, json!([])).await;
+    table.push(("poll, redelivering", app.faults.take_log()));
+    let (_, p) = poll(&app, &w, epoch, json!([ack(&cmd, 1, "completed", json!({"position": [1, 64, 0]}))])).await;
+    assert_eq!(p["acks"][0]["outcome"], "applied", "{p}");
+    table.push(("poll, one acknowledgement", app.faults.take_log()));
+    poll(&app, &w, epoch, json!([])).await;
+    table.push(("poll, going idle", app.faults.take_log()));
+    let (_, p) = poll(&app, &w, epoch, json!([])).await;
+    assert!(p["commands"].as_array().unwrap().is_empty() && p["cancel"].as_array().unwrap().is_empty(), "{p}");
+    table.push(("poll, idle again", app.faults.take_log()));
+
+    for (name, log) in &table {
+        println!("{name:<32} {} {log:?}", log.len());
+    }
+    let expected: Vec<(&str, Vec<&str>)> = vec![
+        // credential lookup (then kept); binding + room + owner membership + account + work
+        // marker; the binding with the new epoch; the open workflows to pause
+        ("register, first request", vec!["get", "batch_get", "transact", "query"]),
+        // no cleared work marker at this epoch yet: the query, then the marker cleared
+        ("poll, first of an epoch", vec!["batch_get", "query", "transact"]),
+        ("poll, idle", vec!["batch_get"]),
+        // principal; room + membership; the room's bindings; workflow + open marker + work
+        // marker + receipt, conditional on the binding's revision
+        ("player action (MCP)", vec!["batch_get", "batch_get", "query", "transact"]),
+        ("poll, dispatching one action", vec!["batch_get", "query", "transact"]),
+        ("poll, redelivering", vec!["batch_get", "query"]),
+        ("poll, one acknowledgement", vec!["batch_get", "query", "transact"]),
+        ("poll, going idle", vec!["batch_get", "query", "transact"]),
+        ("poll, idle again", vec!["batch_get"]),
+    ];
+    assert_eq!(table, expected);
+}

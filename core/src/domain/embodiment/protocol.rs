@@ -169,3 +169,77 @@ pub struct PollResponse {
     pub emergency_stop_active: bool,
     pub next_poll_ms: u64,
 }
+
+/// The protocol's JSON Schemas (draft 2020-12), by file stem: each request as Helix reads
+/// it, each answer as Helix writes it. `docs/connector-protocol/<stem>.schema.json` is this
+/// list, kept current by the test below.
+pub fn protocol_schemas() -> Vec<(&'static str, serde_json::Value)> {
+    use schemars::generate::SchemaSettings;
+    fn read<T: JsonSchema>() -> serde_json::Value {
+        let schema = SchemaSettings::draft2020_12().into_generator().into_root_schema_for::<T>();
+        serde_json::to_value(schema).expect("schemars output is JSON")
+    }
+    fn written<T: JsonSchema>() -> serde_json::Value {
+        let schema = SchemaSettings::draft2020_12().for_serialize().into_generator().into_root_schema_for::<T>();
+        serde_json::to_value(schema).expect("schemars output is JSON")
+    }
+    vec![
+        ("register-request", read::<RegisterRequest>()),
+        ("register-receipt", written::<RegisterReceipt>()),
+        ("poll-request", read::<PollRequest>()),
+        ("poll-response", written::<PollResponse>()),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `docs/connector-protocol/*.schema.json` are these schemas;
+    /// `HELIX_UPDATE_PROTOCOL_SCHEMAS=1` rewrites them.
+    #[test]
+    fn the_committed_protocol_schemas_are_current() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/connector-protocol");
+        let update = std::env::var_os("HELIX_UPDATE_PROTOCOL_SCHEMAS").is_some();
+        let mut stale = Vec::new();
+        for (stem, schema) in protocol_schemas() {
+            let path = dir.join(format!("{stem}.schema.json"));
+            let want = serde_json::to_string_pretty(&schema).unwrap() + "\n";
+            if update {
+                std::fs::create_dir_all(&dir).unwrap();
+                std::fs::write(&path, &want).unwrap();
+            }
+            if std::fs::read_to_string(&path).unwrap_or_default() != want {
+                stale.push(stem);
+            }
+        }
+        assert!(
+            stale.is_empty(),
+            "docs/connector-protocol is stale ({stale:?}): run \
+             HELIX_UPDATE_PROTOCOL_SCHEMAS=1 cargo test -p helix-core --lib protocol_schemas"
+        );
+    }
+
+    #[test]
+    fn the_protocol_schemas_admit_a_poll_and_refuse_an_unknown_field() {
+        let schemas = protocol_schemas();
+        let poll = &schemas.iter().find(|(s, _)| *s == "poll-request").unwrap().1;
+        let v = jsonschema::validator_for(poll).unwrap();
+        let ack = serde_json::json!({"workflow_ref": "wf_1", "lease_token": "t", "step_index": 0, "seq": 1,
+            "status": "completed", "observation": {"position": [1, 64, 0]}});
+        assert!(v.is_valid(&serde_json::json!({"epoch": 1, "acks": [ack]})));
+        assert!(!v.is_valid(&serde_json::json!({"epoch": 1, "extra": true})));
+        let answer = PollResponse {
+            schema: "helix.connector_poll.v1".into(),
+            epoch: 1,
+            acks: vec![],
+            commands: vec![],
+            cancel: vec!["wf_1".into()],
+            emergency_stop_generation: 0,
+            emergency_stop_active: false,
+            next_poll_ms: 500,
+        };
+        let response = &schemas.iter().find(|(s, _)| *s == "poll-response").unwrap().1;
+        assert!(jsonschema::validator_for(response).unwrap().is_valid(&serde_json::to_value(answer).unwrap()));
+    }
+}

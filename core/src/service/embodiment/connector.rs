@@ -5,29 +5,18 @@
 
 use std::collections::BTreeSet;
 
-use super::{DEAD_MAN_MS, EmbodimentService, LAST_SEEN_WRITE_SECS, POLL_INTERVAL_MS, RACE_RETRIES, STEP_DEADLINE_MS};
+use super::AuthedConnector;
+use super::{DEAD_MAN_MS, EmbodimentService, POLL_INTERVAL_MS, RACE_RETRIES, STEP_DEADLINE_MS};
 use crate::domain::embodiment::protocol::*;
-use crate::domain::embodiment::{
-    POLL_SCHEMA, REGISTER_SCHEMA, WorkflowState, action_schema_hash, postcondition_met, subject_ref,
-};
+use crate::domain::embodiment::{REGISTER_SCHEMA, WorkflowState, action_schema_hash, postcondition_met, subject_ref};
 use crate::domain::random_hex;
-use crate::domain::source::{ConnectorCredential, hashes_equal};
 use crate::domain::time::rfc3339;
 use crate::error::ApiError;
-use crate::service::records::accounts::policy_of;
 use crate::service::records::embodiment::{
-    CredentialLookup, EnvBinding, RegisteredConnector, SubjectEntry, WorkflowRecord, at_epoch, binding_in_room,
-    credential_key, not_stopped, open_workflows, read_workflow,
+    EnvBinding, RegisteredConnector, SubjectEntry, WorkflowRecord, at_epoch, not_stopped, open_workflows, read_workflow,
 };
 use crate::service::records::rooms::{member_key, member_may_act};
 use crate::service::records::{Role, Tx};
-use crate::service::sources::{DeveloperLane, developer};
-
-/// A connector admitted for this request (every check of its credential held).
-#[derive(Debug, Clone)]
-pub struct AuthedConnector {
-    pub binding: EnvBinding,
-}
 
 /// The v1 step types a connector may declare.
 /// Why a workflow paused: its member no longer may act (authority revoked, or removed).
@@ -37,38 +26,6 @@ const STEP_TYPES: &[&str] =
     &["move_to", "look_at", "stop", "break_block", "place_block", "equip", "craft", "chat", "wait"];
 
 impl EmbodimentService {
-    /// Authenticates a connector credential: hash lookup, then every boundary again (the
-    /// binding active under this exact hash; the room active and still owned by the
-    /// pairing's owner, its owner member; the owner still a developer, unlocked). Any
-    /// failure is the same `connector_credential_invalid`. A source bearer never parses.
-    pub async fn authenticate_connector(&self, raw: &str) -> Result<AuthedConnector, ApiError> {
-        let credential = ConnectorCredential::parse(raw).ok_or(ApiError::ConnectorCredentialInvalid)?;
-        let hash = credential.hash();
-        let lookup = self.store.get(&credential_key(&hash)).await?.ok_or(ApiError::ConnectorCredentialInvalid)?;
-        let lookup = CredentialLookup::from_item(&lookup)?;
-        let owner = lookup.owner_account.clone();
-        let got = binding_in_room(self.store.as_ref(), &lookup.room_id, &lookup.binding_id, &owner, true).await?;
-        let binding = got.binding.ok_or(ApiError::ConnectorCredentialInvalid)?;
-        let policy_ok = got
-            .account
-            .as_ref()
-            .map(policy_of)
-            .is_some_and(|p| developer(&self.config, &owner, &p, DeveloperLane::Producer).is_ok());
-        if !binding.is_active() || binding.owner_account != owner || !hashes_equal(&binding.credential_hash, &hash) {
-            return Err(ApiError::ConnectorCredentialInvalid);
-        }
-        if !got.owner_holds {
-            // lifecycle: the room closed (or changed owner) under the pairing; its open
-            // workflows are ended at the first refused use (lazily: no room-close hook).
-            self.end_open_workflows(&binding, super::pairing::ROOM_CLOSED).await?;
-            return Err(ApiError::ConnectorCredentialInvalid);
-        }
-        if !policy_ok {
-            return Err(ApiError::ConnectorCredentialInvalid);
-        }
-        Ok(AuthedConnector { binding })
-    }
-
     /// `POST /api/connectors/v1/register`: admits the manifest and raises the epoch. The
     /// workflows a previous registration held at the connector are paused (`connector_epoch_changed`).
     pub async fn register_connector(
@@ -125,45 +82,6 @@ impl EmbodimentService {
         Err(ApiError::RunBusy)
     }
 
-    /// `POST /api/connectors/v1/poll`: the acknowledgements in, then the work out. A poll
-    /// of an older epoch is refused whole (`connector_epoch_stale`): its acks are not applied.
-    pub async fn poll_connector(&self, a: &AuthedConnector, req: PollRequest) -> Result<PollResponse, ApiError> {
-        let mut binding = a.binding.clone();
-        if binding.epoch == 0 || req.epoch != binding.epoch {
-            return Err(ApiError::ConnectorEpochStale { current: binding.epoch });
-        }
-        if req.acks.len() > MAX_ACKS {
-            return Err(ApiError::InvalidRequest(format!("acks: at most {MAX_ACKS}")));
-        }
-        if let Some(subjects) = &req.subjects {
-            check_subjects(subjects)?;
-        }
-        // The binding's own changes (directory, last seen) first: acks are checked against it.
-        let stale_seen = self.clock.epoch() - binding.last_seen >= LAST_SEEN_WRITE_SECS;
-        if req.subjects.is_some() || stale_seen || req.dead_man_halted {
-            binding = self.touch(binding, req.subjects.as_deref()).await?;
-        }
-        let mut acks = Vec::with_capacity(req.acks.len());
-        for ack in &req.acks {
-            let outcome = self.apply_ack(&binding, ack).await?;
-            acks.push(AckResult { workflow_ref: ack.workflow_ref.clone(), seq: ack.seq, outcome: outcome.into() });
-        }
-        if req.dead_man_halted {
-            self.record_dead_man_halt(&binding).await?;
-        }
-        let (commands, cancel) = self.work_for(&binding).await?;
-        Ok(PollResponse {
-            schema: POLL_SCHEMA.into(),
-            epoch: binding.epoch,
-            acks,
-            commands,
-            cancel,
-            emergency_stop_generation: binding.estop_generation,
-            emergency_stop_active: binding.estop_active,
-            next_poll_ms: POLL_INTERVAL_MS,
-        })
-    }
-
     async fn reread(&self, b: &EnvBinding) -> Result<EnvBinding, ApiError> {
         let item = self.store.get(&b.key()).await?.ok_or(ApiError::ConnectorCredentialInvalid)?;
         let fresh = EnvBinding::from_item(&item)?;
@@ -174,7 +92,7 @@ impl EmbodimentService {
     }
 
     /// Writes the last-seen time and a changed directory (at the same epoch only).
-    async fn touch(
+    pub(super) async fn touch(
         &self,
         mut binding: EnvBinding,
         subjects: Option<&[ReportedSubject]>,
@@ -206,38 +124,49 @@ impl EmbodimentService {
     /// under its current lease token and dispatch epoch, with a higher sequence; the write
     /// is conditional on the workflow's revision and on the binding still at this epoch
     /// with no Emergency Stop.
-    async fn apply_ack(&self, binding: &EnvBinding, ack: &Ack) -> Result<&'static str, ApiError> {
+    /// The workflow is taken from the poll's query (`open`) first, read again after a lost race.
+    pub(super) async fn apply_ack(
+        &self,
+        binding: &EnvBinding,
+        ack: &Ack,
+        open: &[WorkflowRecord],
+    ) -> Result<(&'static str, Option<WorkflowRecord>), ApiError> {
+        let mut queried = open.iter().find(|w| w.workflow_ref == ack.workflow_ref).cloned();
         for _ in 0..RACE_RETRIES {
-            let Some(w) = read_workflow(self.store.as_ref(), &binding.room_id, &ack.workflow_ref).await? else {
-                return Ok("unknown_workflow");
+            let w = match queried.take() {
+                Some(w) => w,
+                None => match read_workflow(self.store.as_ref(), &binding.room_id, &ack.workflow_ref).await? {
+                    Some(w) => w,
+                    None => return Ok(("unknown_workflow", None)),
+                },
             };
             if w.binding_id != binding.binding_id {
-                return Ok("unknown_workflow");
+                return Ok(("unknown_workflow", None));
             }
             if w.dispatch_epoch != Some(binding.epoch) {
-                return Ok("stale_epoch");
+                return Ok(("stale_epoch", None));
             }
             if !w.state.at_connector() {
-                return Ok("not_at_connector");
+                return Ok(("not_at_connector", None));
             }
             if w.lease_token.as_deref() != Some(ack.lease_token.as_str()) || w.step_index != ack.step_index {
-                return Ok("lease_mismatch");
+                return Ok(("lease_mismatch", None));
             }
             if ack.seq <= w.last_seq {
-                return Ok("stale_seq");
+                return Ok(("stale_seq", None));
             }
             let next = self.acked(&w, ack);
             let mut tx = Tx::new();
-            next.write(&mut tx, w.rev);
+            next.write_from_poll(&mut tx, w.rev);
             let guard = crate::store::Cond::And(vec![at_epoch(binding.epoch), not_stopped()]);
             tx.check(Role::EnvBinding, binding.key(), guard);
             tx.check(Role::Member, member_key(&w.room_id, &w.account_id), member_may_act());
             match tx.commit(self.store.as_ref()).await {
-                Ok(()) => return Ok("applied"),
-                Err(f) if f.failed(Role::EnvBinding) => return Ok("stale_epoch"),
+                Ok(()) => return Ok(("applied", Some(next))),
+                Err(f) if f.failed(Role::EnvBinding) => return Ok(("stale_epoch", None)),
                 Err(f) if f.failed(Role::Member) => {
-                    self.settle(&w, WorkflowState::Paused, Some(AUTHORITY_REVOKED)).await?;
-                    return Ok(AUTHORITY_REVOKED);
+                    let paused = self.settle_to(&w, WorkflowState::Paused, Some(AUTHORITY_REVOKED)).await?;
+                    return Ok((AUTHORITY_REVOKED, paused));
                 }
                 Err(f) if f.failed(Role::Workflow) || f.contended() => continue,
                 Err(f) => return Err(f.into()),
@@ -309,9 +238,13 @@ impl EmbodimentService {
     /// at this epoch, no Emergency Stop), dispatched ones not yet acknowledged are
     /// delivered again (the connector's ledger makes that effectively once), overdue ones
     /// time out; cancel-requested ones are in the cancel list.
-    async fn work_for(&self, binding: &EnvBinding) -> Result<(Vec<Command>, Vec<String>), ApiError> {
-        let open = open_workflows(self.store.as_ref(), &binding.room_id, &binding.binding_id, 16).await?;
-        let (mut commands, mut cancel) = (Vec::new(), Vec::new());
+    /// Also says whether it wrote.
+    pub(super) async fn work_for(
+        &self,
+        binding: &EnvBinding,
+        open: Vec<WorkflowRecord>,
+    ) -> Result<(Vec<Command>, Vec<String>, bool), ApiError> {
+        let (mut commands, mut cancel, mut wrote) = (Vec::new(), Vec::new(), false);
         let now_ms = self.now_ms();
         for w in open {
             if commands.len() >= MAX_COMMANDS {
@@ -330,6 +263,7 @@ impl EmbodimentService {
                 _ if binding.estop_active => {}
                 WorkflowState::Queued if self.gated(binding, &w).await? => {}
                 WorkflowState::Queued => {
+                    wrote = true;
                     if let Some(d) = self.dispatch(binding, &w).await? {
                         commands.push(command(&d));
                     }
@@ -342,6 +276,7 @@ impl EmbodimentService {
                         (WorkflowState::TimedOut, "step_deadline_passed")
                     };
                     self.settle(&w, state, Some(reason)).await?;
+                    wrote = true;
                     cancel.push(w.workflow_ref.clone());
                 }
                 WorkflowState::Dispatched if w.dispatch_epoch == Some(binding.epoch) => commands.push(command(&w)),
@@ -351,7 +286,7 @@ impl EmbodimentService {
                 _ => {}
             }
         }
-        Ok((commands, cancel))
+        Ok((commands, cancel, wrote))
     }
 
     /// Dispatches a queued workflow under a fresh lease (None when it changed meanwhile).
@@ -364,7 +299,7 @@ impl EmbodimentService {
         n.last_seq = 0;
         n.updated_at = rfc3339(self.clock.now());
         let mut tx = Tx::new();
-        n.write(&mut tx, w.rev);
+        n.write_from_poll(&mut tx, w.rev);
         tx.check(
             Role::EnvBinding,
             binding.key(),
@@ -390,6 +325,16 @@ impl EmbodimentService {
         state: WorkflowState,
         reason: Option<&str>,
     ) -> Result<bool, ApiError> {
+        Ok(self.settle_to(w, state, reason).await?.is_some())
+    }
+
+    /// [`Self::settle`], answering the workflow as written (None: it changed meanwhile).
+    async fn settle_to(
+        &self,
+        w: &WorkflowRecord,
+        state: WorkflowState,
+        reason: Option<&str>,
+    ) -> Result<Option<WorkflowRecord>, ApiError> {
         let mut n = w.next();
         n.state = state;
         n.reason = reason.map(str::to_owned);
@@ -400,8 +345,8 @@ impl EmbodimentService {
         let mut tx = Tx::new();
         n.write(&mut tx, w.rev);
         match tx.commit(self.store.as_ref()).await {
-            Ok(()) => Ok(true),
-            Err(f) if f.is_cancelled() => Ok(false),
+            Ok(()) => Ok(Some(n)),
+            Err(f) if f.is_cancelled() => Ok(None),
             Err(f) => Err(f.into()),
         }
     }
@@ -424,7 +369,7 @@ impl EmbodimentService {
     /// every command of this epoch it held and did not acknowledge in this poll is paused
     /// `dead_man_halted` (a mutating one is `outcome_unknown`); one whose cancel was
     /// requested is `cancelled` (or `outcome_unknown`).
-    async fn record_dead_man_halt(&self, binding: &EnvBinding) -> Result<(), ApiError> {
+    pub(super) async fn record_dead_man_halt(&self, binding: &EnvBinding) -> Result<(), ApiError> {
         for w in open_workflows(self.store.as_ref(), &binding.room_id, &binding.binding_id, 16).await? {
             if w.dispatch_epoch != Some(binding.epoch) {
                 continue;
@@ -451,7 +396,7 @@ fn held_state(w: &WorkflowRecord) -> WorkflowState {
     if mutating { WorkflowState::OutcomeUnknown } else { WorkflowState::Paused }
 }
 
-fn check_subjects(subjects: &[ReportedSubject]) -> Result<(), ApiError> {
+pub(super) fn check_subjects(subjects: &[ReportedSubject]) -> Result<(), ApiError> {
     if subjects.len() > MAX_SUBJECTS {
         return Err(ApiError::InvalidRequest(format!("subjects: at most {MAX_SUBJECTS}")));
     }

@@ -9,13 +9,15 @@
 mod agent;
 mod bounds;
 mod connector;
+mod connector_auth;
 mod pairing;
+mod poll;
 
 use crate::service::Ctx;
 
 pub use agent::Control;
 pub use bounds::{ACTIONS_PER_MINUTE, QUEUE_TTL_SECS, RegionRequest, RegionSet};
-pub use connector::AuthedConnector;
+pub use connector_auth::AuthedConnector;
 pub use pairing::{ClearStopRequest, PairingRevoked, PairingRoom};
 
 /// The suggested poll interval of a connector, and what an agent is told to wait.
@@ -43,6 +45,8 @@ pub const CREDENTIAL_ENV: &str = "HELIX_CONNECTOR_CREDENTIAL";
 #[derive(Clone)]
 pub struct EmbodimentService {
     ctx: Ctx,
+    /// The connector credential lookups this process has read.
+    lookups: std::sync::Arc<connector_auth::LookupCache>,
 }
 
 impl std::ops::Deref for EmbodimentService {
@@ -54,7 +58,7 @@ impl std::ops::Deref for EmbodimentService {
 
 impl EmbodimentService {
     pub(crate) fn new(ctx: Ctx) -> Self {
-        Self { ctx }
+        Self { ctx, lookups: Default::default() }
     }
 
     fn now_ms(&self) -> i64 {

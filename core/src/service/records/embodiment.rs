@@ -1,7 +1,8 @@
 //! Minecraft Player Embodiment in the table: the environment binding (one action-connector
 //! pairing of a room and world: its credential hash, connector epoch, manifest, subject
 //! directory with native ids, member selections with their control leases, Emergency
-//! Stop), the credential lookup, workflows and their open markers (what a poll reads).
+//! Stop), the credential lookup, workflows and their open markers (each a copy of its
+//! non-terminal workflow: what a poll queries), and the binding's pending-work marker.
 //! Bodies are JSON under `body`; the guards a write is conditional on (`rev`, the epoch,
 //! the stop flag) are attributes too. Secrets are only ever hashes here. Knows no use case.
 
@@ -13,12 +14,16 @@ use super::attrs::{CONNECTOR_EPOCH, ESTOP_ACTIVE, REV, STATE};
 use super::rooms::{member_is_owner, member_key, room_active_and_owned_by, room_key, room_pk};
 use super::tx::{Role, Tx};
 use crate::domain::embodiment::{Action, RegionBox, Step, StepObservation, WorkflowState};
+use crate::domain::random_hex;
 use crate::error::ApiError;
 use crate::store::{Cond, Item, Key, Store};
 
 const ENV_PREFIX: &str = "ENV#";
 const WORKFLOW_PREFIX: &str = "EMBWF#";
 const OPEN_PREFIX: &str = "WF#";
+/// The pending-work marker's token: a clear is conditional on it (every other write
+/// replaces it with a fresh one).
+const WORK_TOKEN: &str = "work_token";
 
 pub fn env_key(room_id: &str, binding_id: &str) -> Key {
     Key::new(room_pk(room_id), format!("{ENV_PREFIX}{binding_id}"))
@@ -33,6 +38,11 @@ pub fn workflow_key(room_id: &str, workflow_ref: &str) -> Key {
 /// The marker of a workflow that is not terminal yet, under its binding.
 pub fn open_key(binding_id: &str, workflow_ref: &str) -> Key {
     Key::new(format!("EMBOPEN#{binding_id}"), format!("{OPEN_PREFIX}{workflow_ref}"))
+}
+
+/// The pending-work marker of a binding (beside its open markers, outside their prefix).
+pub fn work_key(binding_id: &str) -> Key {
+    Key::new(format!("EMBOPEN#{binding_id}"), "WORK")
 }
 
 fn flag(v: bool) -> &'static str {
@@ -289,20 +299,37 @@ impl WorkflowRecord {
         WorkflowRecord { rev: self.rev + 1, ..self.clone() }
     }
 
-    /// The workflow's put, conditional on revision `read_rev`; its open marker goes with a
-    /// terminal state.
+    /// The workflow's put, conditional on revision `read_rev`, with its open marker (a
+    /// copy, deleted with a terminal state) and the binding's work marker set pending: the
+    /// connector's next poll reads its open workflows again.
     pub fn write(&self, tx: &mut Tx, read_rev: i64) {
+        self.write_from_poll(tx, read_rev);
+        tx.put(Role::WorkMarker, WorkMarker::pending_item(&self.binding_id), None);
+    }
+
+    /// The same write made by the connector's own poll (a dispatch, an acknowledgement):
+    /// that poll answers from what it wrote, so the work marker stays as it is.
+    pub fn write_from_poll(&self, tx: &mut Tx, read_rev: i64) {
         tx.put(Role::Workflow, self.to_item(), unchanged_since(read_rev));
         if self.state.is_terminal() {
             tx.delete(Role::OpenMarker, open_key(&self.binding_id, &self.workflow_ref), None);
+        } else {
+            tx.put(Role::OpenMarker, self.open_item(), None);
         }
     }
 
-    /// A new workflow and its open marker (both absent before).
+    /// A new workflow and its open marker (both absent before); the work marker pending.
     pub fn create(&self, tx: &mut Tx) {
         tx.put(Role::Workflow, self.to_item(), Cond::NotExists);
+        tx.put(Role::OpenMarker, self.open_item(), Cond::NotExists);
+        tx.put(Role::WorkMarker, WorkMarker::pending_item(&self.binding_id), None);
+    }
+
+    /// The open marker: the workflow's copy under its binding's partition (one query reads
+    /// every open workflow of a binding).
+    fn open_item(&self) -> Item {
         let k = open_key(&self.binding_id, &self.workflow_ref);
-        tx.put(Role::OpenMarker, Item::new(k.pk, k.sk).with_s(BODY, json(&self.room_id)), Cond::NotExists);
+        Item { pk: k.pk, sk: k.sk, attrs: self.to_item().attrs }
     }
 }
 
@@ -320,8 +347,8 @@ pub async fn read_workflow(
     store.get(&workflow_key(room_id, workflow_ref)).await?.as_ref().map(WorkflowRecord::from_item).transpose()
 }
 
-/// The open (non-terminal) workflows of a binding, oldest marker first (at most `limit`):
-/// one query and one BatchGetItem.
+/// The open (non-terminal) workflows of a binding, in marker order (at most `limit`): one
+/// query. A marker of the older shape (the room id only) is read through one BatchGetItem.
 pub async fn open_workflows(
     store: &dyn Store,
     room_id: &str,
@@ -329,13 +356,109 @@ pub async fn open_workflows(
     limit: usize,
 ) -> Result<Vec<WorkflowRecord>, ApiError> {
     let page = store.query(&open_key(binding_id, "").pk, OPEN_PREFIX, None, limit).await?;
-    if page.items.is_empty() {
-        return Ok(Vec::new());
+    let mut found: Vec<Option<WorkflowRecord>> = Vec::with_capacity(page.items.len());
+    let mut older = Vec::new();
+    for item in &page.items {
+        match WorkflowRecord::from_item(item) {
+            Ok(w) => found.push(Some(w)),
+            Err(_) => {
+                if let Some(r) = item.sk.strip_prefix(OPEN_PREFIX) {
+                    older.push((found.len(), workflow_key(room_id, r)));
+                    found.push(None);
+                }
+            }
+        }
     }
-    let keys: Vec<Key> =
-        page.items.iter().filter_map(|i| i.sk.strip_prefix(OPEN_PREFIX).map(|r| workflow_key(room_id, r))).collect();
-    let got = store.batch_get(&keys).await?;
-    got.iter().flatten().map(WorkflowRecord::from_item).collect()
+    if !older.is_empty() {
+        let keys: Vec<Key> = older.iter().map(|(_, k)| k.clone()).collect();
+        for ((at, _), item) in older.iter().zip(store.batch_get(&keys).await?) {
+            found[*at] = item.as_ref().map(WorkflowRecord::from_item).transpose()?;
+        }
+    }
+    Ok(found.into_iter().flatten().collect())
+}
+
+// ---------- the pending-work marker ----------
+
+/// Whether a binding's connector has work that only a query of its open workflows shows.
+/// Every workflow write outside the connector's poll sets it pending; a poll whose query
+/// found nothing to hand out clears it, conditional on its token (so a write in between
+/// keeps it pending), with the answer it computed: no command, this cancel list.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkMarker {
+    pub pending: bool,
+    /// The epoch the cleared answer was computed at (another epoch reads as pending).
+    pub epoch: u64,
+    /// The sticky cancel list of that answer.
+    pub cancel: Vec<String>,
+    /// The stored token (None: no marker yet).
+    #[serde(skip)]
+    pub token: Option<String>,
+}
+
+impl WorkMarker {
+    fn pending_item(binding_id: &str) -> Item {
+        let k = work_key(binding_id);
+        let marker = WorkMarker { pending: true, ..WorkMarker::default() };
+        Item::new(k.pk, k.sk).with_s(BODY, json(&marker)).with_s(WORK_TOKEN, random_hex(8))
+    }
+
+    /// The marker as read (absent or unreadable: pending).
+    pub fn from_item(item: Option<&Item>) -> Self {
+        let read = item.and_then(|i| Some((i.s(WORK_TOKEN)?, serde_json::from_str::<WorkMarker>(i.s(BODY)?).ok()?)));
+        match read {
+            Some((token, m)) => WorkMarker { token: Some(token.to_owned()), ..m },
+            None => WorkMarker { pending: true, ..WorkMarker::default() },
+        }
+    }
+
+    /// The cancel list of the standing answer at `epoch`, when nothing is pending.
+    pub fn idle_at(&self, epoch: u64) -> Option<&[String]> {
+        (!self.pending && self.token.is_some() && self.epoch == epoch).then_some(self.cancel.as_slice())
+    }
+
+    /// Clears the marker with the answer of a poll at `epoch`, conditional on the token read.
+    pub fn clear(&self, tx: &mut Tx, binding_id: &str, epoch: u64, cancel: Vec<String>) {
+        let k = work_key(binding_id);
+        let marker = WorkMarker { pending: false, epoch, cancel, token: None };
+        let item = Item::new(k.pk, k.sk).with_s(BODY, json(&marker)).with_s(WORK_TOKEN, random_hex(8));
+        let cond = match &self.token {
+            Some(t) => Cond::eq_s(WORK_TOKEN, t.clone()),
+            None => Cond::NotExists,
+        };
+        tx.put(Role::WorkMarker, item, cond);
+    }
+}
+
+/// What a connector request reads once: its binding, room, the owner's membership and
+/// account, and the binding's work marker (one BatchGetItem).
+pub struct ConnectorView {
+    pub binding: Option<EnvBinding>,
+    /// The room is active and owned by the pairing's owner, who is its owner member.
+    pub owner_holds: bool,
+    pub account: Option<Item>,
+    pub work: WorkMarker,
+}
+
+pub async fn connector_view(store: &dyn Store, lookup: &CredentialLookup) -> Result<ConnectorView, ApiError> {
+    let (room_id, owner) = (&lookup.room_id, &lookup.owner_account);
+    let keys = [
+        env_key(room_id, &lookup.binding_id),
+        room_key(room_id),
+        member_key(room_id, owner),
+        account_key(owner),
+        work_key(&lookup.binding_id),
+    ];
+    let mut got = store.batch_get(&keys).await?.into_iter();
+    let mut next = || got.next().flatten();
+    let (binding, room, member, account, work) = (next(), next(), next(), next(), next());
+    Ok(ConnectorView {
+        binding: binding.as_ref().map(EnvBinding::from_item).transpose()?,
+        owner_holds: room_active_and_owned_by(owner).holds(room.as_ref(), 0)
+            && member_is_owner().holds(member.as_ref(), 0),
+        account,
+        work: WorkMarker::from_item(work.as_ref()),
+    })
 }
 
 #[cfg(test)]
@@ -348,6 +471,7 @@ mod tests {
         assert_eq!(credential_key("h"), Key { pk: "EMBCRED#h".into(), sk: "CRED".into() });
         assert_eq!(workflow_key("room_1", "wf_1"), Key { pk: "ROOM#room_1".into(), sk: "EMBWF#wf_1".into() });
         assert_eq!(open_key("env_1", "wf_1"), Key { pk: "EMBOPEN#env_1".into(), sk: "WF#wf_1".into() });
+        assert_eq!(work_key("env_1"), Key { pk: "EMBOPEN#env_1".into(), sk: "WORK".into() });
     }
 
     #[test]
@@ -359,5 +483,35 @@ mod tests {
         let env = Item::new("p", "s").with_n(CONNECTOR_EPOCH, 2).with_s(ESTOP_ACTIVE, "false");
         assert!(at_epoch(2).holds(Some(&env), 0) && !at_epoch(1).holds(Some(&env), 0));
         assert!(not_stopped().holds(Some(&env), 0));
+    }
+
+    /// A clear is conditional on the token read: a workflow write between the poll's read
+    /// and its clear keeps the marker pending; a clear at one epoch is pending at another.
+    #[cfg(feature = "embedded")]
+    #[tokio::test]
+    async fn a_write_between_read_and_clear_keeps_the_marker_pending() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::store::embedded::EmbeddedStore::open(&dir.path().join("t.redb")).unwrap();
+        let read = |s: &crate::store::embedded::EmbeddedStore| {
+            let s = s.clone();
+            async move { WorkMarker::from_item(s.get(&work_key("env_1")).await.unwrap().as_ref()) }
+        };
+        let absent = read(&store).await;
+        assert!(absent.pending && absent.idle_at(1).is_none());
+        let mut tx = Tx::new();
+        absent.clear(&mut tx, "env_1", 1, vec!["wf_p".into()]);
+        tx.commit(&store).await.unwrap();
+        let cleared = read(&store).await;
+        assert_eq!(cleared.idle_at(1), Some(&["wf_p".to_owned()][..]));
+        assert_eq!(cleared.idle_at(2), None, "another epoch reads as pending");
+
+        // An action's write lands after the poll read the cleared marker.
+        let mut tx = Tx::new();
+        tx.put(Role::WorkMarker, WorkMarker::pending_item("env_1"), None);
+        tx.commit(&store).await.unwrap();
+        let mut tx = Tx::new();
+        cleared.clear(&mut tx, "env_1", 1, vec![]);
+        assert!(tx.commit(&store).await.unwrap_err().failed(Role::WorkMarker));
+        assert!(read(&store).await.idle_at(1).is_none(), "still pending");
     }
 }

@@ -60,12 +60,14 @@ pub const SOURCE_ITEMS: &[ItemLayout] = &[
     row("pending probe marker", "SRCPROBE#<source_id>", "PENDING#<probe_id>"),
 ];
 
-/// Player embodiment: environment bindings, their credential lookup, workflows.
+/// Player embodiment: environment bindings, their credential lookup, workflows, and
+/// per binding its open workflows (copies) and its pending-work marker.
 pub const EMBODIMENT_ITEMS: &[ItemLayout] = &[
     row("environment binding", "ROOM#<room_id>", "ENV#<binding_id>"),
     row("connector credential lookup", "EMBCRED#<sha256(credential)>", "CRED"),
     row("player-action workflow", "ROOM#<room_id>", "EMBWF#<workflow_ref>"),
     row("open workflow marker", "EMBOPEN#<binding_id>", "WF#<workflow_ref>"),
+    row("binding work marker", "EMBOPEN#<binding_id>", "WORK"),
 ];
 
 /// Per-minute rate-limit counters (shared store only).

@@ -72,6 +72,8 @@ pub enum Role {
     Workflow,
     /// The open marker of a non-terminal workflow.
     OpenMarker,
+    /// A binding's pending-work marker (what lets an idle connector poll skip its query).
+    WorkMarker,
 }
 
 /// An all-or-nothing transaction under construction.
