@@ -161,5 +161,9 @@ pub struct PollResponse {
     /// Raised by each Emergency Stop; while `emergency_stop_active`, halt every player.
     pub emergency_stop_generation: u64,
     pub emergency_stop_active: bool,
+    /// The native ids of the players a member's Emergency Stop halts: halt exactly
+    /// those and drop their commands (the others play on).
+    #[serde(default)]
+    pub stopped_subjects: Vec<String>,
     pub next_poll_ms: u64,
 }

@@ -17,7 +17,7 @@ use crate::error::ApiError;
 use crate::service::records::accounts::policy_of;
 use crate::service::records::embodiment::{
     CredentialLookup, EnvBinding, RegisteredConnector, SubjectEntry, WorkflowRecord, at_epoch, binding_in_room,
-    credential_key, not_stopped, open_workflows, read_workflow,
+    credential_key, not_stopped_for, open_workflows, read_workflow,
 };
 use crate::service::records::rooms::{member_key, member_may_act};
 use crate::service::records::{Role, Tx};
@@ -160,6 +160,7 @@ impl EmbodimentService {
             cancel,
             emergency_stop_generation: binding.estop_generation,
             emergency_stop_active: binding.estop_active,
+            stopped_subjects: binding.subject_stops.iter().map(|s| s.native_id.clone()).collect(),
             next_poll_ms: POLL_INTERVAL_MS,
         })
     }
@@ -205,7 +206,7 @@ impl EmbodimentService {
     /// Applies one acknowledgement: only for this binding's workflow, at the connector,
     /// under its current lease token and dispatch epoch, with a higher sequence; the write
     /// is conditional on the workflow's revision and on the binding still at this epoch
-    /// with no Emergency Stop.
+    /// with no Emergency Stop (of the binding or of the workflow's subject).
     async fn apply_ack(&self, binding: &EnvBinding, ack: &Ack) -> Result<&'static str, ApiError> {
         for _ in 0..RACE_RETRIES {
             let Some(w) = read_workflow(self.store.as_ref(), &binding.room_id, &ack.workflow_ref).await? else {
@@ -229,7 +230,7 @@ impl EmbodimentService {
             let next = self.acked(&w, ack);
             let mut tx = Tx::new();
             next.write(&mut tx, w.rev);
-            let guard = crate::store::Cond::And(vec![at_epoch(binding.epoch), not_stopped()]);
+            let guard = crate::store::Cond::And(vec![at_epoch(binding.epoch), not_stopped_for(&w.native_id)]);
             tx.check(Role::EnvBinding, binding.key(), guard);
             tx.check(Role::Member, member_key(&w.room_id, &w.account_id), member_may_act());
             match tx.commit(self.store.as_ref()).await {
@@ -322,7 +323,7 @@ impl EmbodimentService {
             };
             match w.state {
                 WorkflowState::CancelRequested => cancel.push(w.workflow_ref.clone()),
-                _ if binding.estop_active => {}
+                _ if binding.estop_active || binding.subject_stopped(&w.native_id) => {}
                 WorkflowState::Queued => {
                     if let Some(d) = self.dispatch(binding, &w).await? {
                         commands.push(command(&d));
@@ -362,7 +363,7 @@ impl EmbodimentService {
         tx.check(
             Role::EnvBinding,
             binding.key(),
-            crate::store::Cond::And(vec![at_epoch(binding.epoch), not_stopped()]),
+            crate::store::Cond::And(vec![at_epoch(binding.epoch), not_stopped_for(&w.native_id)]),
         );
         tx.check(Role::Member, member_key(&w.room_id, &w.account_id), member_may_act());
         match tx.commit(self.store.as_ref()).await {

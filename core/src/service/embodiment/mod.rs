@@ -9,12 +9,16 @@
 mod agent;
 mod connector;
 mod pairing;
+mod subject_stop;
+mod subjects;
 
 use crate::service::Ctx;
 
 pub use agent::Control;
 pub use connector::AuthedConnector;
 pub use pairing::{ClearStopRequest, PairingRevoked, PairingRoom};
+pub use subject_stop::SubjectStopOutcome;
+pub use subjects::RoomIdentity;
 
 /// The suggested poll interval of a connector, and what an agent is told to wait.
 pub const POLL_INTERVAL_MS: u64 = 500;

@@ -98,6 +98,7 @@ impl EmbodimentService {
             selections: Vec::new(),
             estop_generation: 0,
             estop_active: false,
+            subject_stops: Vec::new(),
             created_at: rfc3339(self.clock.now()),
             rev: 1,
         };
