@@ -46,7 +46,8 @@ def tool(base, token, name, arguments):
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name, "arguments": arguments}}
     headers = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-11-25"}
     status, reply = call("POST", f"{base}/mcp", token, body, headers)
-    check(status == 200 and "result" in reply, f"{name} answered ({status}): {json.dumps(reply)[:200]}")
+    if status != 200 or "result" not in reply:
+        raise AssertionError(f"{name} answered {status}: {json.dumps(reply)[:300]}")
     return bool(reply["result"].get("isError")), reply["result"]["structuredContent"]
 
 
