@@ -284,7 +284,10 @@ fn take(
     // commands are dropped (the others play on).
     let stopped = |a: &Active| poll.stopped_subjects.contains(&a.cmd.native_id);
     for a in active.iter().filter(|a| stopped(a)) {
-        println!("Emergency Stop of player {}: halted {} step {}", a.cmd.native_id, a.cmd.workflow_ref, a.cmd.step_index);
+        println!(
+            "Emergency Stop of player {}: halted {} step {}",
+            a.cmd.native_id, a.cmd.workflow_ref, a.cmd.step_index
+        );
         ledger.set(&a.key, EntryState::Halted);
     }
     active.retain(|a| !stopped(a));

@@ -8,7 +8,9 @@ use helix_integration_tests::support::browser::between;
 use helix_integration_tests::*;
 use serde_json::{Value, json};
 
-use super::embodiment::{World, ack, act, connector, err, join_bob, paired, poll, registration, status, subjects, tool};
+use super::embodiment::{
+    World, ack, act, connector, err, join_bob, paired, poll, registration, status, subjects, tool,
+};
 
 const ALEX: &str = "alex-native-0001";
 
@@ -99,7 +101,10 @@ async fn a_member_stops_only_their_own_player_and_only_a_person_clears_it(backen
     // bob's stop (the control, as a member): only his subject's workflows stop.
     let args = json!({ "room_id": w.room_id, "workflow_ref": wb["workflow_ref"], "control": "emergency_stop" });
     let (is_error, v) = tool(&app, &bob, "helix_minecraft_workflow_control", args).await;
-    assert_eq!((is_error, v["status"].as_str(), v["reason"].as_str()), (false, Some("stopped"), Some("emergency_stop")));
+    assert_eq!(
+        (is_error, v["status"].as_str(), v["reason"].as_str()),
+        (false, Some("stopped"), Some("emergency_stop"))
+    );
     for wf in [&wb, &wb2] {
         let s = status(&app, &w, wf["workflow_ref"].as_str().unwrap()).await;
         assert_eq!((s["status"].as_str(), s["reason"].as_str()), (Some("stopped"), Some("emergency_stop")), "{s}");
@@ -108,7 +113,11 @@ async fn a_member_stops_only_their_own_player_and_only_a_person_clears_it(backen
 
     // The connector learns it at its next poll: Alex only; a late ack of his is refused.
     let (_, p) = poll(&app, &w, epoch, json!([ack(&cmd_b, 2, "completed", json!({}))])).await;
-    assert_eq!((p["stopped_subjects"].clone(), p["emergency_stop_active"].clone()), (json!([ALEX]), json!(false)), "{p}");
+    assert_eq!(
+        (p["stopped_subjects"].clone(), p["emergency_stop_active"].clone()),
+        (json!([ALEX]), json!(false)),
+        "{p}"
+    );
     assert_eq!(p["acks"][0]["outcome"], "not_at_connector", "{p}");
     let delivered: Vec<&Value> = p["commands"].as_array().unwrap().iter().map(|c| &c["workflow_ref"]).collect();
     assert_eq!(delivered, vec![&wa["workflow_ref"]], "{p}");

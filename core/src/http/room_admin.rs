@@ -73,7 +73,11 @@ pub(super) struct RoomsPage {
 }
 
 /// The page for a session: the first page of rooms, or the page a `cursor` names.
-pub(super) async fn page_for(state: &AppState, session: Option<&Session>, cursor: Option<&str>) -> Result<RoomsPage, ApiError> {
+pub(super) async fn page_for(
+    state: &AppState,
+    session: Option<&Session>,
+    cursor: Option<&str>,
+) -> Result<RoomsPage, ApiError> {
     let Some(s) = session else { return Ok(RoomsPage::default()) };
     let mut page =
         RoomsPage { signed_in: true, guest: s.policy.guest, locked: s.policy.rooms_locked, ..Default::default() };
