@@ -266,7 +266,8 @@ fn take_controls_on_signal() -> anyhow::Result<Arc<AtomicBool>> {
     Ok(flag)
 }
 
-/// The answer of one poll, acted on: an Emergency Stop or the cancel list halts commands,
+/// The answer of one poll, acted on: an Emergency Stop (of every player, or of the
+/// `stopped_subjects`) or the cancel list halts commands,
 /// new commands are taken into the ledger (a redelivery of one it holds is not).
 fn take(
     ledger: &mut Ledger,
@@ -282,6 +283,17 @@ fn take(
             ledger.set(&a.key, EntryState::Halted);
         }
     }
+    // A member's Emergency Stop of one player: exactly those players halt, their
+    // commands are dropped (the others play on).
+    let stopped = |a: &Active| poll.stopped_subjects.contains(&a.cmd.native_id);
+    for a in active.iter().filter(|a| stopped(a)) {
+        println!(
+            "Emergency Stop of player {}: halted {} step {}",
+            a.cmd.native_id, a.cmd.workflow_ref, a.cmd.step_index
+        );
+        ledger.set(&a.key, EntryState::Halted);
+    }
+    active.retain(|a| !stopped(a));
     // A cancelled command stops before its effect: it is acknowledged `failed` (no world
     // change), which ends a `cancel_requested` workflow `cancelled`.
     for a in active.iter().filter(|a| poll.cancel.contains(&a.cmd.workflow_ref)) {
@@ -290,6 +302,10 @@ fn take(
     }
     active.retain(|a| !poll.cancel.contains(&a.cmd.workflow_ref));
     for cmd in poll.commands {
+        if poll.stopped_subjects.contains(&cmd.native_id) {
+            println!("dropped {} step {}: player {} is stopped", cmd.workflow_ref, cmd.step_index, cmd.native_id);
+            continue;
+        }
         let k = key(&cmd.workflow_ref, cmd.step_index, &cmd.lease_token);
         if ledger.entries.contains_key(&k) {
             continue; // a redelivery of a command already taken: never executed twice

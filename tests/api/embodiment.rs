@@ -50,12 +50,12 @@ async fn pair(app: &TestApp, cookie: &str, room_id: &str) -> (u16, Value) {
         .await
 }
 
-async fn connector(app: &TestApp, credential: &str, path: &str, body: Value) -> (u16, Value) {
+pub(crate) async fn connector(app: &TestApp, credential: &str, path: &str, body: Value) -> (u16, Value) {
     let url = format!("{}/api/connectors/v1/{path}", app.base);
     read(app.http.post(url).bearer_auth(credential).json(&body).send().await.unwrap()).await
 }
 
-fn registration(subjects: Value) -> Value {
+pub(crate) fn registration(subjects: Value) -> Value {
     json!({
         "protocol": "helix.connector.v1",
         "manifest": { "connector_name": "scripted", "connector_version": "1.0.0", "world_id": "overworld" },

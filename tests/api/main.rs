@@ -24,6 +24,7 @@ mod embodiment;
 mod embodiment_authority;
 mod embodiment_bounds;
 mod embodiment_lifecycle;
+mod embodiment_subject_stop;
 mod lambda_events;
 mod lanes;
 mod lifecycle;

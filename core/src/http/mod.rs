@@ -28,6 +28,7 @@ pub mod player_actions;
 pub mod ratelimit;
 pub mod redact;
 pub mod room_admin;
+mod room_embodiment;
 pub mod room_pages;
 pub mod rooms;
 pub mod run_console;

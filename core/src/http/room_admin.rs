@@ -15,6 +15,7 @@ use super::AppState;
 use super::pages::{Page, SameOriginSession, session_of};
 use crate::domain::page::cursor_query;
 use crate::error::ApiError;
+use crate::service::embodiment::RoomIdentity;
 use crate::service::rooms::{InvitePreview, RoomAdminView};
 use crate::service::sessions::Session;
 
@@ -30,11 +31,12 @@ pub fn router() -> Router<AppState> {
         .route("/rooms/members/authority", post(member_authority).get(to_rooms))
         .route("/rooms/emergency-stop", post(emergency_stop).get(to_rooms))
         .route("/rooms/emergency-stop/clear", post(clear_stop).get(to_rooms))
+        .merge(super::room_embodiment::router())
 }
 
 /// A form's action opened by `GET` (a reload or a revisit after the post): the page it
 /// came from, never a 405.
-async fn to_rooms() -> Response {
+pub(super) async fn to_rooms() -> Response {
     back()
 }
 
@@ -49,7 +51,7 @@ fn confirmed(confirm: Option<&str>) -> Result<(), ApiError> {
 
 #[derive(Template, Default)]
 #[template(path = "rooms.html")]
-struct RoomsPage {
+pub(super) struct RoomsPage {
     signed_in: bool,
     guest: bool,
     locked: bool,
@@ -64,16 +66,26 @@ struct RoomsPage {
     preview_code: String,
     /// A revoke awaiting the owner's confirmation: (room id, account reference).
     confirm_revoke: Option<(String, String)>,
+    /// "Your identity in this environment": the listed rooms that have an environment.
+    identities: Vec<RoomIdentity>,
+    /// A refused form's readable message (its error code and sentence).
+    pub(super) notice: Option<String>,
 }
 
 /// The page for a session: the first page of rooms, or the page a `cursor` names.
-async fn page_for(state: &AppState, session: Option<&Session>, cursor: Option<&str>) -> Result<RoomsPage, ApiError> {
+pub(super) async fn page_for(
+    state: &AppState,
+    session: Option<&Session>,
+    cursor: Option<&str>,
+) -> Result<RoomsPage, ApiError> {
     let Some(s) = session else { return Ok(RoomsPage::default()) };
     let mut page =
         RoomsPage { signed_in: true, guest: s.policy.guest, locked: s.policy.rooms_locked, ..Default::default() };
     if !page.guest && !page.locked {
         let listed = state.services.rooms.rooms_for_session(s, cursor).await?;
         (page.rooms, page.next_cursor, page.one_room) = (listed.rooms, listed.next_cursor, listed.one_room);
+        let ids: Vec<String> = page.rooms.iter().map(|r| r.room.room_id.clone()).collect();
+        page.identities = state.services.embodiment.identities_for_person(s, &ids).await?;
     }
     Ok(page)
 }
@@ -89,7 +101,7 @@ async fn rooms_page(
     Ok(Page(page_for(&state, session.as_ref(), cursor.as_deref()).await?).into_response())
 }
 
-fn back() -> Response {
+pub(super) fn back() -> Response {
     let mut res = StatusCode::SEE_OTHER.into_response();
     res.headers_mut().insert(LOCATION, HeaderValue::from_static("/rooms"));
     res

@@ -517,8 +517,9 @@ pub static CATALOG: &[ToolSpec] = &[
         name: "helix_minecraft_workflow_control",
         title: "Control a player-action workflow",
         description: "resume a paused workflow (after every check passes again), cancel one (idempotent on \
-            terminal states), or emergency_stop: every queued or running workflow of the room stops within one \
-            connector poll and new actions are refused until a person clears the stop in the browser.",
+            terminal states), or emergency_stop: by the room owner, every queued or running workflow of the room \
+            stops within one connector poll; by a member, only the subject the member selected (their own player) \
+            stops. New actions are refused until a person clears the stop in the browser.",
         scopes: ENV_WRITE,
         hints: Hints { read_only: false, destructive: true, idempotent: true, open_world: true },
         input: input_schema::<embodiment::ControlArgs>,

@@ -106,6 +106,9 @@ pub struct SubjectView {
     pub selected_by_caller: bool,
     /// Held by another member (its identity is not shown).
     pub held_by_other: bool,
+    /// A member's Emergency Stop of this subject is active (only a person clears it, in
+    /// the browser); the environment's own stop is `emergency_stop_active` above it.
+    pub subject_stop_active: bool,
 }
 
 /// The caller's own binding in one environment.

@@ -167,6 +167,10 @@ pub struct PollResponse {
     /// Raised by each Emergency Stop; while `emergency_stop_active`, halt every player.
     pub emergency_stop_generation: u64,
     pub emergency_stop_active: bool,
+    /// The native ids of the players a member's Emergency Stop halts: halt exactly
+    /// those and drop their commands (the others play on).
+    #[serde(default)]
+    pub stopped_subjects: Vec<String>,
     pub next_poll_ms: u64,
 }
 
@@ -237,6 +241,7 @@ mod tests {
             cancel: vec!["wf_1".into()],
             emergency_stop_generation: 0,
             emergency_stop_active: false,
+            stopped_subjects: vec!["player-1".into()],
             next_poll_ms: 500,
         };
         let response = &schemas.iter().find(|(s, _)| *s == "poll-response").unwrap().1;

@@ -60,7 +60,8 @@ pub struct WorkflowArgs {
 pub struct ControlArgs {
     pub room_id: String,
     pub workflow_ref: String,
-    /// resume (a paused workflow, after every check passes again), cancel (idempotent), or emergency_stop.
+    /// resume (a paused workflow, after every check passes again), cancel (idempotent), or emergency_stop
+    /// (the owner: the whole room; a member: their own selected subject).
     pub control: Control,
 }
 

@@ -13,12 +13,12 @@ use crate::domain::embodiment::action::MAX_SEQUENCE_STEPS;
 use crate::domain::embodiment::*;
 use crate::domain::hash_parts;
 use crate::domain::ids::IdempotencyKey;
-use crate::domain::room::{FalseFlags, RoomId, RoomRole};
+use crate::domain::room::{RoomId, RoomRole};
 use crate::domain::scopes::{ENV_ACTIONS_READ, ENV_ACTIONS_WRITE, ROOMS_READ};
-use crate::domain::time::{epoch_rfc3339, rfc3339};
+use crate::domain::time::rfc3339;
 use crate::error::ApiError;
 use crate::service::records::embodiment::{
-    EnvBinding, Selection, WorkflowRecord, bindings_of_room, open_workflows, read_workflow,
+    EnvBinding, WorkflowRecord, bindings_of_room, open_workflows, read_workflow,
 };
 use crate::service::records::rooms::room_and_membership;
 use crate::service::records::{Committed, Completion, Role, Tx, commit_once, receipt_key};
@@ -37,11 +37,11 @@ pub enum Control {
 }
 
 /// The caller in one room: an active room of its tenant it is a member of.
-struct InRoom {
-    room_id: String,
-    owner: bool,
+pub(super) struct InRoom {
+    pub(super) room_id: String,
+    pub(super) owner: bool,
     /// The owner, or a member the owner granted action authority.
-    may_act: bool,
+    pub(super) may_act: bool,
 }
 
 impl WorkflowRecord {
@@ -75,7 +75,7 @@ impl WorkflowRecord {
 }
 
 impl EmbodimentService {
-    async fn in_room(&self, p: &Caller, room_id: &str, scopes: &[&str]) -> Result<InRoom, ApiError> {
+    pub(super) async fn in_room(&self, p: &Caller, room_id: &str, scopes: &[&str]) -> Result<InRoom, ApiError> {
         p.require(scopes)?;
         if p.policy.rooms_locked {
             return Err(ApiError::RoomFeatureLocked);
@@ -91,119 +91,8 @@ impl EmbodimentService {
         })
     }
 
-    fn live(&self, b: &EnvBinding) -> bool {
+    pub(super) fn live(&self, b: &EnvBinding) -> bool {
         b.epoch > 0 && self.clock.epoch() - b.last_seen <= LIVE_SECS
-    }
-
-    /// `helix_environment_subject_list`: per environment binding, the sanitized subjects
-    /// and the caller's own binding.
-    pub async fn list_subjects(&self, p: &Caller, room_id: &str) -> Result<SubjectList, ApiError> {
-        let r = self.in_room(p, room_id, &[ROOMS_READ]).await?;
-        let now = self.clock.epoch();
-        let bindings = bindings_of_room(self.store.as_ref(), &r.room_id, MAX_BINDINGS).await?;
-        let environments = bindings
-            .iter()
-            .filter(|b| b.is_active())
-            .map(|b| {
-                let own = b.selection_of(&p.account_id).filter(|s| b.subject(&s.subject_ref).is_some());
-                EnvironmentView {
-                    environment_binding_id: b.binding_id.clone(),
-                    world_id: b.world_id.clone(),
-                    label: None,
-                    connector_live: self.live(b),
-                    emergency_stop_active: b.estop_active,
-                    subjects: b
-                        .subjects
-                        .iter()
-                        .map(|s| SubjectView {
-                            subject_ref: s.subject_ref.clone(),
-                            display_name: s.display_name.clone(),
-                            online: s.online,
-                            selected_by_caller: own.is_some_and(|o| o.subject_ref == s.subject_ref),
-                            held_by_other: b.held_by_other(&s.subject_ref, &p.account_id, now),
-                        })
-                        .collect(),
-                    own_binding: own.map(|o| OwnBinding {
-                        subject_ref: o.subject_ref.clone(),
-                        lease_live: o.lease_until > now,
-                        lease_expires_at: epoch_rfc3339(o.lease_until),
-                    }),
-                }
-            })
-            .collect();
-        Ok(SubjectList {
-            schema: SubjectListSchemaName,
-            room_id: r.room_id,
-            environments,
-            flags: FalseFlags::default(),
-        })
-    }
-
-    async fn binding(&self, room_id: &str, binding_id: &str) -> Result<EnvBinding, ApiError> {
-        let id = EnvBindingId::parse(binding_id).ok_or(ApiError::NotFound)?;
-        let item = self
-            .store
-            .get(&crate::service::records::embodiment::env_key(room_id, id.as_str()))
-            .await?
-            .ok_or(ApiError::NotFound)?;
-        let b = EnvBinding::from_item(&item)?;
-        if !b.is_active() {
-            return Err(ApiError::NotFound);
-        }
-        Ok(b)
-    }
-
-    /// `helix_environment_subject_select`: binds the calling member (only) to one exact,
-    /// fresh `subject_ref` and takes its control lease, conditional on the binding's revision.
-    pub async fn select_subject(
-        &self,
-        p: &Caller,
-        room_id: &str,
-        binding_id: &str,
-        subject_ref: &str,
-    ) -> Result<SubjectSelection, ApiError> {
-        let r = self.in_room(p, room_id, &[ROOMS_READ, ENV_ACTIONS_WRITE]).await?;
-        if !is_subject_ref(subject_ref) {
-            return Err(ApiError::SubjectStale);
-        }
-        for _ in 0..RACE_RETRIES {
-            let b = self.binding(&r.room_id, binding_id).await?;
-            if b.epoch == 0 {
-                return Err(ApiError::ConnectorUnavailable);
-            }
-            if b.subject(subject_ref).is_none() {
-                return Err(ApiError::SubjectStale);
-            }
-            let now = self.clock.epoch();
-            if b.held_by_other(subject_ref, &p.account_id, now) {
-                return Err(ApiError::SubjectConflict);
-            }
-            let mut next = b.next();
-            next.selections.retain(|s| s.account_id != p.account_id && s.lease_until > now);
-            let lease_until = now + LEASE_SECS;
-            next.selections.push(Selection {
-                account_id: p.account_id.clone(),
-                subject_ref: subject_ref.to_owned(),
-                lease_until,
-            });
-            let mut tx = Tx::new();
-            next.write(&mut tx, b.rev);
-            match tx.commit(self.store.as_ref()).await {
-                Ok(()) => {
-                    return Ok(SubjectSelection {
-                        schema: SubjectSelectionSchemaName,
-                        room_id: r.room_id,
-                        environment_binding_id: next.binding_id,
-                        subject_ref: subject_ref.to_owned(),
-                        lease_expires_at: epoch_rfc3339(lease_until),
-                        flags: FalseFlags::default(),
-                    });
-                }
-                Err(f) if f.failed(Role::EnvBinding) || f.contended() => continue,
-                Err(f) => return Err(f.into()),
-            }
-        }
-        Err(ApiError::RunBusy)
     }
 
     /// `helix_minecraft_player_action`: checks everything, then accepts the action as a
@@ -246,7 +135,7 @@ impl EmbodimentService {
             if b.held_by_other(&sel.subject_ref, &p.account_id, now) {
                 return Err(ApiError::LeaseHeld);
             }
-            if b.estop_active {
+            if b.estop_active || b.subject_stopped(&subject.native_id) {
                 return Err(ApiError::EmergencyStopActive);
             }
             if !self.live(b) {
@@ -350,8 +239,9 @@ impl EmbodimentService {
 
     /// `helix_minecraft_workflow_control`: `resume` (paused only, every check again),
     /// `cancel` (idempotent on terminal states), `emergency_stop` (the owner: every open
-    /// workflow of every environment of the room, and new actions refused until a person
-    /// clears it in the browser).
+    /// workflow of every environment of the room; a member: only the subject they selected
+    /// on this workflow's environment; new actions refused until a person clears it in the
+    /// browser).
     pub async fn workflow_control(
         &self,
         p: &Caller,
@@ -363,11 +253,13 @@ impl EmbodimentService {
         for _ in 0..RACE_RETRIES {
             let w = self.workflow_of(&r, p, workflow_ref).await?;
             let done = match control {
-                Control::EmergencyStop => {
-                    if !r.owner {
-                        return Err(ApiError::ActionAuthorityRequired);
-                    }
+                // The owner stops the room; a member stops only the subject they selected.
+                Control::EmergencyStop if r.owner => {
                     self.emergency_stop(&r.room_id).await?;
+                    true
+                }
+                Control::EmergencyStop => {
+                    self.stop_own_subject(&r, &p.account_id, &w.binding_id).await?;
                     true
                 }
                 Control::Cancel if w.state.is_terminal() => true,
@@ -384,7 +276,7 @@ impl EmbodimentService {
                     }
                     let b = self.binding(&r.room_id, &w.binding_id).await?;
                     let now = self.clock.epoch();
-                    if b.estop_active {
+                    if b.estop_active || b.subject_stopped(&w.native_id) {
                         return Err(ApiError::EmergencyStopActive);
                     }
                     if !self.live(&b) {

@@ -13,7 +13,8 @@ use crate::domain::random_hex;
 use crate::domain::time::rfc3339;
 use crate::error::ApiError;
 use crate::service::records::embodiment::{
-    EnvBinding, RegisteredConnector, SubjectEntry, WorkflowRecord, at_epoch, not_stopped, open_workflows, read_workflow,
+    EnvBinding, RegisteredConnector, SubjectEntry, WorkflowRecord, at_epoch, not_stopped_for, open_workflows,
+    read_workflow,
 };
 use crate::service::records::rooms::{member_key, member_may_act};
 use crate::service::records::{Role, Tx};
@@ -123,7 +124,7 @@ impl EmbodimentService {
     /// Applies one acknowledgement: only for this binding's workflow, at the connector,
     /// under its current lease token and dispatch epoch, with a higher sequence; the write
     /// is conditional on the workflow's revision and on the binding still at this epoch
-    /// with no Emergency Stop.
+    /// with no Emergency Stop (of the binding or of the workflow's subject).
     /// The workflow is taken from the poll's query (`open`) first, read again after a lost race.
     pub(super) async fn apply_ack(
         &self,
@@ -158,7 +159,7 @@ impl EmbodimentService {
             let next = self.acked(&w, ack);
             let mut tx = Tx::new();
             next.write_from_poll(&mut tx, w.rev);
-            let guard = crate::store::Cond::And(vec![at_epoch(binding.epoch), not_stopped()]);
+            let guard = crate::store::Cond::And(vec![at_epoch(binding.epoch), not_stopped_for(&w.native_id)]);
             tx.check(Role::EnvBinding, binding.key(), guard);
             tx.check(Role::Member, member_key(&w.room_id, &w.account_id), member_may_act());
             match tx.commit(self.store.as_ref()).await {
@@ -260,7 +261,7 @@ impl EmbodimentService {
             };
             match w.state {
                 WorkflowState::CancelRequested => cancel.push(w.workflow_ref.clone()),
-                _ if binding.estop_active => {}
+                _ if binding.estop_active || binding.subject_stopped(&w.native_id) => {}
                 WorkflowState::Queued if self.gated(binding, &w).await? => {}
                 WorkflowState::Queued => {
                     wrote = true;
@@ -303,7 +304,7 @@ impl EmbodimentService {
         tx.check(
             Role::EnvBinding,
             binding.key(),
-            crate::store::Cond::And(vec![at_epoch(binding.epoch), not_stopped()]),
+            crate::store::Cond::And(vec![at_epoch(binding.epoch), not_stopped_for(&w.native_id)]),
         );
         tx.check(Role::Member, member_key(&w.room_id, &w.account_id), member_may_act());
         match tx.commit(self.store.as_ref()).await {

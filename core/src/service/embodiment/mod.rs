@@ -12,6 +12,8 @@ mod connector;
 mod connector_auth;
 mod pairing;
 mod poll;
+mod subject_stop;
+mod subjects;
 
 use crate::service::Ctx;
 
@@ -19,6 +21,8 @@ pub use agent::Control;
 pub use bounds::{ACTIONS_PER_MINUTE, QUEUE_TTL_SECS, RegionRequest, RegionSet};
 pub use connector_auth::AuthedConnector;
 pub use pairing::{ClearStopRequest, PairingRevoked, PairingRoom};
+pub use subject_stop::SubjectStopOutcome;
+pub use subjects::RoomIdentity;
 
 /// The suggested poll interval of a connector, and what an agent is told to wait.
 pub const POLL_INTERVAL_MS: u64 = 500;

@@ -99,6 +99,7 @@ impl EmbodimentService {
             estop_generation: 0,
             estop_active: false,
             region: None,
+            subject_stops: Vec::new(),
             created_at: rfc3339(self.clock.now()),
             rev: 1,
         };

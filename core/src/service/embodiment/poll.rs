@@ -44,6 +44,7 @@ impl EmbodimentService {
             cancel,
             emergency_stop_generation: binding.estop_generation,
             emergency_stop_active: binding.estop_active,
+            stopped_subjects: binding.subject_stops.iter().map(|s| s.native_id.clone()).collect(),
             next_poll_ms: POLL_INTERVAL_MS,
         };
         // Nothing written since a poll found no work: its answer stands (no query).

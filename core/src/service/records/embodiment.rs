@@ -81,6 +81,21 @@ pub struct Selection {
     pub lease_until: i64,
 }
 
+/// A member's Emergency Stop of one subject: only a person clears it, in the browser.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SubjectStop {
+    pub native_id: String,
+    pub account_id: String,
+    pub stopped_at: String,
+}
+
+/// The guard attribute a subject's stop sets on the binding item (a hash: native ids
+/// are the connector's text and never become attribute names).
+fn subject_stop_attr(native_id: &str) -> String {
+    let h = crate::domain::hash_parts(&["subject_stop.v1", native_id]);
+    format!("subject_stop_{}", &h[..24])
+}
+
 /// What the registered connector declared.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RegisteredConnector {
@@ -114,6 +129,10 @@ pub struct EnvBinding {
     /// The owner-set box every step must stay in (none: the world's bounds only).
     #[serde(default)]
     pub region: Option<RegionBox>,
+    /// Members' Emergency Stops of one subject each (by native id, so a changed
+    /// directory does not lift them); each is also a guard attribute of the item.
+    #[serde(default)]
+    pub subject_stops: Vec<SubjectStop>,
     pub created_at: String,
     /// The optimistic-concurrency revision every write is conditional on.
     #[serde(skip)]
@@ -127,11 +146,12 @@ impl EnvBinding {
 
     pub fn to_item(&self) -> Item {
         let k = self.key();
-        Item::new(k.pk, k.sk)
+        let item = Item::new(k.pk, k.sk)
             .with_s(BODY, json(self))
             .with_n(REV, self.rev)
             .with_n(CONNECTOR_EPOCH, self.epoch as i64)
-            .with_s(ESTOP_ACTIVE, flag(self.estop_active))
+            .with_s(ESTOP_ACTIVE, flag(self.estop_active));
+        self.subject_stops.iter().fold(item, |i, s| i.with_s(&subject_stop_attr(&s.native_id), flag(true)))
     }
 
     pub fn from_item(item: &Item) -> Result<Self, ApiError> {
@@ -166,6 +186,11 @@ impl EnvBinding {
         self.subjects.iter().find(|s| s.subject_ref == subject_ref)
     }
 
+    /// A member's Emergency Stop of this subject is active.
+    pub fn subject_stopped(&self, native_id: &str) -> bool {
+        self.subject_stops.iter().any(|s| s.native_id == native_id)
+    }
+
     /// Another member holds `subject_ref` under a live lease at `now`.
     pub fn held_by_other(&self, subject_ref: &str, account: &str, now: i64) -> bool {
         self.selections.iter().any(|s| s.subject_ref == subject_ref && s.account_id != account && s.lease_until > now)
@@ -185,6 +210,11 @@ pub fn at_epoch(epoch: u64) -> Cond {
 /// No Emergency Stop is active on the binding.
 pub fn not_stopped() -> Cond {
     Cond::eq_s(ESTOP_ACTIVE, flag(false))
+}
+
+/// Neither the binding's Emergency Stop nor one of the subject `native_id` is active.
+pub fn not_stopped_for(native_id: &str) -> Cond {
+    Cond::And(vec![not_stopped(), Cond::Missing(subject_stop_attr(native_id))])
 }
 
 /// The lookup from a credential hash to its binding.
@@ -483,6 +513,9 @@ mod tests {
         let env = Item::new("p", "s").with_n(CONNECTOR_EPOCH, 2).with_s(ESTOP_ACTIVE, "false");
         assert!(at_epoch(2).holds(Some(&env), 0) && !at_epoch(1).holds(Some(&env), 0));
         assert!(not_stopped().holds(Some(&env), 0));
+        assert!(not_stopped_for("Alex").holds(Some(&env), 0));
+        let stopped = Item::new("p", "s").with_s(ESTOP_ACTIVE, "false").with_s(&subject_stop_attr("Alex"), "true");
+        assert!(!not_stopped_for("Alex").holds(Some(&stopped), 0) && not_stopped_for("Steve").holds(Some(&stopped), 0));
     }
 
     /// A clear is conditional on the token read: a workflow write between the poll's read
