@@ -14,7 +14,8 @@ use http::StatusCode;
 use http::request::Parts;
 
 use super::connector_credentials::PairingPage;
-use super::pages::{Asset, BrowserSession, Csp, Page, Referrer, SameOriginSession, page_headers};
+use super::pages::{Asset, Csp, Page, Referrer, SameOriginSession, page_headers};
+use super::sign_in_first::PageSession;
 use super::ratelimit::WindowKey;
 use super::{AppState, Group, JsonBody, pipeline};
 use crate::auth::jwt::bearer_from_header;
@@ -58,7 +59,7 @@ pub fn browser_router(state: AppState) -> Router {
 
 const PAIRING_SCRIPT: &str = include_str!("../../templates/room-connectors.js");
 
-async fn pairing_page(BrowserSession(session): BrowserSession) -> Result<Response, ApiError> {
+async fn pairing_page(PageSession(session): PageSession) -> Result<Response, ApiError> {
     session.require_member()?;
     Ok(Page(PairingPage::default()).into_response())
 }
