@@ -42,3 +42,4 @@ mod round_trips;
 mod run_console;
 mod runs;
 mod sources;
+mod page_flows;
