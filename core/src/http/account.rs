@@ -275,7 +275,13 @@ async fn revoke_form(
     Form(form): Form<RevokeForm>,
 ) -> Result<Response, ApiError> {
     if form.confirm.as_deref() != Some("yes") {
+        session.require_member()?;
         let mut page = page_for(&state, Some(&session), None).await?;
+        // Only a binding of this account is offered for revocation (as the revoke itself).
+        let listed = page.bindings.as_ref().is_some_and(|l| l.bindings.iter().any(|b| b.binding_ref == form.binding_ref));
+        if !listed {
+            return Err(ApiError::NotFound);
+        }
         page.confirm_revoke = Some(form.binding_ref);
         return Ok(Page(page).into_response());
     }
