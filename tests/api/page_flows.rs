@@ -41,7 +41,8 @@ async fn a_signed_out_visitor_of_any_page_is_sent_to_sign_in_and_comes_back() {
         let html = res.text().await.unwrap();
         let hidden = format!("name=\"return_to\" value=\"{}\"", page.replace('&', "&amp;"));
         assert!(html.contains("id=\"sign-in\"") && html.contains(&hidden), "{page}: {html}");
-        let callback = browser.through_dev_provider_with("/account/sign-in", &[("return_to", page)], "alice", "t").await;
+        let callback =
+            browser.through_dev_provider_with("/account/sign-in", &[("return_to", page)], "alice", "t").await;
         let res = browser.get(&callback).await;
         assert_eq!((res.status(), location(&res)), (StatusCode::SEE_OTHER, page.to_owned()), "back to {page}");
         let res = browser.get(page).await;

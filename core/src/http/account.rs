@@ -106,12 +106,13 @@ async fn sign_in(State(state): State<AppState>, _: SameOrigin, body: axum::body:
     if form.iter().any(|(k, _)| k != RETURN_TO) || form.len() > 1 {
         return Err(ApiError::InvalidRequest("the sign-in form takes one optional return_to".into()));
     }
-    let return_to = match form.first() {
-        None => None,
-        Some((_, v)) => Some(ReturnPath::parse(v).ok_or_else(|| {
-            ApiError::InvalidRequest("return_to must be a path on this site (one leading /)".into())
-        })?),
-    };
+    let return_to =
+        match form.first() {
+            None => None,
+            Some((_, v)) => Some(ReturnPath::parse(v).ok_or_else(|| {
+                ApiError::InvalidRequest("return_to must be a path on this site (one leading /)".into())
+            })?),
+        };
     start_intent(&state, IntentPurpose::SignIn, None, return_to.as_ref()).await
 }
 
@@ -278,7 +279,8 @@ async fn revoke_form(
         session.require_member()?;
         let mut page = page_for(&state, Some(&session), None).await?;
         // Only a binding of this account is offered for revocation (as the revoke itself).
-        let listed = page.bindings.as_ref().is_some_and(|l| l.bindings.iter().any(|b| b.binding_ref == form.binding_ref));
+        let listed =
+            page.bindings.as_ref().is_some_and(|l| l.bindings.iter().any(|b| b.binding_ref == form.binding_ref));
         if !listed {
             return Err(ApiError::NotFound);
         }

@@ -190,8 +190,8 @@ async fn login_page(
     }
     let (client_id, redirect) = (q.client_id.unwrap_or_default(), q.redirect_uri.unwrap_or_default());
     check_client(&dev, &client_id, &redirect)?;
-    let (subject, tenant) = remembered_identity(&headers)
-        .unwrap_or_else(|| (DEFAULT_SUBJECT.to_owned(), DEFAULT_TENANT.to_owned()));
+    let (subject, tenant) =
+        remembered_identity(&headers).unwrap_or_else(|| (DEFAULT_SUBJECT.to_owned(), DEFAULT_TENANT.to_owned()));
     let page = LoginPage {
         action: format!("{DEV_PROVIDER_PATH}/authorize"),
         hidden: vec![

@@ -15,8 +15,8 @@ use http::request::Parts;
 
 use super::connector_credentials::PairingPage;
 use super::pages::{Asset, Csp, Page, Referrer, SameOriginSession, page_headers};
-use super::sign_in_first::PageSession;
 use super::ratelimit::WindowKey;
+use super::sign_in_first::PageSession;
 use super::{AppState, Group, JsonBody, pipeline};
 use crate::auth::jwt::bearer_from_header;
 use crate::config::CONNECTOR_LIMITS;

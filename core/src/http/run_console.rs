@@ -5,21 +5,21 @@
 //! lane only: no bearer is read. The run page's one script polls the events twin with
 //! `after_seq` and cancels through the run's own cancel (`RunService::person_cancel`).
 
+use super::idempotent;
+use super::pages::{Asset, Csp, Page, Referrer, SameOriginSession, page_headers};
+use super::rooms::empty_request;
+use super::sign_in_first::PageSession;
+use super::{AppState, Group, IdemKey, JsonBody, pipeline, run_response};
+use crate::domain::event::EventKind;
+use crate::domain::run::{Authority, CancelRequest, RunListQuery, TerminalProduct};
+use crate::domain::wire::{EventPageView, EvidenceBundleView, RunView, to_value};
+use crate::error::ApiError;
 use askama::Template;
 use axum::extract::{Path, RawQuery, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use chrono::{DateTime, Utc};
-use super::idempotent;
-use super::pages::{Asset, Csp, Page, Referrer, SameOriginSession, page_headers};
-use super::sign_in_first::PageSession;
-use super::rooms::empty_request;
-use super::{AppState, Group, IdemKey, JsonBody, pipeline, run_response};
-use crate::domain::event::EventKind;
-use crate::domain::run::{Authority, CancelRequest, RunListQuery, TerminalProduct};
-use crate::domain::wire::{EventPageView, EvidenceBundleView, RunView, to_value};
-use crate::error::ApiError;
 
 pub const CONSOLE_SCRIPT_PATH: &str = "/runs/static/console.js";
 

@@ -57,7 +57,8 @@ pub fn sign_in_location(uri: &Uri) -> String {
 pub fn with_return_to(path: &str, back: Option<&ReturnPath>) -> String {
     match back {
         Some(back) => {
-            let encoded: String = openidconnect::url::form_urlencoded::byte_serialize(back.as_str().as_bytes()).collect();
+            let encoded: String =
+                openidconnect::url::form_urlencoded::byte_serialize(back.as_str().as_bytes()).collect();
             format!("{path}?{RETURN_TO}={encoded}")
         }
         None => path.to_owned(),

@@ -16,8 +16,8 @@ use http::request::Parts;
 
 use super::idempotent;
 use super::pages::{Asset, Csp, Page, Referrer, SameOriginSession, page_headers};
-use super::sign_in_first::PageSession;
 use super::ratelimit::WindowKey;
+use super::sign_in_first::PageSession;
 use super::{AppState, Authed, Group, IdemKey, JsonBody, pipeline};
 use crate::auth::jwt::bearer_from_header;
 use crate::domain::page::cursor_query;

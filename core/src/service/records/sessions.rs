@@ -156,7 +156,8 @@ mod tests {
     #[test]
     fn intents_round_trip_for_each_purpose_under_their_stored_names() {
         for (purpose, stored) in [(IntentPurpose::SignIn, "sign_in"), (IntentPurpose::AllowAgents, "allow_agents")] {
-            for (session_hash, return_to) in [(None, None), (Some("sh".to_owned()), Some("/rooms?cursor=c".to_owned()))] {
+            for (session_hash, return_to) in [(None, None), (Some("sh".to_owned()), Some("/rooms?cursor=c".to_owned()))]
+            {
                 let intent = IntentRecord {
                     browser_hash: "bh".into(),
                     purpose,
