@@ -106,13 +106,8 @@ async fn sign_in(State(state): State<AppState>, _: SameOrigin, body: axum::body:
     if form.iter().any(|(k, _)| k != RETURN_TO) || form.len() > 1 {
         return Err(ApiError::InvalidRequest("the sign-in form takes one optional return_to".into()));
     }
-    let return_to =
-        match form.first() {
-            None => None,
-            Some((_, v)) => Some(ReturnPath::parse(v).ok_or_else(|| {
-                ApiError::InvalidRequest("return_to must be a path on this site (one leading /)".into())
-            })?),
-        };
+    let unsafe_path = || ApiError::InvalidRequest("return_to must be a path on this site (one leading /)".into());
+    let return_to = form.first().map(|(_, v)| ReturnPath::parse(v).ok_or_else(unsafe_path)).transpose()?;
     start_intent(&state, IntentPurpose::SignIn, None, return_to.as_ref()).await
 }
 
