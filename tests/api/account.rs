@@ -16,14 +16,14 @@ use reqwest::{StatusCode, Url};
 use serde_json::{Value, json};
 
 /// A cookie-keeping browser that does not follow redirects (each hop is checked).
-struct Browser {
+pub(crate) struct Browser {
     base: String,
     http: reqwest::Client,
-    cookies: HashMap<String, String>,
+    pub(crate) cookies: HashMap<String, String>,
 }
 
 impl Browser {
-    fn new(app: &TestApp) -> Self {
+    pub(crate) fn new(app: &TestApp) -> Self {
         let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
         Self { base: app.base.clone(), http, cookies: HashMap::new() }
     }
@@ -49,14 +49,14 @@ impl Browser {
         if path_or_url.starts_with("http") { path_or_url.to_owned() } else { format!("{}{path_or_url}", self.base) }
     }
 
-    async fn get(&mut self, path: &str) -> reqwest::Response {
+    pub(crate) async fn get(&mut self, path: &str) -> reqwest::Response {
         let res = self.http.get(self.url(path)).header("cookie", self.cookie_header()).send().await.unwrap();
         self.absorb(&res);
         res
     }
 
     /// A same-origin form POST, as a browser sends it.
-    async fn post(&mut self, path: &str, form: &[(&str, &str)]) -> reqwest::Response {
+    pub(crate) async fn post(&mut self, path: &str, form: &[(&str, &str)]) -> reqwest::Response {
         let res = self
             .http
             .post(self.url(path))
@@ -89,7 +89,18 @@ impl Browser {
     /// From a POST that starts an intent through the development provider's login to the
     /// callback URL (not yet followed).
     async fn through_dev_provider(&mut self, start: &str, subject: &str, tenant: &str) -> String {
-        let res = self.post(start, &[]).await;
+        self.through_dev_provider_with(start, &[], subject, tenant).await
+    }
+
+    /// [`Self::through_dev_provider`] of a start form with these fields.
+    pub(crate) async fn through_dev_provider_with(
+        &mut self,
+        start: &str,
+        fields: &[(&str, &str)],
+        subject: &str,
+        tenant: &str,
+    ) -> String {
+        let res = self.post(start, fields).await;
         assert_eq!(res.status(), StatusCode::SEE_OTHER, "{start}");
         // One issuer for people and agents: its /authorize sends the browser client to the
         // development sign-in page.
@@ -120,7 +131,7 @@ impl Browser {
         location(&res)
     }
 
-    async fn sign_in(&mut self, subject: &str, tenant: &str) {
+    pub(crate) async fn sign_in(&mut self, subject: &str, tenant: &str) {
         let callback = self.through_dev_provider("/account/sign-in", subject, tenant).await;
         let res = self.get(&callback).await;
         assert_eq!(res.status(), StatusCode::SEE_OTHER, "{}", res.text().await.unwrap());
@@ -133,11 +144,11 @@ impl Browser {
     }
 }
 
-fn location(res: &reqwest::Response) -> String {
+pub(crate) fn location(res: &reqwest::Response) -> String {
     res.headers()["location"].to_str().unwrap().to_owned()
 }
 
-fn query(url: &str) -> HashMap<String, String> {
+pub(crate) fn query(url: &str) -> HashMap<String, String> {
     Url::parse(url).unwrap().query_pairs().map(|(k, v)| (k.into_owned(), v.into_owned())).collect()
 }
 
@@ -581,8 +592,15 @@ async fn the_account_page_shows_the_bindings_with_revoke_buttons() {
     let reference = list["bindings"][0]["binding_ref"].as_str().unwrap();
     assert!(page.contains(reference) && page.contains("class=\"revoke\""), "{page}");
     assert!(!page.contains("alice") && !page.contains("tenant-a"), "opaque references only");
+    // Revoke asks first: the account page with the confirmation, nothing revoked yet.
     let res = browser.post("/account/agent-bindings/revoke", &[("binding_ref", reference)]).await;
+    assert_eq!(res.status(), StatusCode::OK);
+    let page = res.text().await.unwrap();
+    assert!(page.contains("id=\"confirm-revoke-binding\"") && page.contains(reference), "{page}");
+    assert_eq!(browser.bindings().await.1["oauth_ready"], true, "not revoked before the confirmation");
+    let res = browser.post("/account/agent-bindings/revoke", &[("binding_ref", reference), ("confirm", "yes")]).await;
     assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    assert_eq!(location(&res), "/account");
     assert_eq!(browser.bindings().await.1["oauth_ready"], false);
 }
 

@@ -30,6 +30,7 @@ mod lanes;
 mod lifecycle;
 mod limits;
 mod oauth_flow;
+mod page_flows;
 mod pipeline;
 mod player_rest;
 mod probes;

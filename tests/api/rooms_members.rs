@@ -172,14 +172,17 @@ on_both_backends!(
 #[tokio::test]
 async fn the_chat_page_runs_only_its_own_script_and_needs_a_member_session() {
     let app = TestApp::spawn().await;
-    let res = app.http.get(format!("{}/chat", app.base)).send().await.unwrap();
+    let no_redirects = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let res = no_redirects.get(format!("{}/chat", app.base)).send().await.unwrap();
     let csp = res.headers()["content-security-policy"].to_str().unwrap().to_owned();
     assert!(
         csp.contains("script-src 'self'") && csp.contains("frame-ancestors 'none'") && !csp.contains("unsafe"),
         "{csp}"
     );
-    let html = res.text().await.unwrap();
-    assert!(html.contains("id=\"chat-signed-out\"") && !html.contains("chat.js"), "signed out: no script");
+    // Signed out: sent to sign in (and back), no script served.
+    assert_eq!(res.status(), 303);
+    assert_eq!(res.headers()["location"], "/account?return_to=%2Fchat");
+    assert!(!res.text().await.unwrap().contains("chat.js"), "signed out: no script");
     let cookie = app.session("alice").await;
     let html = app
         .http

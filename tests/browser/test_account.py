@@ -340,6 +340,12 @@ def main():
         check(status == 200 and len(body["result"]["tools"]) > 0, f"bearer admitted on MCP ({status})")
 
         click(driver, f"{active_row} button.revoke", "revoke")
+        # Revoke asks first, on the server: nothing is revoked until confirmed.
+        on_page(driver, "the revoke confirmation", lambda u: u == f"{base}/account/agent-bindings/revoke",
+                "#confirm-revoke-binding")
+        expect(driver, "still active before the confirmation", statuses, lambda s: s == ["active"])
+        shot(driver, "07-revoke-confirmation")
+        click(driver, "#confirm-revoke-binding-button", "confirm the revoke")
         on_page(driver, "/account with the binding revoked", at_account, revoked_row)
         expect(driver, "the binding shows revoked", statuses, lambda s: s == ["revoked"])
         expect(driver, "no revoke button left", lambda d: texts(d, "button.revoke"), lambda t: t == [])

@@ -100,7 +100,8 @@ def main():
         driver = webdriver.Chrome(service=Service(base.CHROMEDRIVER), options=options)
         driver.set_page_load_timeout(30)
         driver.get(f"{url}/runs")
-        base.on_page(driver, "/runs signed out", lambda u: u == f"{url}/runs", "#runs-signed-out")
+        base.on_page(driver, "/runs signed out: sent to sign in", lambda u: u == f"{url}/account?return_to=%2Fruns",
+                     "#sign-in")
         driver.add_cookie({"name": "helix_session", "value": cookie, "path": "/"})
 
         driver.get(f"{url}/account")

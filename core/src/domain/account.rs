@@ -80,6 +80,28 @@ impl AccountPolicy {
     }
 }
 
+/// Where a browser goes back to after signing in: a path on this origin only. A relative
+/// reference that starts with exactly one `/` (no `//` nor `/\`, which browsers read as
+/// another host), printable ASCII without a backslash, at most 512 bytes. Anything else
+/// is no return path at all (an open redirect is refused, never repaired).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReturnPath(String);
+
+impl ReturnPath {
+    pub const MAX_LEN: usize = 512;
+
+    pub fn parse(s: &str) -> Option<Self> {
+        let b = s.as_bytes();
+        let one_slash = b.first() == Some(&b'/') && !matches!(b.get(1), Some(b'/' | b'\\'));
+        let printable = b.iter().all(|c| c.is_ascii_graphic() && *c != b'\\');
+        (one_slash && printable && b.len() <= Self::MAX_LEN).then(|| ReturnPath(s.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
 /// A session or sign-in secret: 256 bits of randomness, hex. Its `Debug` is redacted;
 /// only its hash is ever stored.
 #[derive(Clone, PartialEq, Eq)]
@@ -197,5 +219,31 @@ mod tests {
         assert_ne!(intent_verifier(&a, "s"), intent_verifier(&b, "s"));
         assert_ne!(intent_verifier(&a, "s"), intent_nonce(&a, "s"));
         assert_eq!(intent_verifier(&a, "s").len(), 64);
+    }
+
+    #[test]
+    fn a_return_path_is_a_path_on_this_origin_only() {
+        for ok in ["/", "/rooms", "/runs/run_1?status=running", "/account/room-sources/claim", "/a/b//c"] {
+            assert_eq!(ReturnPath::parse(ok).map(|r| r.as_str().to_owned()).as_deref(), Some(ok), "{ok}");
+        }
+        let long = format!("/{}", "a".repeat(ReturnPath::MAX_LEN));
+        for bad in [
+            "",
+            "rooms",
+            "//evil.example",
+            "//evil.example/rooms",
+            "/\\evil.example",
+            "/rooms\\..\\x",
+            "https://evil.example/",
+            "javascript:alert(1)",
+            " /rooms",
+            "/rooms\tx",
+            "/rooms x",
+            "/r\u{e9}",
+            "/\r\nSet-Cookie:x=1",
+            long.as_str(),
+        ] {
+            assert_eq!(ReturnPath::parse(bad), None, "{bad:?}");
+        }
     }
 }

@@ -16,8 +16,9 @@ use super::pages::{
     Asset, BrowserSession, Csp, Page, Referrer, SESSION_COOKIE, SameOrigin, SameOriginSession, cookie, page_headers,
     session_of,
 };
+use super::sign_in_first::{RETURN_TO, SIGN_IN_PAGE, return_to_of_query, to_sign_in_page, with_return_to};
 use super::{AppState, Group, pipeline};
-use crate::domain::account::{BrowserSecret, IntentPurpose, intent_nonce, intent_verifier};
+use crate::domain::account::{BrowserSecret, IntentPurpose, ReturnPath, intent_nonce, intent_verifier};
 use crate::domain::clients::{ClientSetup, SERVER_NAME, client_setups, data_oauth_scopes};
 use crate::domain::random_hex;
 use crate::domain::scopes::all_oauth_scopes;
@@ -38,11 +39,11 @@ pub fn router(state: AppState) -> Router {
         .route("/account", get(account_page))
         .route("/account/static/account.css", get(stylesheet))
         .route(super::pages::REFS_SCRIPT_PATH, get(refs_script))
-        .route("/account/sign-in", post(sign_in))
+        .route("/account/sign-in", post(sign_in).get(sign_in_again))
         .route(CALLBACK_PATH, get(callback_page))
-        .route("/account/sign-out", post(sign_out))
-        .route("/account/allow-agents", post(allow_agents))
-        .route("/account/agent-bindings/revoke", post(revoke_form))
+        .route("/account/sign-out", post(sign_out).get(to_sign_in_page))
+        .route("/account/allow-agents", post(allow_agents).get(to_sign_in_page))
+        .route("/account/agent-bindings/revoke", post(revoke_form).get(to_sign_in_page))
         .route("/api/account/session/agent-bindings", get(list_bindings))
         .route("/api/account/session/agent-bindings/{binding_ref}", delete(revoke))
         .layer(axum::middleware::from_fn_with_state((state.clone(), Group::Account), pipeline))
@@ -78,11 +79,12 @@ async fn start_intent(
     state: &AppState,
     purpose: IntentPurpose,
     session: Option<&Session>,
+    return_to: Option<&ReturnPath>,
 ) -> Result<Response, ApiError> {
     let oidc = state.oidc.as_ref().ok_or(ApiError::SignInUnavailable)?;
     let browser = BrowserSecret::generate();
     let intent_state = random_hex(32);
-    state.services.accounts.create_intent(&intent_state, &browser, purpose, session).await?;
+    state.services.accounts.create_intent(&intent_state, &browser, purpose, session, return_to).await?;
     let url = oidc
         .authorize_url(
             &intent_state,
@@ -97,8 +99,22 @@ async fn start_intent(
     Ok(res)
 }
 
-async fn sign_in(State(state): State<AppState>, _: SameOrigin) -> Result<Response, ApiError> {
-    start_intent(&state, IntentPurpose::SignIn, None).await
+/// The sign-in form: no field, or `return_to`, the page to come back to (a path on this
+/// origin; anything else is refused, so the form cannot be made an open redirect).
+async fn sign_in(State(state): State<AppState>, _: SameOrigin, body: axum::body::Bytes) -> Result<Response, ApiError> {
+    let text = std::str::from_utf8(&body).map_err(|_| ApiError::InvalidRequest("the form is not UTF-8".into()))?;
+    let form = super::dev_authorize::pairs(text);
+    if form.iter().any(|(k, _)| k != RETURN_TO) || form.len() > 1 {
+        return Err(ApiError::InvalidRequest("the sign-in form takes one optional return_to".into()));
+    }
+    let unsafe_path = || ApiError::InvalidRequest("return_to must be a path on this site (one leading /)".into());
+    let return_to = form.first().map(|(_, v)| ReturnPath::parse(v).ok_or_else(unsafe_path)).transpose()?;
+    start_intent(&state, IntentPurpose::SignIn, None, return_to.as_ref()).await
+}
+
+/// `GET /account/sign-in[?return_to=…]`: the sign-in page (a sign-in starts by its form).
+async fn sign_in_again(axum::extract::RawQuery(q): axum::extract::RawQuery) -> Response {
+    redirect(&with_return_to(SIGN_IN_PAGE, return_to_of_query(q.as_deref()).as_ref()))
 }
 
 async fn allow_agents(
@@ -106,7 +122,7 @@ async fn allow_agents(
     SameOriginSession(session): SameOriginSession,
 ) -> Result<Response, ApiError> {
     session.require_member()?;
-    start_intent(&state, IntentPurpose::AllowAgents, Some(&session)).await
+    start_intent(&state, IntentPurpose::AllowAgents, Some(&session), None).await
 }
 
 #[derive(Deserialize)]
@@ -177,7 +193,12 @@ async fn callback(
         provider: &oauth.provider,
         subject: &verified.subject,
     };
-    let mut res = redirect("/account");
+    // A sign-in lands where the visitor was sent from (a checked return path), else here.
+    let landing = match intent.purpose {
+        IntentPurpose::SignIn => intent.return_to.as_deref().unwrap_or(SIGN_IN_PAGE),
+        IntentPurpose::AllowAgents => SIGN_IN_PAGE,
+    };
+    let mut res = redirect(landing);
     let h = res.headers_mut();
     h.append(SET_COOKIE, clear_cookie(&state, SIGNIN_COOKIE, CALLBACK_PATH));
     match intent.purpose {
@@ -239,13 +260,29 @@ async fn revoke(
 #[serde(deny_unknown_fields)]
 struct RevokeForm {
     binding_ref: String,
+    /// `yes` once the person confirmed on the confirmation step.
+    confirm: Option<String>,
 }
 
+/// The page's Revoke: first the account page asking to confirm (nothing revoked yet),
+/// then the confirmed form revokes and redirects back (post/redirect/get).
 async fn revoke_form(
     State(state): State<AppState>,
     SameOriginSession(session): SameOriginSession,
     Form(form): Form<RevokeForm>,
 ) -> Result<Response, ApiError> {
+    if form.confirm.as_deref() != Some("yes") {
+        session.require_member()?;
+        let mut page = page_for(&state, Some(&session), None).await?;
+        // Only a binding of this account is offered for revocation (as the revoke itself).
+        let listed =
+            page.bindings.as_ref().is_some_and(|l| l.bindings.iter().any(|b| b.binding_ref == form.binding_ref));
+        if !listed {
+            return Err(ApiError::NotFound);
+        }
+        page.confirm_revoke = Some(form.binding_ref);
+        return Ok(Page(page).into_response());
+    }
     state.services.accounts.revoke_binding_ref(&session, &form.binding_ref).await?;
     Ok(redirect("/account"))
 }
@@ -261,17 +298,27 @@ struct AccountPage {
     guest: bool,
     account_ref: String,
     bindings: Option<BindingList>,
+    /// Signed out: the page the sign-in comes back to (a checked return path).
+    return_to: Option<String>,
+    /// A binding revoke awaiting the person's confirmation (its reference).
+    confirm_revoke: Option<String>,
 }
 
-async fn account_page(State(state): State<AppState>, headers: HeaderMap) -> Result<Response, ApiError> {
-    let session = session_of(&state, &headers).await?;
-    let page = match &session {
+/// The account page of a session (signed out: the sign-in, coming back to `return_to`).
+async fn page_for(
+    state: &AppState,
+    session: Option<&Session>,
+    return_to: Option<ReturnPath>,
+) -> Result<AccountPage, ApiError> {
+    Ok(match session {
         None => AccountPage {
             signed_in: false,
             sign_in_available: state.oidc.is_some(),
             guest: false,
             account_ref: String::new(),
             bindings: None,
+            return_to: return_to.map(|r| r.as_str().to_owned()),
+            confirm_revoke: None,
         },
         Some(s) => AccountPage {
             signed_in: true,
@@ -279,9 +326,21 @@ async fn account_page(State(state): State<AppState>, headers: HeaderMap) -> Resu
             guest: s.policy.guest,
             account_ref: s.account_ref(),
             bindings: if s.policy.guest { None } else { Some(state.services.accounts.list_bindings(s).await?) },
+            return_to: None,
+            confirm_revoke: None,
         },
-    };
-    Ok(Page(page).into_response())
+    })
+}
+
+/// `GET /account[?return_to=…]`: the account, or signed out the sign-in (an unsafe
+/// `return_to` is dropped: that sign-in lands here).
+async fn account_page(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    axum::extract::RawQuery(q): axum::extract::RawQuery,
+) -> Result<Response, ApiError> {
+    let session = session_of(&state, &headers).await?;
+    Ok(Page(page_for(&state, session.as_ref(), return_to_of_query(q.as_deref())).await?).into_response())
 }
 
 /// `/`: what this service is and where to go next (signed in or not).

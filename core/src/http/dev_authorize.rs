@@ -17,7 +17,7 @@ use http::{HeaderMap, HeaderValue, StatusCode};
 
 use super::AppState;
 use super::dev_auth::{AUTHORIZE_PATH, OFFLINE_ACCESS};
-use super::dev_oidc::{LoginPage, identifier_ok};
+use super::dev_oidc::{LoginPage, identifier_ok, remember_identity, remembered_identity};
 use super::pages::{Csp, Page, SESSION_COOKIE, SameOrigin, cookie};
 use crate::config::{DEV_PROVIDER_CLIENT_ID, DEV_PROVIDER_PATH};
 use crate::domain::account::BrowserSecret;
@@ -125,7 +125,7 @@ fn refuse(redirect_uri: &str, state: Option<&str>, error: &str, description: &st
 }
 
 /// `GET /authorize`: checks the request and shows the sign-in page.
-pub async fn authorize(State(state): State<AppState>, RawQuery(query): RawQuery) -> Response {
+pub async fn authorize(State(state): State<AppState>, headers: HeaderMap, RawQuery(query): RawQuery) -> Response {
     let q = pairs(query.as_deref().unwrap_or(""));
     // The first-party browser client signs in on its own page (no consent: it is Helix).
     if single(&q, "client_id") == Ok(Some(DEV_PROVIDER_CLIENT_ID)) && state.services.config.browser.dev_provider {
@@ -174,7 +174,7 @@ pub async fn authorize(State(state): State<AppState>, RawQuery(query): RawQuery)
             if let Err(e) = put_pending(state.services.store.as_ref(), &id, &pending).await {
                 return ApiError::from(e).into_response();
             }
-            sign_in_page(id)
+            sign_in_page(id, &headers)
         }
         Err((error, description)) => refuse(&redirect_uri, Some(client_state), error, description),
     }
@@ -218,12 +218,14 @@ fn check_request(
     Ok((challenge.to_owned(), scopes))
 }
 
-fn sign_in_page(pending: String) -> Response {
+/// The sign-in page, prefilled with the identity this browser last signed in as here.
+fn sign_in_page(pending: String, headers: &HeaderMap) -> Response {
+    let (subject, tenant) = remembered_identity(headers).unwrap_or_default();
     Page(LoginPage {
         action: AUTHORIZE_PATH.to_owned(),
         hidden: vec![("pending", pending)],
-        subject: "",
-        tenant: "",
+        subject,
+        tenant,
         button_id: "sign-in",
     })
     .into_response()
@@ -298,6 +300,7 @@ async fn signed_in(
     let max_age = state.services.config.browser.session_absolute.as_secs() as i64;
     res.headers_mut()
         .append(SET_COOKIE, super::account::set_cookie(state, SESSION_COOKIE, token.expose(), "/", max_age));
+    res.headers_mut().append(SET_COOKIE, remember_identity(state, subject, tenant));
     // The decision redirects to the client: the form may lead there.
     let csp = Csp::NoScript.policy(state);
     let origin = crate::config::origin_of(&pending.redirect_uri).unwrap_or_default();

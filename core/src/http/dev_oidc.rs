@@ -18,8 +18,8 @@ use axum::routing::get;
 use axum::{Form, Json, Router};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
-use http::header::LOCATION;
-use http::{HeaderValue, StatusCode};
+use http::header::{LOCATION, SET_COOKIE};
+use http::{HeaderMap, HeaderValue, StatusCode};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -34,6 +34,10 @@ const CODE_TTL_SECS: i64 = 60;
 const ID_TOKEN_TTL_SECS: i64 = 300;
 const DEFAULT_SUBJECT: &str = "dev-user";
 const DEFAULT_TENANT: &str = "dev-tenant";
+/// The development provider's own memory of who signed in last in this browser (as a
+/// real provider's session remembers its user): `subject|tenant`, no secret. Its sign-in
+/// pages are prefilled with it, so a step-up offers the identity already signed in.
+pub(super) const IDENTITY_COOKIE: &str = "helix_dev_identity";
 
 /// An EdDSA (Ed25519) signer and its JWKS: a stand-in provider's key in tests of the
 /// browser lane's OIDC client against providers other than this one.
@@ -141,9 +145,22 @@ pub(super) struct LoginPage {
     pub action: String,
     /// Hidden form fields carried to the POST.
     pub hidden: Vec<(&'static str, String)>,
-    pub subject: &'static str,
-    pub tenant: &'static str,
+    pub subject: String,
+    pub tenant: String,
     pub button_id: &'static str,
+}
+
+/// The identity this browser last signed in as at the development provider, if any.
+pub(super) fn remembered_identity(headers: &HeaderMap) -> Option<(String, String)> {
+    let value = super::pages::cookie(headers, IDENTITY_COOKIE)?;
+    let (subject, tenant) = value.split_once('|')?;
+    (identifier_ok(subject) && identifier_ok(tenant)).then(|| (subject.to_owned(), tenant.to_owned()))
+}
+
+/// The cookie remembering a sign-in at the development provider (identifiers only).
+pub(super) fn remember_identity(state: &AppState, subject: &str, tenant: &str) -> HeaderValue {
+    let max_age = state.services.config.browser.session_absolute.as_secs() as i64;
+    super::account::set_cookie(state, IDENTITY_COOKIE, &format!("{subject}|{tenant}"), "/", max_age)
 }
 
 fn bad(what: &str) -> ApiError {
@@ -160,7 +177,11 @@ fn check_client(dev: &Dev, client_id: &str, redirect: &str) -> Result<(), ApiErr
     Ok(())
 }
 
-async fn login_page(State(dev): State<Dev>, Query(q): Query<AuthorizeQuery>) -> Result<Response, ApiError> {
+async fn login_page(
+    State(dev): State<Dev>,
+    headers: HeaderMap,
+    Query(q): Query<AuthorizeQuery>,
+) -> Result<Response, ApiError> {
     if q.response_type.as_deref() != Some("code") {
         return Err(bad("response_type must be code"));
     }
@@ -169,6 +190,8 @@ async fn login_page(State(dev): State<Dev>, Query(q): Query<AuthorizeQuery>) -> 
     }
     let (client_id, redirect) = (q.client_id.unwrap_or_default(), q.redirect_uri.unwrap_or_default());
     check_client(&dev, &client_id, &redirect)?;
+    let (subject, tenant) =
+        remembered_identity(&headers).unwrap_or_else(|| (DEFAULT_SUBJECT.to_owned(), DEFAULT_TENANT.to_owned()));
     let page = LoginPage {
         action: format!("{DEV_PROVIDER_PATH}/authorize"),
         hidden: vec![
@@ -178,8 +201,8 @@ async fn login_page(State(dev): State<Dev>, Query(q): Query<AuthorizeQuery>) -> 
             ("nonce", q.nonce.ok_or_else(|| bad("nonce is required"))?),
             ("code_challenge", q.code_challenge.ok_or_else(|| bad("code_challenge is required"))?),
         ],
-        subject: DEFAULT_SUBJECT,
-        tenant: DEFAULT_TENANT,
+        subject,
+        tenant,
         button_id: "dev-sign-in",
     };
     Ok(Page(page).into_response())
@@ -208,6 +231,7 @@ async fn login(State(dev): State<Dev>, _: SameOrigin, Form(f): Form<LoginForm>) 
     }
     let now = dev.app.services.clock.epoch();
     let code = random_hex(32);
+    let identity = (f.subject.clone(), f.tenant.clone());
     let mut location = openidconnect::url::Url::parse(&f.redirect_uri).map_err(|_| bad("redirect_uri"))?;
     location.query_pairs_mut().append_pair("code", &code).append_pair("state", &f.state);
     {
@@ -228,6 +252,7 @@ async fn login(State(dev): State<Dev>, _: SameOrigin, Form(f): Form<LoginForm>) 
     }
     let mut res = StatusCode::SEE_OTHER.into_response();
     res.headers_mut().insert(LOCATION, HeaderValue::from_str(location.as_str()).map_err(ApiError::internal)?);
+    res.headers_mut().append(SET_COOKIE, remember_identity(&dev.app, &identity.0, &identity.1));
     Ok(res)
 }
 

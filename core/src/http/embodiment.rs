@@ -14,8 +14,9 @@ use http::StatusCode;
 use http::request::Parts;
 
 use super::connector_credentials::PairingPage;
-use super::pages::{Asset, BrowserSession, Csp, Page, Referrer, SameOriginSession, page_headers};
+use super::pages::{Asset, Csp, Page, Referrer, SameOriginSession, page_headers};
 use super::ratelimit::WindowKey;
+use super::sign_in_first::PageSession;
 use super::{AppState, Group, JsonBody, pipeline};
 use crate::auth::jwt::bearer_from_header;
 use crate::config::CONNECTOR_LIMITS;
@@ -59,7 +60,7 @@ pub fn browser_router(state: AppState) -> Router {
 
 const PAIRING_SCRIPT: &str = include_str!("../../templates/room-connectors.js");
 
-async fn pairing_page(BrowserSession(session): BrowserSession) -> Result<Response, ApiError> {
+async fn pairing_page(PageSession(session): PageSession) -> Result<Response, ApiError> {
     session.require_member()?;
     Ok(Page(PairingPage::default()).into_response())
 }

@@ -33,6 +33,7 @@ pub mod room_pages;
 pub mod rooms;
 pub mod run_console;
 pub mod server;
+pub mod sign_in_first;
 pub mod sources;
 
 use std::sync::Arc;

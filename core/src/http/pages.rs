@@ -388,6 +388,6 @@ mod tests {
         let browser = super::super::sources::browser_router(s.clone());
         assert_eq!(page_headers_of(browser, super::super::sources::CLAIM_SCRIPT_PATH).await, claim);
         let browser = super::super::sources::browser_router(s);
-        assert_eq!(page_headers_of(browser, crate::service::sources::CLAIM_PAGE_PATH).await, claim, "401 page");
+        assert_eq!(page_headers_of(browser, crate::service::sources::CLAIM_PAGE_PATH).await, claim, "sign-in redirect");
     }
 }

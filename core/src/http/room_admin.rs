@@ -8,11 +8,12 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Form, Router};
 use http::header::LOCATION;
-use http::{HeaderMap, HeaderValue, StatusCode};
+use http::{HeaderValue, StatusCode};
 use serde::Deserialize;
 
 use super::AppState;
-use super::pages::{Page, SameOriginSession, session_of};
+use super::pages::{Page, SameOriginSession};
+use super::sign_in_first::PageSession;
 use crate::domain::page::cursor_query;
 use crate::error::ApiError;
 use crate::service::embodiment::RoomIdentity;
@@ -52,7 +53,6 @@ fn confirmed(confirm: Option<&str>) -> Result<(), ApiError> {
 #[derive(Template, Default)]
 #[template(path = "rooms.html")]
 pub(super) struct RoomsPage {
-    signed_in: bool,
     guest: bool,
     locked: bool,
     rooms: Vec<RoomAdminView>,
@@ -73,14 +73,8 @@ pub(super) struct RoomsPage {
 }
 
 /// The page for a session: the first page of rooms, or the page a `cursor` names.
-pub(super) async fn page_for(
-    state: &AppState,
-    session: Option<&Session>,
-    cursor: Option<&str>,
-) -> Result<RoomsPage, ApiError> {
-    let Some(s) = session else { return Ok(RoomsPage::default()) };
-    let mut page =
-        RoomsPage { signed_in: true, guest: s.policy.guest, locked: s.policy.rooms_locked, ..Default::default() };
+pub(super) async fn page_for(state: &AppState, s: &Session, cursor: Option<&str>) -> Result<RoomsPage, ApiError> {
+    let mut page = RoomsPage { guest: s.policy.guest, locked: s.policy.rooms_locked, ..Default::default() };
     if !page.guest && !page.locked {
         let listed = state.services.rooms.rooms_for_session(s, cursor).await?;
         (page.rooms, page.next_cursor, page.one_room) = (listed.rooms, listed.next_cursor, listed.one_room);
@@ -93,12 +87,11 @@ pub(super) async fn page_for(
 /// `GET /rooms`, or `/rooms?cursor=…` for a later page of rooms or of one room's members.
 async fn rooms_page(
     State(state): State<AppState>,
-    headers: HeaderMap,
+    PageSession(session): PageSession,
     RawQuery(q): RawQuery,
 ) -> Result<Response, ApiError> {
     let cursor = cursor_query(q.as_deref())?;
-    let session = session_of(&state, &headers).await?;
-    Ok(Page(page_for(&state, session.as_ref(), cursor.as_deref()).await?).into_response())
+    Ok(Page(page_for(&state, &session, cursor.as_deref()).await?).into_response())
 }
 
 pub(super) fn back() -> Response {
@@ -120,7 +113,7 @@ async fn invite(
     Form(f): Form<RoomForm>,
 ) -> Result<Response, ApiError> {
     let (code, expires) = state.services.rooms.create_invite(&s, &f.room_id).await?;
-    let mut page = page_for(&state, Some(&s), None).await?;
+    let mut page = page_for(&state, &s, None).await?;
     page.invite_code = Some(code);
     page.invite_expires = expires;
     Ok(Page(page).into_response())
@@ -139,7 +132,7 @@ async fn join_preview(
 ) -> Result<Response, ApiError> {
     let code = f.code.trim().to_owned();
     let preview = state.services.rooms.preview_invite(&s, &code).await?;
-    let mut page = page_for(&state, Some(&s), None).await?;
+    let mut page = page_for(&state, &s, None).await?;
     page.preview = Some(preview);
     page.preview_code = code;
     Ok(Page(page).into_response())
@@ -236,7 +229,7 @@ async fn member_authority(
         _ => return Err(ApiError::InvalidRequest("authority must be grant or revoke".into())),
     };
     if !grant && f.confirm.as_deref() != Some("yes") {
-        let mut page = page_for(&state, Some(&s), None).await?;
+        let mut page = page_for(&state, &s, None).await?;
         page.confirm_revoke = Some((f.room_id, f.account_ref));
         return Ok(Page(page).into_response());
     }

@@ -37,7 +37,7 @@ async fn answer(state: &AppState, s: &Session, done: Result<(), ApiError>) -> Re
         Err(e) if e.status().is_server_error() => return Err(e),
         Err(e) => e,
     };
-    let mut page = page_for(state, Some(s), None).await?;
+    let mut page = page_for(state, s, None).await?;
     page.notice = Some(notice_of(&e));
     Ok((e.status(), Page(page)).into_response())
 }

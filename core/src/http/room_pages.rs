@@ -5,15 +5,13 @@
 
 use askama::Template;
 use axum::Router;
-use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use http::HeaderMap;
 
-use super::pages::{Asset, Csp, Page, Referrer, page_headers, session_of};
+use super::pages::{Asset, Csp, Page, Referrer, page_headers};
+use super::sign_in_first::PageSession;
 use super::{AppState, Group, pipeline};
 use crate::domain::event::EventKind;
-use crate::error::ApiError;
 
 pub fn router(state: AppState) -> Router {
     Router::new()
@@ -28,15 +26,12 @@ pub fn router(state: AppState) -> Router {
 #[derive(Template)]
 #[template(path = "chat.html")]
 struct ChatPage {
-    signed_in: bool,
     guest: bool,
     labels: Vec<(String, &'static str)>,
 }
 
-async fn chat_page(State(state): State<AppState>, headers: HeaderMap) -> Result<Response, ApiError> {
-    let session = session_of(&state, &headers).await?;
-    let guest = session.as_ref().is_some_and(|s| s.policy.guest);
-    Ok(Page(ChatPage { signed_in: session.is_some(), guest, labels: EventKind::labels() }).into_response())
+async fn chat_page(PageSession(session): PageSession) -> Response {
+    Page(ChatPage { guest: session.policy.guest, labels: EventKind::labels() }).into_response()
 }
 
 const CHAT_SCRIPT: &str = include_str!("../../templates/chat.js");

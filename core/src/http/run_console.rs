@@ -5,22 +5,21 @@
 //! lane only: no bearer is read. The run page's one script polls the events twin with
 //! `after_seq` and cancels through the run's own cancel (`RunService::person_cancel`).
 
+use super::idempotent;
+use super::pages::{Asset, Csp, Page, Referrer, SameOriginSession, page_headers};
+use super::rooms::empty_request;
+use super::sign_in_first::PageSession;
+use super::{AppState, Group, IdemKey, JsonBody, pipeline, run_response};
+use crate::domain::event::EventKind;
+use crate::domain::run::{Authority, CancelRequest, RunListQuery, TerminalProduct};
+use crate::domain::wire::{EventPageView, EvidenceBundleView, RunView, to_value};
+use crate::error::ApiError;
 use askama::Template;
 use axum::extract::{Path, RawQuery, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use chrono::{DateTime, Utc};
-use http::HeaderMap;
-
-use super::idempotent;
-use super::pages::{Asset, Csp, Page, Referrer, SameOriginSession, page_headers, session_of};
-use super::rooms::empty_request;
-use super::{AppState, Group, IdemKey, JsonBody, pipeline, run_response};
-use crate::domain::event::EventKind;
-use crate::domain::run::{Authority, CancelRequest, RunListQuery, TerminalProduct};
-use crate::domain::wire::{EventPageView, EvidenceBundleView, RunView, to_value};
-use crate::error::ApiError;
 
 pub const CONSOLE_SCRIPT_PATH: &str = "/runs/static/console.js";
 
@@ -88,10 +87,9 @@ struct RunRow {
     age: String,
 }
 
-#[derive(Template, Default)]
+#[derive(Template)]
 #[template(path = "runs.html")]
 struct RunsPage {
-    signed_in: bool,
     rows: Vec<RunRow>,
     /// The status the list is filtered by (empty: every run).
     status: String,
@@ -103,16 +101,13 @@ fn status_of(raw: Option<&str>) -> String {
     raw.unwrap_or("").split('&').find_map(|p| p.strip_prefix("status=")).unwrap_or_default().to_owned()
 }
 
-/// `GET /runs[?status=…][&cursor=…]`: signed out, the page says where to sign in.
+/// `GET /runs[?status=…][&cursor=…]` (signed out: sent to sign in, and back).
 async fn runs_page(
     State(state): State<AppState>,
-    headers: HeaderMap,
+    PageSession(session): PageSession,
     RawQuery(q): RawQuery,
 ) -> Result<Response, ApiError> {
     let query = RunListQuery::parse(q.as_deref())?;
-    let Some(session) = session_of(&state, &headers).await? else {
-        return Ok(Page(RunsPage::default()).into_response());
-    };
     let listed = state.services.runs.person_runs(&session.account_id, &query).await?;
     let now = state.services.clock.now();
     let rows = listed
@@ -121,7 +116,7 @@ async fn runs_page(
         .map(|run| RunRow { age: age(run.created_at, now), statuses: Statuses::of(&run), run })
         .collect();
     let status = status_of(q.as_deref());
-    Ok(Page(RunsPage { signed_in: true, rows, status, next_cursor: listed.next_cursor }).into_response())
+    Ok(Page(RunsPage { rows, status, next_cursor: listed.next_cursor }).into_response())
 }
 
 /// One event on the timeline, with its human label.
@@ -160,14 +155,11 @@ struct RunPage {
 
 async fn run_page(
     State(state): State<AppState>,
-    headers: HeaderMap,
+    PageSession(session): PageSession,
     Path(run_id): Path<String>,
     RawQuery(q): RawQuery,
 ) -> Result<Response, ApiError> {
     empty_request(q.as_deref(), b"")?;
-    let Some(session) = session_of(&state, &headers).await? else {
-        return Ok(Page(RunsPage::default()).into_response());
-    };
     let (run, evidence, events) = state.services.runs.person_page(&session.account_id, &run_id, 200).await?;
     let timeline: Vec<TimelineEntry> = events
         .events

@@ -15,8 +15,9 @@ use http::StatusCode;
 use http::request::Parts;
 
 use super::idempotent;
-use super::pages::{Asset, BrowserSession, Csp, Page, Referrer, SameOriginSession, page_headers};
+use super::pages::{Asset, Csp, Page, Referrer, SameOriginSession, page_headers};
 use super::ratelimit::WindowKey;
+use super::sign_in_first::PageSession;
 use super::{AppState, Authed, Group, IdemKey, JsonBody, pipeline};
 use crate::auth::jwt::bearer_from_header;
 use crate::domain::page::cursor_query;
@@ -96,7 +97,7 @@ struct ClaimPage;
 
 const CLAIM_SCRIPT: &str = include_str!("../../templates/source-claim.js");
 
-async fn claim_page(BrowserSession(session): BrowserSession) -> Result<Response, ApiError> {
+async fn claim_page(PageSession(session): PageSession) -> Result<Response, ApiError> {
     session.require_member()?;
     Ok(Page(ClaimPage).into_response())
 }

@@ -5,7 +5,9 @@
 //! consumed by a conditional delete. Part of the accounts feature: must not depend on
 //! sources, rooms or runs, nor on `http`.
 
-use crate::domain::account::{AccountPolicy, BrowserSecret, IntentPurpose, account_id_for, account_ref, tenant_ref};
+use crate::domain::account::{
+    AccountPolicy, BrowserSecret, IntentPurpose, ReturnPath, account_id_for, account_ref, tenant_ref,
+};
 use crate::error::ApiError;
 use crate::store::{Cond, StoreError};
 
@@ -61,6 +63,8 @@ pub struct Intent {
     pub purpose: IntentPurpose,
     /// For a step-up: the session that asked for it.
     pub session_hash: Option<String>,
+    /// The page to land on after a sign-in (a [`crate::domain::account::ReturnPath`]).
+    pub return_to: Option<String>,
     pub created_at: i64,
 }
 
@@ -72,12 +76,14 @@ impl AccountService {
         browser: &BrowserSecret,
         purpose: IntentPurpose,
         session: Option<&Session>,
+        return_to: Option<&ReturnPath>,
     ) -> Result<(), ApiError> {
         let now = self.clock.epoch();
         let intent = IntentRecord {
             browser_hash: browser.hash(),
             purpose,
             session_hash: session.map(|s| s.token_hash.clone()),
+            return_to: return_to.map(|r| r.as_str().to_owned()),
             created_at: now,
             expires_at: now + INTENT_TTL_SECS,
         };
@@ -102,7 +108,13 @@ impl AccountService {
             return Err(failed());
         }
         let intent = IntentRecord::from_item(&item).ok_or_else(failed)?;
-        Ok(Intent { purpose: intent.purpose, session_hash: intent.session_hash, created_at: intent.created_at })
+        Ok(Intent {
+            purpose: intent.purpose,
+            session_hash: intent.session_hash,
+            // Checked again on the way out: a stored value is not trusted as a redirect.
+            return_to: intent.return_to.filter(|r| ReturnPath::parse(r).is_some()),
+            created_at: intent.created_at,
+        })
     }
 
     /// The trusted adapter's sign-in: makes sure the identity's account and link exist and

@@ -57,6 +57,7 @@ pub(super) const DENIED_CAPABILITIES: &str = "denied_capabilities";
 pub(super) const BROWSER_HASH: &str = "browser_hash";
 pub(super) const PURPOSE: &str = "purpose";
 pub(super) const SESSION_HASH: &str = "session_hash";
+pub(super) const RETURN_TO: &str = "return_to";
 
 // Sources, their credential, admission, reports and probes.
 pub(super) const ADAPTER_PROFILE: &str = "adapter_profile";

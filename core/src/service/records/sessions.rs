@@ -3,7 +3,7 @@
 //! case.
 
 use super::attrs::{
-    ABSOLUTE_UNTIL, ACCOUNT_ID, BROWSER_HASH, CREATED_AT, PURPOSE, REFRESHED_AT, SESSION_HASH, TENANT_REF,
+    ABSOLUTE_UNTIL, ACCOUNT_ID, BROWSER_HASH, CREATED_AT, PURPOSE, REFRESHED_AT, RETURN_TO, SESSION_HASH, TENANT_REF,
 };
 use super::{enum_parse, enum_text};
 use crate::domain::account::IntentPurpose;
@@ -72,6 +72,8 @@ pub struct IntentRecord {
     pub browser_hash: String,
     pub purpose: IntentPurpose,
     pub session_hash: Option<String>,
+    /// The same-origin page to land on after a sign-in (validated before it is stored).
+    pub return_to: Option<String>,
     pub created_at: i64,
     pub expires_at: i64,
 }
@@ -84,8 +86,12 @@ impl IntentRecord {
             .with_s(PURPOSE, enum_text(&self.purpose))
             .with_n(CREATED_AT, self.created_at)
             .with_n(EXPIRES_AT, self.expires_at);
-        match &self.session_hash {
+        let item = match &self.session_hash {
             Some(h) => item.with_s(SESSION_HASH, h),
+            None => item,
+        };
+        match &self.return_to {
+            Some(to) => item.with_s(RETURN_TO, to),
             None => item,
         }
     }
@@ -96,6 +102,7 @@ impl IntentRecord {
             browser_hash: item.s(BROWSER_HASH).unwrap_or_default().to_owned(),
             purpose: item.s(PURPOSE).and_then(enum_parse)?,
             session_hash: item.s(SESSION_HASH).map(str::to_owned),
+            return_to: item.s(RETURN_TO).map(str::to_owned),
             created_at: item.n(CREATED_AT).unwrap_or(0),
             expires_at: item.n(EXPIRES_AT).unwrap_or(0),
         })
@@ -149,9 +156,16 @@ mod tests {
     #[test]
     fn intents_round_trip_for_each_purpose_under_their_stored_names() {
         for (purpose, stored) in [(IntentPurpose::SignIn, "sign_in"), (IntentPurpose::AllowAgents, "allow_agents")] {
-            for session_hash in [None, Some("sh".to_owned())] {
-                let intent =
-                    IntentRecord { browser_hash: "bh".into(), purpose, session_hash, created_at: 1, expires_at: 2 };
+            for (session_hash, return_to) in [(None, None), (Some("sh".to_owned()), Some("/rooms?cursor=c".to_owned()))]
+            {
+                let intent = IntentRecord {
+                    browser_hash: "bh".into(),
+                    purpose,
+                    session_hash,
+                    return_to,
+                    created_at: 1,
+                    expires_at: 2,
+                };
                 let item = intent.to_item("st");
                 assert_eq!(item.s(PURPOSE), Some(stored));
                 assert_eq!(stored, purpose.as_str());
@@ -172,6 +186,7 @@ mod tests {
             browser_hash: "bh".into(),
             purpose: IntentPurpose::SignIn,
             session_hash: None,
+            return_to: None,
             created_at: 1,
             expires_at: 9,
         }
