@@ -8,15 +8,15 @@ use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
 use axum::{Form, Json, Router};
-use http::header::{LOCATION, SET_COOKIE};
-use http::{HeaderMap, HeaderValue, StatusCode};
+use http::header::SET_COOKIE;
+use http::{HeaderMap, HeaderValue};
 use serde::Deserialize;
 
 use super::pages::{
     Asset, BrowserSession, Csp, Page, Referrer, SESSION_COOKIE, SameOrigin, SameOriginSession, cookie, page_headers,
     session_of,
 };
-use super::sign_in_first::{RETURN_TO, SIGN_IN_PAGE, return_to_of_query, to_sign_in_page, with_return_to};
+use super::sign_in_first::{RETURN_TO, SIGN_IN_PAGE, return_to_of_query, see_other, to_sign_in_page, with_return_to};
 use super::{AppState, Group, pipeline};
 use crate::domain::account::{BrowserSecret, IntentPurpose, ReturnPath, intent_nonce, intent_verifier};
 use crate::domain::clients::{ClientSetup, SERVER_NAME, client_setups, data_oauth_scopes};
@@ -65,12 +65,6 @@ fn clear_cookie(state: &AppState, name: &str, path: &str) -> HeaderValue {
     set_cookie(state, name, "", path, 0)
 }
 
-fn redirect(to: &str) -> Response {
-    let mut res = StatusCode::SEE_OTHER.into_response();
-    res.headers_mut().insert(LOCATION, HeaderValue::from_str(to).unwrap_or(HeaderValue::from_static("/account")));
-    res
-}
-
 // ---------------------------------------------------------------------------------------------
 // Sign-in, callback, sign-out, allow agents
 
@@ -93,7 +87,7 @@ async fn start_intent(
             purpose == IntentPurpose::AllowAgents,
         )
         .await?;
-    let mut res = redirect(&url);
+    let mut res = see_other(&url);
     let ttl = crate::service::sessions::INTENT_TTL_SECS;
     res.headers_mut().append(SET_COOKIE, set_cookie(state, SIGNIN_COOKIE, browser.expose(), CALLBACK_PATH, ttl));
     Ok(res)
@@ -114,7 +108,7 @@ async fn sign_in(State(state): State<AppState>, _: SameOrigin, body: axum::body:
 
 /// `GET /account/sign-in[?return_to=…]`: the sign-in page (a sign-in starts by its form).
 async fn sign_in_again(axum::extract::RawQuery(q): axum::extract::RawQuery) -> Response {
-    redirect(&with_return_to(SIGN_IN_PAGE, return_to_of_query(q.as_deref()).as_ref()))
+    see_other(&with_return_to(SIGN_IN_PAGE, return_to_of_query(q.as_deref()).as_ref()))
 }
 
 async fn allow_agents(
@@ -198,7 +192,7 @@ async fn callback(
         IntentPurpose::SignIn => intent.return_to.as_deref().unwrap_or(SIGN_IN_PAGE),
         IntentPurpose::AllowAgents => SIGN_IN_PAGE,
     };
-    let mut res = redirect(landing);
+    let mut res = see_other(landing);
     let h = res.headers_mut();
     h.append(SET_COOKIE, clear_cookie(&state, SIGNIN_COOKIE, CALLBACK_PATH));
     match intent.purpose {
@@ -227,7 +221,7 @@ async fn sign_out(State(state): State<AppState>, _: SameOrigin, headers: HeaderM
     if let Some(token) = cookie(&headers, SESSION_COOKIE).and_then(|v| BrowserSecret::parse(&v)) {
         state.services.accounts.sign_out(&token).await?;
     }
-    let mut res = redirect("/account");
+    let mut res = see_other("/account");
     res.headers_mut().append(SET_COOKIE, clear_cookie(&state, SESSION_COOKIE, "/"));
     Ok(res)
 }
@@ -284,7 +278,7 @@ async fn revoke_form(
         return Ok(Page(page).into_response());
     }
     state.services.accounts.revoke_binding_ref(&session, &form.binding_ref).await?;
-    Ok(redirect("/account"))
+    Ok(see_other("/account"))
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -8,8 +8,6 @@ use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Form, Json, Router};
-use http::header::LOCATION;
-use http::{HeaderValue, StatusCode};
 use serde::Deserialize;
 
 use super::AppState;
@@ -89,10 +87,8 @@ async fn revoke(
 }
 
 /// The form's action opened by `GET` (a reload after the post): the page, never a 405.
-async fn back() -> Response {
-    let mut res = StatusCode::SEE_OTHER.into_response();
-    res.headers_mut().insert(LOCATION, HeaderValue::from_static(PAIRING_PAGE_PATH));
-    res
+pub(super) async fn back() -> Response {
+    super::sign_in_first::see_other(PAIRING_PAGE_PATH)
 }
 
 #[derive(Deserialize)]

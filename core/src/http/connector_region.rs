@@ -6,12 +6,9 @@ use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Form, Json, Router};
-use http::header::LOCATION;
-use http::{HeaderValue, StatusCode};
 use serde::Deserialize;
 
 use super::AppState;
-use super::embodiment::PAIRING_PAGE_PATH;
 use super::pages::SameOriginSession;
 use crate::domain::embodiment::action::Pos;
 use crate::error::ApiError;
@@ -29,7 +26,7 @@ async fn method_not_allowed_post() -> ApiError {
 pub fn routes() -> Router<AppState> {
     Router::new()
         .route(REGION_PATH, post(set_region).fallback(method_not_allowed_post))
-        .route(REGION_FORM_PATH, post(region_form).get(back))
+        .route(REGION_FORM_PATH, post(region_form).get(super::connector_credentials::back))
 }
 
 async fn set_region(
@@ -39,13 +36,6 @@ async fn set_region(
     super::JsonBody(req): super::JsonBody<RegionRequest>,
 ) -> Result<Response, ApiError> {
     Ok(Json(state.services.embodiment.set_region(&session, &binding_id, req).await?).into_response())
-}
-
-/// The form's action opened by `GET` (a reload after the post): the page, never a 405.
-async fn back() -> Response {
-    let mut res = StatusCode::SEE_OTHER.into_response();
-    res.headers_mut().insert(LOCATION, HeaderValue::from_static(PAIRING_PAGE_PATH));
-    res
 }
 
 #[derive(Deserialize)]
@@ -91,5 +81,5 @@ async fn region_form(
         _ => return Err(ApiError::InvalidRequest("op must be set or clear".into())),
     };
     state.services.embodiment.set_region(&s, &f.environment_binding_id, req).await?;
-    Ok(back().await)
+    Ok(super::connector_credentials::back().await)
 }

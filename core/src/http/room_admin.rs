@@ -7,8 +7,6 @@ use axum::extract::{RawQuery, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Form, Router};
-use http::header::LOCATION;
-use http::{HeaderValue, StatusCode};
 use serde::Deserialize;
 
 use super::AppState;
@@ -95,9 +93,7 @@ async fn rooms_page(
 }
 
 pub(super) fn back() -> Response {
-    let mut res = StatusCode::SEE_OTHER.into_response();
-    res.headers_mut().insert(LOCATION, HeaderValue::from_static("/rooms"));
-    res
+    super::sign_in_first::see_other("/rooms")
 }
 
 #[derive(Deserialize)]
