@@ -317,8 +317,8 @@ async fn connector_sim_reports_positions_and_rejects_an_equip_it_cannot_do(backe
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
     select_first(&app, &w, &w.token).await;
-    // The simulator's player stands at (0, 64, 0): the log at (5, 64, 5) is out of reach.
-    let (is_error, e) = act(&app, &w, &w.token, "simb-key-01", brk(5, 5)).await;
+    // The simulator's player stands at (4, 64, 0): the log at (8, 64, 5) is out of reach.
+    let (is_error, e) = act(&app, &w, &w.token, "simb-key-01", brk(8, 5)).await;
     assert_eq!((is_error, reason(&e)), (true, "out_of_reach"), "{e}");
     let settle = |key: &'static str, action: Value| {
         let (app, w) = (&app, &w);
@@ -342,7 +342,7 @@ async fn connector_sim_reports_positions_and_rejects_an_equip_it_cannot_do(backe
     // After a move the simulator reports where the player stands: the log is in reach now.
     let s = settle("simb-key-03", json!({"type": "move_to", "x": 5, "y": 64, "z": 4})).await;
     assert_eq!(s["status"], "succeeded", "{s}");
-    let s = settle("simb-key-04", brk(5, 5)).await;
+    let s = settle("simb-key-04", brk(8, 5)).await;
     assert_eq!(s["status"], "succeeded", "{s}");
     let _ = sim.kill();
     let _ = sim.wait();

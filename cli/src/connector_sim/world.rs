@@ -47,7 +47,8 @@ impl World {
             .map(|(i, n)| Player {
                 native_id: format!("sim-{:08x}-{i}", helix_core::domain::sha256_hex(n).len() as u32 * 7919 + i as u32),
                 name: n.to_owned(),
-                pos: [0, 64, i as i32 * 2],
+                // Within reach (6 blocks) of the nearest logs (x 5 and 6, z 5): a first break needs no move.
+                pos: [4, 64, i as i32 * 2],
                 inventory: BTreeMap::from([("minecraft:oak_log".into(), 4), ("minecraft:dirt".into(), 16)]),
                 equipped: None,
             })
