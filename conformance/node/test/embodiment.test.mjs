@@ -385,14 +385,16 @@ test('helix connector-sim: a verified sequence, an item the player lacks (reject
       await stopSim(sim);
     }
 
-    // --hazard in a second room: every block break fails without a world change.
+    // --hazard in a second room: every block break fails without a world change (the log is
+    // out of reach of where the player starts, so the sequence walks up to it first).
     const w2 = await pairedRoom(h, 'Hazard');
     const hazard = await startSim(h, w2, 'hazard.json', ['--hazard']);
     const tools2 = await CheckedTools.open(h);
     try {
       await selectFirst(tools2, w2, 'sim-');
       const wf = await tools2.ok('helix_minecraft_player_action', { room_id: w2.roomId, idempotency_key: key('hz'),
-        action: { type: 'break_block', x: 6, y: 64, z: 5, expected_block: 'minecraft:oak_log' } });
+        action: { type: 'sequence', steps: [{ type: 'move_to', x: 6, y: 64, z: 4 },
+          { type: 'break_block', x: 6, y: 64, z: 5, expected_block: 'minecraft:oak_log' }] } });
       const s = await settle(tools2, w2, wf.workflow_ref);
       assert.deepEqual([s.status, s.reason], ['failed', 'step_failed:hazard']);
     } finally {
