@@ -334,6 +334,37 @@ async def test_failures_cancellation_unknown_outcomes_epochs_and_deadlines_match
         cmd = conn.command_for(ref)
         conn.poll([ack(cmd, 1, "accepted"), {**ack(cmd, 2, "failed"), "reason": "missing_ingredients"}])
         await status(ref, "failed", "step_failed:missing_ingredients")
+        # rejected: the connector refuses the first step instead of accepting it (the world untouched).
+        ref = await queue({"type": "equip", "item": "minecraft:diamond_sword", "slot": "mainhand"})
+        cmd = conn.command_for(ref)
+        conn.poll([{**ack(cmd, 1, "rejected"), "reason": "not_in_inventory"}])
+        s = await status(ref, "rejected", "not_in_inventory")
+        assert s["late_effects_possible"] is False and s["poll_after_ms"] is None, s
+        conn.poll([ack(cmd, 2, "completed", {"equipped": "minecraft:diamond_sword"})], expect="not_at_connector")
+        assert all(c["workflow_ref"] != ref for c in conn.poll()["commands"])
+        is_error, e = await control(ref, "resume")
+        assert is_error and e["error"]["code"] == "workflow_not_resumable", e
+        # A later step refused: failed: step_rejected:<reason> (the earlier step did run).
+        ref = await queue({"type": "sequence", "steps": [
+            {"type": "wait", "ticks": 5}, {"type": "equip", "item": "minecraft:diamond_sword", "slot": "mainhand"}]})
+        first = conn.command_for(ref)
+        conn.poll([ack(first, 1, "completed", here)])
+        second = conn.command_for(ref)
+        assert second["step_index"] == 1, second
+        conn.poll([{**ack(second, 1, "rejected"), "reason": "not_in_inventory"}])
+        await status(ref, "failed", "step_rejected:not_in_inventory")
+        # rejected at dispatch: the owner narrowed the region after the action was queued.
+        ref = await queue({"type": "move_to", "x": 20, "y": 64, "z": 0})
+        region = f"/api/account/room-connectors/{w['binding_id']}/region"
+        code, r = http(embodied, "POST", region, {"room_id": w["room_id"], "min": {"x": -10, "y": 0, "z": -10},
+                                                  "max": {"x": 10, "y": 100, "z": 10}}, cookie=embodied.tokens["cookie"])
+        assert code == 200 and r["schema"] == "helix.room_connector_region.v1", r
+        assert all(c["workflow_ref"] != ref for c in conn.poll()["commands"])
+        s = await status(ref, "rejected", "out_of_region")
+        assert s["late_effects_possible"] is False, s
+        code, r = http(embodied, "POST", region, {"room_id": w["room_id"], "clear": True},
+                       cookie=embodied.tokens["cookie"])
+        assert code == 200 and r["region"] is None, r
         # A sequence: the next step under a fresh lease; the old lease's ack is refused.
         ref = await queue({"type": "sequence", "steps": [{"type": "wait", "ticks": 5}, {"type": "chat", "text": "hi"}]})
         first = conn.command_for(ref)
@@ -397,7 +428,8 @@ async def test_failures_cancellation_unknown_outcomes_epochs_and_deadlines_match
     finally:
         await cm.__aexit__(None, None, None)
     statuses = tools.seen["helix_minecraft_workflow_status"]
-    assert {"failed", "dispatched", "succeeded", "cancelled", "outcome_unknown", "paused", "timed_out"} <= statuses
+    assert {"failed", "dispatched", "succeeded", "cancelled", "outcome_unknown", "paused", "timed_out",
+            "rejected"} <= statuses
     assert {"cancelled", "cancel_requested", "workflow_not_resumable", "queued"} <= tools.seen[
         "helix_minecraft_workflow_control"]
 

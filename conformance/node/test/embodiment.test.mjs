@@ -122,6 +122,44 @@ test('scripted connector: every reachable workflow state and typed error matches
       await conn.poll([ack(cmd, 1, 'accepted'), ack(cmd, 2, 'failed', null, 'missing_ingredients')]);
       await expectStatus(craft, 'failed', 'step_failed:missing_ingredients');
 
+      // rejected: the connector refuses the first step instead of accepting it (the world untouched);
+      // a later acknowledgement of it is not_at_connector and it is never delivered again.
+      const sword = { type: 'equip', item: 'minecraft:diamond_sword', slot: 'mainhand' };
+      const refusedEquip = await queue(sword);
+      cmd = await conn.commandFor(refusedEquip);
+      await conn.poll([ack(cmd, 1, 'rejected', null, 'not_in_inventory')]);
+      s = await expectStatus(refusedEquip, 'rejected', 'not_in_inventory');
+      assert.equal(s.late_effects_possible, false);
+      assert.equal(s.poll_after_ms, null);
+      await conn.poll([ack(cmd, 2, 'completed', { equipped: 'minecraft:diamond_sword' })], 'not_at_connector');
+      assert.ok(!(await conn.poll()).commands.some((x) => x.workflow_ref === refusedEquip), 'never delivered again');
+      const rejectedResume = await control(refusedEquip, 'resume');
+      assert.ok(rejectedResume.isError && rejectedResume.sc.error.code === 'workflow_not_resumable',
+        JSON.stringify(rejectedResume.sc));
+
+      // A later step refused: failed: step_rejected:<reason> (the earlier step did run).
+      const laterRefused = await queue({ type: 'sequence', steps: [{ type: 'wait', ticks: 5 }, sword] });
+      cmd = await conn.commandFor(laterRefused);
+      await conn.poll([ack(cmd, 1, 'completed', { position: [3, 64, 2] })]);
+      cmd = await conn.commandFor(laterRefused);
+      assert.equal(cmd.step_index, 1);
+      await conn.poll([ack(cmd, 1, 'rejected', null, 'not_in_inventory')]);
+      await expectStatus(laterRefused, 'failed', 'step_rejected:not_in_inventory');
+
+      // rejected at dispatch: the owner narrowed the region (cookie route) after it was queued.
+      const far = await queue({ type: 'move_to', x: 20, y: 64, z: 0 });
+      const regionPath = `/api/account/room-connectors/${w.bindingId}/region`;
+      const narrowed = await http(h, 'POST', regionPath,
+        { room_id: w.roomId, min: { x: -10, y: 0, z: -10 }, max: { x: 10, y: 100, z: 10 } }, { cookie: h.tokens.cookie });
+      assert.equal(narrowed.status, 200, JSON.stringify(narrowed.body));
+      assert.equal(narrowed.body.schema, 'helix.room_connector_region.v1');
+      assert.ok(!(await conn.poll()).commands.some((x) => x.workflow_ref === far), 'not dispatched');
+      s = await expectStatus(far, 'rejected', 'out_of_region');
+      assert.equal(s.late_effects_possible, false);
+      const unboxed = await http(h, 'POST', regionPath, { room_id: w.roomId, clear: true }, { cookie: h.tokens.cookie });
+      assert.equal(unboxed.status, 200, JSON.stringify(unboxed.body));
+      assert.equal(unboxed.body.region, null);
+
       // A sequence: each verified step dispatches the next under a fresh lease.
       const seq = await queue({ type: 'sequence', steps: [{ type: 'wait', ticks: 5 }, { type: 'chat', text: 'hello' }] });
       cmd = await conn.commandFor(seq);
@@ -235,7 +273,7 @@ test('scripted connector: every reachable workflow state and typed error matches
     }
     const statuses = tools.seen.helix_minecraft_workflow_status;
     for (const st of ['queued', 'dispatched', 'running', 'succeeded', 'failed', 'paused', 'cancelled', 'timed_out',
-      'outcome_unknown']) {
+      'outcome_unknown', 'rejected']) {
       assert.ok(statuses.has(st), `status ${st} observed: ${[...statuses]}`);
     }
     const controlled = tools.seen.helix_minecraft_workflow_control;
@@ -243,7 +281,8 @@ test('scripted connector: every reachable workflow state and typed error matches
       assert.ok(controlled.has(st), `control ${st} observed: ${[...controlled]}`);
     }
     for (const reason of ['postcondition_unmet', 'step_failed:missing_ingredients', 'manual_override',
-      'connector_epoch_changed', 'interrupted', 'step_deadline_passed']) {
+      'connector_epoch_changed', 'interrupted', 'step_deadline_passed', 'not_in_inventory',
+      'step_rejected:not_in_inventory', 'out_of_region']) {
       assert.ok(tools.reasons.has(reason), `reason ${reason} observed: ${[...tools.reasons]}`);
     }
     assert.deepEqual(Object.keys(tools.seen).sort(), [...EMBODIMENT_TOOLS].sort());
@@ -283,7 +322,7 @@ async function settle(tools, w, ref, passing = ['queued', 'dispatched', 'running
   return s;
 }
 
-test('helix connector-sim: a verified sequence, a person taking the controls, a hazard, an Emergency Stop', () =>
+test('helix connector-sim: a verified sequence, an item the player lacks (rejected), a person taking the controls, a hazard, an Emergency Stop', () =>
   withHelix(async (h) => {
     const w = await pairedRoom(h);
     assert.equal(w.config.credential_env, 'HELIX_CONNECTOR_CREDENTIAL');
@@ -314,6 +353,11 @@ test('helix connector-sim: a verified sequence, a person taking the controls, a 
       s = await settle(tools, w, gone.workflow_ref);
       assert.deepEqual([s.status, s.reason], ['failed', 'step_failed:unexpected_block']);
 
+      // An item the player does not carry: the simulator refuses before touching its world.
+      const lacking = await act({ type: 'equip', item: 'minecraft:diamond_sword', slot: 'mainhand' });
+      s = await settle(tools, w, lacking.workflow_ref);
+      assert.deepEqual([s.status, s.reason, s.late_effects_possible], ['rejected', 'not_in_inventory', false]);
+
       // SIGUSR1: a person takes the controls of the running player; resume; it finishes.
       const held = await act({ type: 'wait', ticks: 200 });
       s = await settle(tools, w, held.workflow_ref, ['queued', 'dispatched']);
@@ -341,14 +385,16 @@ test('helix connector-sim: a verified sequence, a person taking the controls, a 
       await stopSim(sim);
     }
 
-    // --hazard in a second room: every block break fails without a world change.
+    // --hazard in a second room: every block break fails without a world change (the log is
+    // out of reach of where the player starts, so the sequence walks up to it first).
     const w2 = await pairedRoom(h, 'Hazard');
     const hazard = await startSim(h, w2, 'hazard.json', ['--hazard']);
     const tools2 = await CheckedTools.open(h);
     try {
       await selectFirst(tools2, w2, 'sim-');
       const wf = await tools2.ok('helix_minecraft_player_action', { room_id: w2.roomId, idempotency_key: key('hz'),
-        action: { type: 'break_block', x: 6, y: 64, z: 5, expected_block: 'minecraft:oak_log' } });
+        action: { type: 'sequence', steps: [{ type: 'move_to', x: 6, y: 64, z: 4 },
+          { type: 'break_block', x: 6, y: 64, z: 5, expected_block: 'minecraft:oak_log' }] } });
       const s = await settle(tools2, w2, wf.workflow_ref);
       assert.deepEqual([s.status, s.reason], ['failed', 'step_failed:hazard']);
     } finally {
