@@ -266,7 +266,7 @@ async fn connector_operations_make_the_documented_store_calls() {
         ("poll, idle", vec!["batch_get"]),
         // principal; room + membership; the room's bindings; workflow + open marker + work
         // marker + receipt, conditional on the binding's revision
-        ("player action (MCP)", vec!["batch_get", "batch_get", "query", "transact"]),
+        ("player action (MCP)", vec!["batch_get", "batch_get", "query", "count", "transact"]),
         ("poll, dispatching one action", vec!["batch_get", "query", "transact"]),
         ("poll, redelivering", vec!["batch_get", "query"]),
         ("poll, one acknowledgement", vec!["batch_get", "query", "transact"]),
