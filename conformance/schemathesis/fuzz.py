@@ -33,6 +33,11 @@ EVERY_SCOPE = " ".join(
 def main() -> int:
     st = sys.argv[1]
     examples = sys.argv[2] if len(sys.argv) > 2 else os.environ.get("HELIX_SCHEMATHESIS_EXAMPLES", "20")
+    # The fuzzer sends far more than a client would in a minute: raise the per-address and
+    # per-principal limits of the bearer lanes so it reaches the handlers, not the 429.
+    for lane in ("AGENT", "MCP", "ROOM_AGENT"):
+        os.environ.setdefault(f"HELIX_{lane}_IP_RATE_LIMIT", "1000000")
+        os.environ.setdefault(f"HELIX_{lane}_PRINCIPAL_RATE_LIMIT", "1000000")
     server = HelixServer()
     token = {}
     server.start(prepare=lambda s: token.setdefault("t", s.mint(EVERY_SCOPE)))
