@@ -42,7 +42,7 @@ OBJECTIVE = ("Summarize the measured Casimir force between parallel plates, incl
              "torsion pendulum measurement and the sphere-plate geometry with the proximity force approximation.")
 
 HOST_PAGE = """<!DOCTYPE html>
-<html><head><meta charset="utf-8"><title>Test MCP Apps host</title></head>
+<html lang="en"><head><meta charset="utf-8"><title>Test MCP Apps host</title></head>
 <body><h1>Test host</h1><iframe id="app" sandbox="allow-scripts" title="Helix run"
  style="width: 900px; height: 500px; border: 1px solid #999"></iframe>
 <script src="/host.js"></script></body></html>"""
