@@ -310,7 +310,6 @@ fn take(
         if ledger.entries.contains_key(&k) {
             continue; // a redelivery of a command already taken: never executed twice
         }
-        println!("command {} step {}: {}", cmd.workflow_ref, cmd.step_index, cmd.step.kind());
         let entry = Entry {
             workflow_ref: cmd.workflow_ref.clone(),
             step_index: cmd.step_index,
@@ -322,6 +321,7 @@ fn take(
         ledger.entries.insert(k.clone(), entry);
         if let Some(reason) = ledger.world.refuses(&cmd) {
             // Refused instead of accepted: nothing touched the world.
+            println!("command {} step {}: {}", cmd.workflow_ref, cmd.step_index, cmd.step.kind());
             println!("rejected {} step {}: {reason}", cmd.workflow_ref, cmd.step_index);
             ledger.ack(&k, &cmd, "rejected", Value::Null, Some(reason));
             ledger.set(&k, EntryState::Finished);
@@ -331,6 +331,8 @@ fn take(
         ledger.ack(&k, &cmd, "accepted", Value::Null, None);
         // Recorded before anything happens in the world.
         ledger.save()?;
+        // Printed once the ledger holds it: a kill after this line finds the entry.
+        println!("command {} step {}: {}", cmd.workflow_ref, cmd.step_index, cmd.step.kind());
         let ticks_left = World::ticks_for(&cmd.step, args.dig_ticks);
         if args.crash_mid_action && cmd.step.mutates() {
             let mut one = 1;
