@@ -6,6 +6,9 @@
 //! world now shows. Its credential comes from `HELIX_CONNECTOR_CREDENTIAL`, never an
 //! argument, and is never printed; its configuration is the JSON the pairing page showed.
 //!
+//! A chat line is acknowledged `completed` when sent and its echo on the next poll (Helix
+//! holds the step `verifying` in between), as a game's chat echo arrives after the send.
+//!
 //! Its command ledger (by workflow, step and lease token, `ledger.rs`) makes at-least-once
 //! delivery effectively once: a redelivered command it already took is not executed again.
 //! With `--ledger PATH` the ledger (and the world) survive a crash: a restart acknowledges
@@ -96,6 +99,9 @@ struct Active {
     cmd: Command,
     key: String,
     ticks_left: u32,
+    /// A chat line was sent: its echo, reported on the next poll (the step was
+    /// acknowledged `completed` without an observation, so Helix is `verifying` it).
+    echo: Option<Value>,
 }
 
 /// Why a request to Helix did not succeed.
@@ -167,7 +173,11 @@ pub async fn run(args: ConnectorSimArgs) -> anyhow::Result<()> {
             if active.is_empty() {
                 println!("a person took the controls: nothing was running");
             }
-            for a in active.drain(..) {
+            for mut a in active.drain(..) {
+                if let Some(echo) = a.echo.take() {
+                    ledger.finish(&a, "completed", echo, None); // it was sent before
+                    continue;
+                }
                 println!("a person took the controls: {} overridden", a.cmd.workflow_ref);
                 ledger.finish(&a, "overridden", Value::Null, None);
             }
@@ -220,9 +230,20 @@ pub async fn run(args: ConnectorSimArgs) -> anyhow::Result<()> {
             println!("dead-man: Helix not reached for {} ms, every player halted", ledger.dead_man_ms);
         }
         for mut a in std::mem::take(&mut active) {
+            if let Some(echo) = a.echo.take() {
+                ledger.finish(&a, "completed", echo, None);
+                continue;
+            }
             match ledger.world.step(&a.cmd, args.hazard, &mut a.ticks_left) {
                 Progress::Running => {
                     ledger.ack(&a.key, &a.cmd, "progress", Value::Null, None);
+                    active.push(a);
+                }
+                Progress::Done(echo) if matches!(a.cmd.step, Step::Chat(_)) => {
+                    // Sent now; the world echoes it by the next poll.
+                    ledger.executed(&a.key);
+                    ledger.ack(&a.key, &a.cmd, "completed", Value::Null, None);
+                    a.echo = Some(echo);
                     active.push(a);
                 }
                 Progress::Done(observation) => {
@@ -296,9 +317,13 @@ fn take(
     active.retain(|a| !stopped(a));
     // A cancelled command stops before its effect: it is acknowledged `failed` (no world
     // change), which ends a `cancel_requested` workflow `cancelled`.
-    for a in active.iter().filter(|a| poll.cancel.contains(&a.cmd.workflow_ref)) {
+    // A chat line already sent reports its echo instead.
+    for a in active.iter_mut().filter(|a| poll.cancel.contains(&a.cmd.workflow_ref)) {
         println!("cancelled by Helix: {} step {}", a.cmd.workflow_ref, a.cmd.step_index);
-        ledger.finish(a, "failed", Value::Null, Some("cancelled"));
+        match a.echo.take() {
+            Some(echo) => ledger.finish(a, "completed", echo, None),
+            None => ledger.finish(a, "failed", Value::Null, Some("cancelled")),
+        }
     }
     active.retain(|a| !poll.cancel.contains(&a.cmd.workflow_ref));
     for cmd in poll.commands {
@@ -343,7 +368,7 @@ fn take(
             eprintln!("crash-mid-action: exiting abruptly during {} step {}", cmd.workflow_ref, cmd.step_index);
             std::process::exit(CRASH_STATUS);
         }
-        active.push(Active { cmd, key: k, ticks_left });
+        active.push(Active { cmd, key: k, ticks_left, echo: None });
     }
     Ok(())
 }

@@ -55,6 +55,8 @@ class HelixServer:
     tmp: Path | None = None
     proc: subprocess.Popen[bytes] | None = None
     log_path: Path | None = None
+    # Extra environment of `helix serve` (operator settings a test needs).
+    env: dict[str, str] = field(default_factory=dict)
 
     @property
     def base_url(self) -> str:
@@ -127,6 +129,7 @@ class HelixServer:
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
+            env={**os.environ, **self.env},
         )
         log.close()
         try:

@@ -329,6 +329,16 @@ async def test_failures_cancellation_unknown_outcomes_epochs_and_deadlines_match
         cmd = conn.command_for(ref)
         conn.poll([ack(cmd, 1, "completed", {"block_at_target": "minecraft:oak_log"})])
         await status(ref, "failed", "postcondition_unmet")
+        # verifying: sent, its effect not readable yet ("completed" without an observation);
+        # the echo on a later "completed" decides.
+        ref = await queue({"type": "chat", "text": "hello"})
+        cmd = conn.command_for(ref)
+        conn.poll([ack(cmd, 1, "accepted"), ack(cmd, 2, "completed")])
+        s = await status(ref, "verifying")
+        assert s["late_effects_possible"] is True and s["poll_after_ms"] > 0, s
+        assert all(c["workflow_ref"] != ref for c in conn.poll()["commands"]), "not delivered again"
+        conn.poll([ack(cmd, 3, "completed", {"chat_echo": "hello"})])
+        await status(ref, "succeeded")
         # failed: step_failed:<reason>.
         ref = await queue({"type": "craft", "item": "minecraft:oak_planks", "times": 1})
         cmd = conn.command_for(ref)
@@ -428,10 +438,45 @@ async def test_failures_cancellation_unknown_outcomes_epochs_and_deadlines_match
     finally:
         await cm.__aexit__(None, None, None)
     statuses = tools.seen["helix_minecraft_workflow_status"]
-    assert {"failed", "dispatched", "succeeded", "cancelled", "outcome_unknown", "paused", "timed_out",
+    assert {"failed", "dispatched", "verifying", "succeeded", "cancelled", "outcome_unknown", "paused", "timed_out",
             "rejected"} <= statuses
     assert {"cancelled", "cancel_requested", "workflow_not_resumable", "queued"} <= tools.seen[
         "helix_minecraft_workflow_control"]
+
+
+async def test_a_workflow_never_dispatched_within_the_queue_time_is_expired() -> None:
+    """The queue time is the operator's HELIX_EMBODIMENT_QUEUE_TTL_SECS (2 s here, 600 by default)."""
+    server = HelixServer(env={"HELIX_EMBODIMENT_QUEUE_TTL_SECS": "2"})
+    server.start(prepare=prepare)
+    try:
+        w = paired_room(server)
+        register = {"protocol": "helix.connector.v1",
+                    "manifest": {"connector_name": "scripted", "connector_version": "1.0.0", "world_id": "overworld"},
+                    "schema_hash": (await _schema_hash(server)), "capabilities": CAPABILITIES,
+                    "subjects": [{"native_id": STEVE, "display_name": "Steve", "online": True}]}
+        conn = Scripted(server, w["credential"], connector(server, w["credential"], "register", register)["epoch"])
+        cm, tools = await open_tools(server)
+        try:
+            await select_first(tools, w)
+            is_error, wf = await tools.call("helix_minecraft_player_action", {
+                "room_id": w["room_id"], "idempotency_key": f"sdk-act-{uuid.uuid4().hex}",
+                "action": {"type": "wait", "ticks": 5}})
+            assert not is_error and wf["status"] == "queued", wf
+            ref = {"room_id": w["room_id"], "workflow_ref": wf["workflow_ref"]}
+            await anyio.sleep(3.2)  # no poll in between; whole seconds are compared
+            _, s = await tools.call("helix_minecraft_workflow_status", ref)
+            assert (s["status"], s["reason"], s["poll_after_ms"]) == ("expired", "not_dispatched_in_time", None), s
+            assert s["late_effects_possible"] is False, s
+            assert all(c["workflow_ref"] != wf["workflow_ref"] for c in conn.poll()["commands"]), "never dispatched"
+            is_error, c = await tools.call("helix_minecraft_workflow_control", {**ref, "control": "cancel"})
+            assert not is_error and c["status"] == "expired", c
+            is_error, e = await tools.call("helix_minecraft_workflow_control", {**ref, "control": "resume"})
+            assert is_error and e["error"]["code"] == "workflow_not_resumable", e
+        finally:
+            await cm.__aexit__(None, None, None)
+        assert "expired" in tools.seen["helix_minecraft_workflow_status"]
+    finally:
+        server.stop()
 
 
 async def test_connector_sim_taken_over_by_a_person_pauses_until_resume(embodied: HelixServer, tmp_path) -> None:

@@ -5,7 +5,8 @@
 //! (queued too long) and `paused: lease_lapsed` (resume re-takes the lease).
 
 use helix_core::domain::embodiment::action_schema_hash;
-use helix_core::service::embodiment::{ACTIONS_PER_MINUTE, QUEUE_TTL_SECS};
+use helix_core::config::EmbodimentConfig;
+use helix_core::service::embodiment::ACTIONS_PER_MINUTE;
 use helix_integration_tests::*;
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -256,7 +257,7 @@ async fn a_queued_workflow_expires_and_a_lapsed_lease_pauses_until_resumed(backe
     let wait = json!({"type": "wait", "ticks": 1});
     // Expired lazily on a status read (no connector poll in between) ...
     let (_, a) = act(&app, &w, &w.token, "expire-key-01", wait.clone()).await;
-    clock.advance(QUEUE_TTL_SECS + 1);
+    clock.advance(EmbodimentConfig::default().queue_ttl_secs + 1);
     let s = status(&app, &w, a["workflow_ref"].as_str().unwrap()).await;
     assert_eq!(
         (s["status"].as_str(), s["reason"].as_str(), &s["poll_after_ms"]),
@@ -267,7 +268,7 @@ async fn a_queued_workflow_expires_and_a_lapsed_lease_pauses_until_resumed(backe
     assert_eq!(poll(&app, &w, epoch, json!([])).await.0, 200, "the connector is live again");
     select_first(&app, &w, &w.token).await;
     let (_, b) = act(&app, &w, &w.token, "expire-key-02", wait.clone()).await;
-    clock.advance(QUEUE_TTL_SECS + 1);
+    clock.advance(EmbodimentConfig::default().queue_ttl_secs + 1);
     let (_, p) = poll(&app, &w, epoch, json!([])).await;
     assert_eq!(p["commands"].as_array().map(Vec::len), Some(0), "{p}");
     assert_eq!(status(&app, &w, b["workflow_ref"].as_str().unwrap()).await["status"], "expired");

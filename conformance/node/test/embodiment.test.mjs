@@ -116,6 +116,18 @@ test('scripted connector: every reachable workflow state and typed error matches
       await conn.poll([ack(cmd, 1, 'completed', { block_at_target: 'minecraft:oak_log' })]);
       await expectStatus(brk, 'failed', 'postcondition_unmet');
 
+      // verifying: sent, its effect not readable yet (`completed` without an observation);
+      // the echo on a later `completed` decides.
+      const hello = await queue({ type: 'chat', text: 'hello' });
+      cmd = await conn.commandFor(hello);
+      await conn.poll([ack(cmd, 1, 'accepted'), ack(cmd, 2, 'completed')]);
+      s = await expectStatus(hello, 'verifying');
+      assert.equal(s.late_effects_possible, true);
+      assert.ok(s.poll_after_ms > 0);
+      assert.ok(!(await conn.poll()).commands.some((x) => x.workflow_ref === hello), 'not delivered again');
+      await conn.poll([ack(cmd, 3, 'completed', { chat_echo: 'hello' })]);
+      await expectStatus(hello, 'succeeded');
+
       // failed: step_failed (the connector reports the step failed without a world change).
       const craft = await queue({ type: 'craft', item: 'minecraft:oak_planks', times: 2 });
       cmd = await conn.commandFor(craft);
@@ -272,8 +284,8 @@ test('scripted connector: every reachable workflow state and typed error matches
       await tools.close();
     }
     const statuses = tools.seen.helix_minecraft_workflow_status;
-    for (const st of ['queued', 'dispatched', 'running', 'succeeded', 'failed', 'paused', 'cancelled', 'timed_out',
-      'outcome_unknown', 'rejected']) {
+    for (const st of ['queued', 'dispatched', 'running', 'verifying', 'succeeded', 'failed', 'paused', 'cancelled',
+      'timed_out', 'outcome_unknown', 'rejected']) {
       assert.ok(statuses.has(st), `status ${st} observed: ${[...statuses]}`);
     }
     const controlled = tools.seen.helix_minecraft_workflow_control;
@@ -287,6 +299,38 @@ test('scripted connector: every reachable workflow state and typed error matches
     }
     assert.deepEqual(Object.keys(tools.seen).sort(), [...EMBODIMENT_TOOLS].sort());
   }, {}, prepareEmbodiment));
+
+test('a workflow never dispatched within the queue time is expired, and its result matches the outputSchema', () =>
+  withHelix(async (h) => {
+    // The queue time is the operator's HELIX_EMBODIMENT_QUEUE_TTL_SECS (2 s here, 600 by default).
+    const w = await pairedRoom(h);
+    const conn = new ScriptedConnector(h, w.credential);
+    await conn.register([{ native_id: STEVE, display_name: 'Steve', online: true }]);
+    const tools = await CheckedTools.open(h);
+    const call = (name, args) => tools.call(name, { room_id: w.roomId, ...args });
+    try {
+      await selectFirst(tools, w, STEVE);
+      const { isError, sc } = await call('helix_minecraft_player_action',
+        { idempotency_key: key('act'), action: { type: 'wait', ticks: 5 } });
+      assert.ok(!isError && sc.status === 'queued', JSON.stringify(sc));
+      const ref = { workflow_ref: sc.workflow_ref };
+      // No poll in between: the connector never saw it. Whole seconds are compared.
+      await sleep(3200);
+      const s = await tools.ok('helix_minecraft_workflow_status', { room_id: w.roomId, ...ref });
+      assert.equal(s.status, 'expired', JSON.stringify(s));
+      assert.equal(s.reason, 'not_dispatched_in_time');
+      assert.equal(s.poll_after_ms, null);
+      assert.equal(s.late_effects_possible, false);
+      assert.ok(!(await conn.poll()).commands.some((x) => x.workflow_ref === sc.workflow_ref), 'never dispatched');
+      const cancel = await call('helix_minecraft_workflow_control', { ...ref, control: 'cancel' });
+      assert.ok(!cancel.isError && cancel.sc.status === 'expired', 'cancel is idempotent on a terminal state');
+      const resume = await call('helix_minecraft_workflow_control', { ...ref, control: 'resume' });
+      assert.ok(resume.isError && resume.sc.error.code === 'workflow_not_resumable', JSON.stringify(resume.sc));
+    } finally {
+      await tools.close();
+    }
+    assert.ok(tools.seen.helix_minecraft_workflow_status.has('expired'));
+  }, { HELIX_EMBODIMENT_QUEUE_TTL_SECS: '2' }, prepareEmbodiment));
 
 /** Starts `helix connector-sim` on the pairing's configuration; resolves once it registered. */
 async function startSim(h, w, tmpName, extra = []) {

@@ -46,6 +46,35 @@ pub struct SourceConfig {
     pub probe_wait: Duration,
 }
 
+/// Player embodiment's timing (`HELIX_EMBODIMENT_*`): how long a queued workflow waits
+/// for dispatch before it is `expired`, and how long one step may take at the connector.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EmbodimentConfig {
+    pub queue_ttl_secs: i64,
+    pub step_deadline_ms: i64,
+}
+
+impl Default for EmbodimentConfig {
+    fn default() -> Self {
+        Self { queue_ttl_secs: 600, step_deadline_ms: 30_000 }
+    }
+}
+
+/// `HELIX_EMBODIMENT_QUEUE_TTL_SECS` (1-3600) and `HELIX_EMBODIMENT_STEP_DEADLINE_MS`
+/// (1000-300000); a value out of range refuses to start rather than being clamped.
+pub(super) fn embodiment(env: &Env) -> Result<EmbodimentConfig, ConfigError> {
+    let d = EmbodimentConfig::default();
+    let queue_ttl_secs = match env.number("HELIX_EMBODIMENT_QUEUE_TTL_SECS", d.queue_ttl_secs as u64)? {
+        n @ 1..=3_600 => n as i64,
+        _ => return Err(malformed("HELIX_EMBODIMENT_QUEUE_TTL_SECS", "must be 1-3600 s")),
+    };
+    let step_deadline_ms = match env.number("HELIX_EMBODIMENT_STEP_DEADLINE_MS", d.step_deadline_ms as u64)? {
+        n @ 1_000..=300_000 => n as i64,
+        _ => return Err(malformed("HELIX_EMBODIMENT_STEP_DEADLINE_MS", "must be 1000-300000 ms")),
+    };
+    Ok(EmbodimentConfig { queue_ttl_secs, step_deadline_ms })
+}
+
 /// Connection limits of `helix serve` (Lambda has no connections of its own).
 pub(super) fn server_limits(env: &Env) -> Result<ServerLimits, ConfigError> {
     let ms = |name: &'static str, default: u64| -> Result<Duration, ConfigError> {
@@ -132,5 +161,22 @@ mod tests {
         }
         let c = prod_with(&[("HELIX_SERVE_MAX_CONNECTIONS", "3"), ("HELIX_SERVE_IDLE_TIMEOUT_MS", "250")]).unwrap();
         assert_eq!((c.server.max_connections, c.server.idle_timeout), (3, Duration::from_millis(250)));
+    }
+
+    #[test]
+    fn embodiment_timing_has_defaults_and_refuses_out_of_range() {
+        let c = dev_config();
+        assert_eq!((c.embodiment.queue_ttl_secs, c.embodiment.step_deadline_ms), (600, 30_000));
+        for (name, bad) in [
+            ("HELIX_EMBODIMENT_QUEUE_TTL_SECS", "0"),
+            ("HELIX_EMBODIMENT_QUEUE_TTL_SECS", "3601"),
+            ("HELIX_EMBODIMENT_STEP_DEADLINE_MS", "999"),
+            ("HELIX_EMBODIMENT_STEP_DEADLINE_MS", "soon"),
+        ] {
+            assert!(matches!(prod_with(&[(name, bad)]), Err(ConfigError::Malformed { name: n, .. }) if n == name));
+        }
+        let c = prod_with(&[("HELIX_EMBODIMENT_QUEUE_TTL_SECS", "3"), ("HELIX_EMBODIMENT_STEP_DEADLINE_MS", "2000")])
+            .unwrap();
+        assert_eq!((c.embodiment.queue_ttl_secs, c.embodiment.step_deadline_ms), (3, 2_000));
     }
 }

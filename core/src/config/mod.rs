@@ -21,7 +21,7 @@ use std::time::Duration;
 
 pub use browser::{BrowserConfig, DEV_PROVIDER_CLIENT_ID, DEV_PROVIDER_PATH, OidcConfig, origin_of};
 pub use executor::ExecutorConfig;
-pub use limits::{CONNECTOR_LIMITS, Limits, ServerLimits, SourceConfig};
+pub use limits::{CONNECTOR_LIMITS, EmbodimentConfig, Limits, ServerLimits, SourceConfig};
 pub use oauth::{LOCAL_AUDIENCE, LOCAL_ISSUER, OAuthConfig};
 pub use proxy::TrustProxy;
 pub use secret::Secret;
@@ -31,7 +31,7 @@ use crate::domain::approval::{APPROVAL_KEYS_VAR, ApprovalKeys};
 use crate::domain::authority::TrustedKeys;
 use env::Env;
 use executor::executor;
-use limits::{limits, server_limits, sources};
+use limits::{embodiment, limits, server_limits, sources};
 use oauth::{algorithms, local_hs256, mcp_url, oauth, public_base_url, resource};
 use proxy::{hosts_and_origins, trust_proxy};
 
@@ -69,6 +69,8 @@ pub struct Config {
     pub observer_limits: Limits,
     /// Room sources: the browser credential-claim lane and the producer ingress.
     pub sources: SourceConfig,
+    /// Player embodiment: queue time before `expired`, the step deadline.
+    pub embodiment: EmbodimentConfig,
     pub table_name: Option<String>,
     pub executor: ExecutorConfig,
     pub trusted_terminal_keys: TrustedKeys,
@@ -188,6 +190,7 @@ impl Config {
                 )?
             },
             sources: sources(&env)?,
+            embodiment: embodiment(&env)?,
             table_name: env.get("HELIX_TABLE_NAME"),
             executor: executor(&env, prod)?,
             trusted_terminal_keys: match env.get("HELIX_TERMINAL_AUTHORITY_PUBLIC_KEYS_JSON") {

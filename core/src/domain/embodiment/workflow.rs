@@ -63,6 +63,11 @@ pub const TRANSITIONS: &[(WorkflowState, WorkflowState)] = &[
     (Verifying, Succeeded),
     (Verifying, Failed),
     (Verifying, Dispatched),
+    (Verifying, Paused),
+    (Verifying, CancelRequested),
+    (Verifying, Stopped),
+    (Verifying, TimedOut),
+    (Verifying, OutcomeUnknown),
     (Paused, Queued),
     (Paused, Cancelled),
     (Paused, Stopped),
@@ -167,7 +172,7 @@ mod tests {
         }
         assert!(Paused.may_become(Queued) && !Stopped.may_become(Queued) && !Succeeded.may_become(Failed));
         // Stopped is reachable from every live state (Emergency Stop).
-        for &s in ALL.iter().filter(|s| !s.is_terminal() && **s != Verifying) {
+        for &s in ALL.iter().filter(|s| !s.is_terminal()) {
             assert!(s.may_become(Stopped), "{s:?}");
         }
     }

@@ -23,8 +23,6 @@ use crate::store::Key;
 
 /// Most actions accepted per subject (player) and minute.
 pub const ACTIONS_PER_MINUTE: i64 = 30;
-/// A queued workflow not dispatched within this long is `expired`.
-pub const QUEUE_TTL_SECS: i64 = 600;
 pub const REGION_SCHEMA: &str = "helix.room_connector_region.v1";
 /// Why a queued workflow paused: its member's control lease of the subject lapsed.
 pub const LEASE_LAPSED: &str = "lease_lapsed";
@@ -97,11 +95,12 @@ fn lease_live(b: &EnvBinding, w: &WorkflowRecord, now: i64) -> bool {
 }
 
 /// What the dispatch gate decides for a queued workflow (None: dispatch it).
-pub(super) fn gate(b: &EnvBinding, w: &WorkflowRecord, now: i64) -> Option<(WorkflowState, &'static str)> {
+/// `ttl`: how long a queued workflow may wait (`config.embodiment.queue_ttl_secs`).
+pub(super) fn gate(b: &EnvBinding, w: &WorkflowRecord, now: i64, ttl: i64) -> Option<(WorkflowState, &'static str)> {
     if w.state != WorkflowState::Queued {
         return None;
     }
-    if now - queued_since(w) > QUEUE_TTL_SECS {
+    if now - queued_since(w) > ttl {
         return Some((WorkflowState::Expired, QUEUE_EXPIRED));
     }
     if !lease_live(b, w, now) {
@@ -191,7 +190,7 @@ impl EmbodimentService {
     /// The dispatch gate of one queued workflow at poll time: true when it was settled
     /// (expired, paused or rejected) instead of dispatched, or changed meanwhile.
     pub(super) async fn gated(&self, b: &EnvBinding, w: &WorkflowRecord) -> Result<bool, ApiError> {
-        match gate(b, w, self.clock.epoch()) {
+        match gate(b, w, self.clock.epoch(), self.config.embodiment.queue_ttl_secs) {
             Some((state, reason)) => {
                 self.settle(w, state, Some(reason)).await?;
                 Ok(true)
@@ -203,7 +202,7 @@ impl EmbodimentService {
     /// A status read expires a queued workflow past its queue time (lazily: the
     /// emulator's TTL is not relied on); answers the workflow as it is now.
     pub(super) async fn expire_if_due(&self, w: WorkflowRecord) -> Result<WorkflowRecord, ApiError> {
-        if w.state != WorkflowState::Queued || self.clock.epoch() - queued_since(&w) <= QUEUE_TTL_SECS {
+        if w.state != WorkflowState::Queued || self.clock.epoch() - queued_since(&w) <= self.config.embodiment.queue_ttl_secs {
             return Ok(w);
         }
         self.settle(&w, WorkflowState::Expired, Some(QUEUE_EXPIRED)).await?;
@@ -293,20 +292,21 @@ mod tests {
             "estop_generation": 0, "estop_active": false, "created_at": "2026-01-01T00:00:00Z"
         }))
         .unwrap();
+        const TTL: i64 = 600;
         let mut w = sample(WorkflowState::Queued, 0);
         w.queued_at = 1500;
-        assert_eq!(gate(&b, &w, 1600), None);
-        assert_eq!(gate(&b, &w, 1500 + QUEUE_TTL_SECS + 1), Some((WorkflowState::Expired, QUEUE_EXPIRED)));
-        assert_eq!(gate(&b, &w, 2000), Some((WorkflowState::Paused, LEASE_LAPSED)), "the lease ends at 2000");
+        assert_eq!(gate(&b, &w, 1600, TTL), None);
+        assert_eq!(gate(&b, &w, 1500 + TTL + 1, TTL), Some((WorkflowState::Expired, QUEUE_EXPIRED)));
+        assert_eq!(gate(&b, &w, 2000, TTL), Some((WorkflowState::Paused, LEASE_LAPSED)), "the lease ends at 2000");
         let mut boxed = b.clone();
         let p = |x, y, z| Pos { x, y, z };
         boxed.region = Some(RegionBox { min: p(0, 0, 0), max: p(1, 1, 1) });
         w.steps = vec![Step::LookAt(p(5, 5, 5))];
-        assert_eq!(gate(&boxed, &w, 1600), Some((WorkflowState::Rejected, "out_of_region")));
-        for (state, _) in [gate(&b, &w, 2000), gate(&boxed, &w, 1600), gate(&b, &w, 9999)].into_iter().flatten() {
+        assert_eq!(gate(&boxed, &w, 1600, TTL), Some((WorkflowState::Rejected, "out_of_region")));
+        for (state, _) in [gate(&b, &w, 2000, TTL), gate(&boxed, &w, 1600, TTL), gate(&b, &w, 9999, TTL)].into_iter().flatten() {
             assert!(WorkflowState::Queued.may_become(state));
         }
         w.state = WorkflowState::Dispatched;
-        assert_eq!(gate(&boxed, &w, 1600), None, "only a queued workflow is gated");
+        assert_eq!(gate(&boxed, &w, 1600, TTL), None, "only a queued workflow is gated");
     }
 }

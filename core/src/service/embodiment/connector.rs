@@ -6,7 +6,7 @@
 use std::collections::BTreeSet;
 
 use super::AuthedConnector;
-use super::{DEAD_MAN_MS, EmbodimentService, POLL_INTERVAL_MS, RACE_RETRIES, STEP_DEADLINE_MS};
+use super::{DEAD_MAN_MS, EmbodimentService, POLL_INTERVAL_MS, RACE_RETRIES};
 use crate::domain::embodiment::protocol::*;
 use crate::domain::embodiment::{REGISTER_SCHEMA, WorkflowState, action_schema_hash, postcondition_met, subject_ref};
 use crate::domain::random_hex;
@@ -196,12 +196,21 @@ impl EmbodimentService {
             ) => to(&mut n, Cancelled, None),
             (CancelRequested, AckStatus::Interrupted) => to(&mut n, OutcomeUnknown, Some("interrupted")),
             (CancelRequested, _) => {}
+            // The step finished; it is verified once its observation is reported.
+            (Verifying, AckStatus::Accepted | AckStatus::Progress) => {}
             (_, AckStatus::Accepted | AckStatus::Progress) => to(&mut n, Running, None),
+            // `completed` without an observation: the step finished and its effect is not
+            // readable yet (a chat echo, a block update a tick later). `verifying` until a
+            // following `completed` carries it, or the step's deadline passes.
+            // (A step with nothing to observe, such as `wait`, needs no observation.)
+            (_, AckStatus::Completed) if ack.observation.is_none() && !postcondition_met(step, &Default::default()) => {
+                to(&mut n, Verifying, None)
+            }
             (_, AckStatus::Completed) => {
                 n.last_observation = ack.observation.clone();
                 n.last_observation_at = Some(now);
                 to(&mut n, Verifying, None);
-                let met = ack.observation.as_ref().is_some_and(|o| postcondition_met(step, o));
+                let met = postcondition_met(step, &ack.observation.clone().unwrap_or_default());
                 if !met {
                     to(&mut n, Failed, Some("postcondition_unmet"));
                 } else if (w.step_index as usize) + 1 == w.steps.len() {
@@ -212,7 +221,7 @@ impl EmbodimentService {
                     n.step_index += 1;
                     n.lease_token = Some(random_hex(12));
                     n.last_seq = 0;
-                    n.deadline_ms = Some(self.now_ms() + STEP_DEADLINE_MS);
+                    n.deadline_ms = Some(self.now_ms() + self.config.embodiment.step_deadline_ms);
                     to(&mut n, Dispatched, None);
                 }
             }
@@ -225,6 +234,8 @@ impl EmbodimentService {
                 let (state, reason) = super::bounds::rejected(w, ack.reason.as_deref());
                 (n.state, n.reason) = (state, Some(reason));
             }
+            // The step's effect happened, unverified: resuming would repeat it.
+            (Verifying, AckStatus::Overridden) if step.mutates() => to(&mut n, OutcomeUnknown, Some("manual_override")),
             (_, AckStatus::Overridden) => to(&mut n, Paused, Some("manual_override")),
             (_, AckStatus::Interrupted) if step.mutates() => to(&mut n, OutcomeUnknown, Some("interrupted")),
             (_, AckStatus::Interrupted) => to(&mut n, Paused, Some("connector_interrupted")),
@@ -269,8 +280,10 @@ impl EmbodimentService {
                         commands.push(command(&d));
                     }
                 }
-                WorkflowState::Dispatched | WorkflowState::Running if w.deadline_ms.is_some_and(|d| d < now_ms) => {
-                    let mutating = w.steps[w.step_index as usize].mutates() && w.state == WorkflowState::Running;
+                WorkflowState::Dispatched | WorkflowState::Running | WorkflowState::Verifying
+                    if w.deadline_ms.is_some_and(|d| d < now_ms) =>
+                {
+                    let mutating = w.steps[w.step_index as usize].mutates() && w.state != WorkflowState::Dispatched;
                     let (state, reason) = if mutating {
                         (WorkflowState::OutcomeUnknown, "step_deadline_passed")
                     } else {
@@ -296,7 +309,7 @@ impl EmbodimentService {
         n.state = WorkflowState::Dispatched;
         n.lease_token = Some(random_hex(12));
         n.dispatch_epoch = Some(binding.epoch);
-        n.deadline_ms = Some(self.now_ms() + STEP_DEADLINE_MS);
+        n.deadline_ms = Some(self.now_ms() + self.config.embodiment.step_deadline_ms);
         n.last_seq = 0;
         n.updated_at = rfc3339(self.clock.now());
         let mut tx = Tx::new();
@@ -357,7 +370,7 @@ impl EmbodimentService {
     /// `outcome_unknown`.
     async fn pause_at_connector(&self, binding: &EnvBinding, reason: &str) -> Result<(), ApiError> {
         for w in open_workflows(self.store.as_ref(), &binding.room_id, &binding.binding_id, 16).await? {
-            if matches!(w.state, WorkflowState::Dispatched | WorkflowState::Running)
+            if matches!(w.state, WorkflowState::Dispatched | WorkflowState::Running | WorkflowState::Verifying)
                 && w.dispatch_epoch.is_some_and(|e| e < binding.epoch)
             {
                 self.settle(&w, held_state(&w), Some(reason)).await?;
@@ -376,7 +389,7 @@ impl EmbodimentService {
                 continue;
             }
             let state = match (w.state, held_state(&w)) {
-                (WorkflowState::Dispatched | WorkflowState::Running, held) => held,
+                (WorkflowState::Dispatched | WorkflowState::Running | WorkflowState::Verifying, held) => held,
                 (WorkflowState::CancelRequested, WorkflowState::Paused) => WorkflowState::Cancelled,
                 (WorkflowState::CancelRequested, held) => held,
                 _ => continue,

@@ -18,7 +18,7 @@ mod subjects;
 use crate::service::Ctx;
 
 pub use agent::Control;
-pub use bounds::{ACTIONS_PER_MINUTE, QUEUE_TTL_SECS, RegionRequest, RegionSet};
+pub use bounds::{ACTIONS_PER_MINUTE, RegionRequest, RegionSet};
 pub use connector_auth::AuthedConnector;
 pub use pairing::{ClearStopRequest, PairingRevoked, PairingRoom};
 pub use subject_stop::SubjectStopOutcome;
@@ -34,8 +34,6 @@ pub const LIVE_SECS: i64 = 30;
 pub const LAST_SEEN_WRITE_SECS: i64 = 5;
 /// A control lease lapses after this long without a selection or an action.
 pub const LEASE_SECS: i64 = 300;
-/// How long one step may take at the connector.
-pub const STEP_DEADLINE_MS: i64 = 30_000;
 /// Most block changes (break or place) one workflow may make.
 pub const MAX_BLOCK_CHANGES: u32 = 16;
 /// Most environment bindings a room lists.

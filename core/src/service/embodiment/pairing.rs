@@ -350,7 +350,7 @@ mod tests {
     #[test]
     fn every_ending_is_a_legal_transition() {
         use WorkflowState::*;
-        for from in [Queued, Dispatched, Running, Paused, CancelRequested] {
+        for from in [Queued, Dispatched, Running, Verifying, Paused, CancelRequested] {
             for to in [Stopped, OutcomeUnknown] {
                 let reachable = from.may_become(to);
                 let chosen = (from.at_connector() && to == OutcomeUnknown) || (to == Stopped);
