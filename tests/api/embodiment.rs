@@ -448,7 +448,7 @@ async fn connector_sim_drives_a_sequence_to_succeeded_with_verified_postconditio
     let mut last = Value::Null;
     for _ in 0..60 {
         last = status(&app, &w, &wf_ref).await;
-        if last["status"] != "queued" && last["status"] != "dispatched" && last["status"] != "running" {
+        if !["queued", "dispatched", "running", "verifying"].contains(&last["status"].as_str().unwrap_or("")) {
             break;
         }
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;

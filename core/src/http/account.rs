@@ -16,7 +16,8 @@ use super::pages::{
     Asset, BrowserSession, Csp, Page, Referrer, SESSION_COOKIE, SameOrigin, SameOriginSession, cookie, page_headers,
     session_of,
 };
-use super::sign_in_first::{RETURN_TO, SIGN_IN_PAGE, return_to_of_query, see_other, to_sign_in_page, with_return_to};
+use super::pages::{CALLBACK_PATH, SIGN_IN_PAGE, pairs, see_other, set_cookie};
+use super::sign_in_first::{RETURN_TO, return_to_of_query, to_sign_in_page, with_return_to};
 use super::{AppState, Group, pipeline};
 use crate::domain::account::{BrowserSecret, IntentPurpose, ReturnPath, intent_nonce, intent_verifier};
 use crate::domain::clients::{ClientSetup, SERVER_NAME, client_setups, data_oauth_scopes};
@@ -27,7 +28,6 @@ use crate::service::accounts::{BindingList, LinkIdentity};
 use crate::service::sessions::Session;
 
 pub const SIGNIN_COOKIE: &str = "helix_signin";
-pub const CALLBACK_PATH: &str = "/account/callback";
 /// How long after the intent a step-up's provider authentication may be (clock skew).
 const STEP_UP_SKEW_SECS: i64 = 60;
 
@@ -54,12 +54,6 @@ pub fn router(state: AppState) -> Router {
 
 // ---------------------------------------------------------------------------------------------
 // Cookies
-
-pub(super) fn set_cookie(state: &AppState, name: &str, value: &str, path: &str, max_age: i64) -> HeaderValue {
-    let secure = if state.services.config.browser.secure_cookies { "; Secure" } else { "" };
-    HeaderValue::from_str(&format!("{name}={value}; Path={path}; HttpOnly; SameSite=Lax; Max-Age={max_age}{secure}"))
-        .expect("cookie values are hex")
-}
 
 fn clear_cookie(state: &AppState, name: &str, path: &str) -> HeaderValue {
     set_cookie(state, name, "", path, 0)
@@ -97,7 +91,7 @@ async fn start_intent(
 /// origin; anything else is refused, so the form cannot be made an open redirect).
 async fn sign_in(State(state): State<AppState>, _: SameOrigin, body: axum::body::Bytes) -> Result<Response, ApiError> {
     let text = std::str::from_utf8(&body).map_err(|_| ApiError::InvalidRequest("the form is not UTF-8".into()))?;
-    let form = super::dev_authorize::pairs(text);
+    let form = pairs(text);
     if form.iter().any(|(k, _)| k != RETURN_TO) || form.len() > 1 {
         return Err(ApiError::InvalidRequest("the sign-in form takes one optional return_to".into()));
     }

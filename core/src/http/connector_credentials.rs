@@ -11,8 +11,7 @@ use axum::{Form, Json, Router};
 use serde::Deserialize;
 
 use super::AppState;
-use super::embodiment::PAIRING_PAGE_PATH;
-use super::pages::{Page, SameOriginSession};
+use super::pages::{Page, SameOriginSession, to_pairing_page};
 use crate::domain::embodiment::PairingCreated;
 use crate::error::ApiError;
 use crate::service::embodiment::PairingRoom;
@@ -65,7 +64,7 @@ pub fn routes() -> Router<AppState> {
     Router::new()
         .route(ROTATE_PATH, post(rotate).fallback(method_not_allowed_post))
         .route(REVOKE_PATH, post(revoke).fallback(method_not_allowed_post))
-        .route(CREDENTIAL_FORM_PATH, post(credential_form).get(back))
+        .route(CREDENTIAL_FORM_PATH, post(credential_form).get(to_pairing_page))
 }
 
 async fn rotate(
@@ -84,11 +83,6 @@ async fn revoke(
     super::JsonBody(req): super::JsonBody<PairingRoom>,
 ) -> Result<Response, ApiError> {
     Ok(Json(state.services.embodiment.revoke_connector(&session, &binding_id, req).await?).into_response())
-}
-
-/// The form's action opened by `GET` (a reload after the post): the page, never a 405.
-pub(super) async fn back() -> Response {
-    super::sign_in_first::see_other(PAIRING_PAGE_PATH)
 }
 
 #[derive(Deserialize)]
@@ -126,5 +120,5 @@ async fn credential_form(
         return Ok(Page(PairingPage { rotated: Some(Rotated::of(created)), ..Default::default() }).into_response());
     }
     service.revoke_connector(&s, &f.environment_binding_id, room).await?;
-    Ok(back().await)
+    Ok(to_pairing_page().await)
 }

@@ -26,7 +26,7 @@ async fn method_not_allowed_post() -> ApiError {
 pub fn routes() -> Router<AppState> {
     Router::new()
         .route(REGION_PATH, post(set_region).fallback(method_not_allowed_post))
-        .route(REGION_FORM_PATH, post(region_form).get(super::connector_credentials::back))
+        .route(REGION_FORM_PATH, post(region_form).get(super::pages::to_pairing_page))
 }
 
 async fn set_region(
@@ -81,5 +81,5 @@ async fn region_form(
         _ => return Err(ApiError::InvalidRequest("op must be set or clear".into())),
     };
     state.services.embodiment.set_region(&s, &f.environment_binding_id, req).await?;
-    Ok(super::connector_credentials::back().await)
+    Ok(super::pages::to_pairing_page().await)
 }

@@ -18,7 +18,7 @@ use http::{HeaderMap, HeaderValue, StatusCode};
 use super::AppState;
 use super::dev_auth::{AUTHORIZE_PATH, OFFLINE_ACCESS};
 use super::dev_oidc::{LoginPage, identifier_ok, remember_identity, remembered_identity};
-use super::pages::{Csp, Page, SESSION_COOKIE, SameOrigin, cookie};
+use super::pages::{Csp, Page, SESSION_COOKIE, SameOrigin, cookie, pairs, single};
 use crate::config::{DEV_PROVIDER_CLIENT_ID, DEV_PROVIDER_PATH};
 use crate::domain::account::BrowserSecret;
 use crate::domain::random_hex;
@@ -34,25 +34,6 @@ use crate::service::records::oauth_grants::{
 pub const PENDING_TTL_SECS: i64 = 600;
 /// How long an authorization code lives.
 pub const CODE_TTL_SECS: i64 = 60;
-
-/// The `application/x-www-form-urlencoded` pairs of a query or form body, repeats kept.
-pub(super) fn pairs(encoded: &str) -> Vec<(String, String)> {
-    let url = reqwest::Url::parse(&format!("http://form.invalid/?{encoded}")).expect("a query parses");
-    url.query_pairs().map(|(k, v)| (k.into_owned(), v.into_owned())).collect()
-}
-
-/// The single value of `name`: None when absent, Err when sent twice with different values.
-pub(super) fn single<'a>(pairs: &'a [(String, String)], name: &str) -> Result<Option<&'a str>, ()> {
-    let mut found: Option<&str> = None;
-    for (k, v) in pairs.iter().filter(|(k, _)| k == name) {
-        match found {
-            Some(f) if f != v => return Err(()),
-            _ => found = Some(v.as_str()),
-        }
-        let _ = k;
-    }
-    Ok(found)
-}
 
 /// The RFC 8707 `resource` of a request: absent means this server's only resource; every
 /// value given (it may be repeated) must be the canonical resource.
@@ -298,8 +279,7 @@ async fn signed_in(
     };
     let mut res = Page(page).into_response();
     let max_age = state.services.config.browser.session_absolute.as_secs() as i64;
-    res.headers_mut()
-        .append(SET_COOKIE, super::account::set_cookie(state, SESSION_COOKIE, token.expose(), "/", max_age));
+    res.headers_mut().append(SET_COOKIE, super::pages::set_cookie(state, SESSION_COOKIE, token.expose(), "/", max_age));
     res.headers_mut().append(SET_COOKIE, remember_identity(state, subject, tenant));
     // The decision redirects to the client: the form may lead there.
     let csp = Csp::NoScript.policy(state);

@@ -107,7 +107,7 @@ impl FromRef<Dev> for AppState {
 }
 
 fn redirect_uri(state: &AppState) -> String {
-    format!("{}{}", state.services.config.public_base_url, super::account::CALLBACK_PATH)
+    format!("{}{}", state.services.config.public_base_url, super::pages::CALLBACK_PATH)
 }
 
 /// The provider, or None unless this is development with the provider enabled.
@@ -160,7 +160,7 @@ pub(super) fn remembered_identity(headers: &HeaderMap) -> Option<(String, String
 /// The cookie remembering a sign-in at the development provider (identifiers only).
 pub(super) fn remember_identity(state: &AppState, subject: &str, tenant: &str) -> HeaderValue {
     let max_age = state.services.config.browser.session_absolute.as_secs() as i64;
-    super::account::set_cookie(state, IDENTITY_COOKIE, &format!("{subject}|{tenant}"), "/", max_age)
+    super::pages::set_cookie(state, IDENTITY_COOKIE, &format!("{subject}|{tenant}"), "/", max_age)
 }
 
 fn bad(what: &str) -> ApiError {

@@ -17,8 +17,9 @@ use sha2::Digest;
 
 use super::AppState;
 use super::dev_auth::{DevAuthKey, OFFLINE_ACCESS, issuer_url};
-use super::dev_authorize::{pairs, resource_ok, single};
+use super::dev_authorize::resource_ok;
 use super::dev_oidc::{TokenForm, exchange};
+use super::pages::{pairs, single};
 use crate::config::DEV_PROVIDER_CLIENT_ID;
 use crate::domain::{random_hex, sha256_hex};
 use crate::error::ApiError;

@@ -14,7 +14,7 @@ use http::StatusCode;
 use http::request::Parts;
 
 use super::connector_credentials::PairingPage;
-use super::pages::{Asset, Csp, Page, Referrer, SameOriginSession, page_headers};
+use super::pages::{Asset, Csp, PAIRING_PAGE_PATH, Page, Referrer, SameOriginSession, page_headers};
 use super::ratelimit::WindowKey;
 use super::sign_in_first::PageSession;
 use super::{AppState, Group, JsonBody, pipeline};
@@ -26,7 +26,6 @@ use crate::error::ApiError;
 use crate::service::embodiment::AuthedConnector;
 use crate::service::embodiment::ClearStopRequest;
 
-pub const PAIRING_PAGE_PATH: &str = "/account/room-connectors";
 pub const PAIRINGS_PATH: &str = "/api/account/room-connectors/pairings";
 pub const CLEAR_STOP_PATH: &str = "/api/account/room-connectors/emergency-stop/clear";
 pub const PAIRING_SCRIPT_PATH: &str = "/account/static/room-connectors.js";

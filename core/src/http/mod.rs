@@ -78,7 +78,7 @@ impl AppState {
         let http = reqwest::Client::builder().timeout(std::time::Duration::from_secs(5)).build().expect("HTTP client");
         let verifier = Arc::new(TokenVerifier::new(&services.config.oauth, http));
         let oidc = services.config.browser.oidc.clone().map(|o| {
-            let redirect = format!("{}{}", services.config.public_base_url, account::CALLBACK_PATH);
+            let redirect = format!("{}{}", services.config.public_base_url, pages::CALLBACK_PATH);
             Arc::new(crate::auth::oidc::OidcClient::new(o, redirect))
         });
         let limits = Arc::new(RateLimits::new(services.store.clone()));

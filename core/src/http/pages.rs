@@ -8,10 +8,11 @@ use askama::Template;
 use axum::extract::{FromRef, FromRequestParts};
 use axum::response::{IntoResponse, Response};
 use http::header::{
-    CONTENT_SECURITY_POLICY, CONTENT_TYPE, COOKIE, ORIGIN, REFERRER_POLICY, X_CONTENT_TYPE_OPTIONS, X_FRAME_OPTIONS,
+    CONTENT_SECURITY_POLICY, CONTENT_TYPE, COOKIE, LOCATION, ORIGIN, REFERRER_POLICY, X_CONTENT_TYPE_OPTIONS,
+    X_FRAME_OPTIONS,
 };
 use http::request::Parts;
-use http::{HeaderMap, HeaderValue};
+use http::{HeaderMap, HeaderValue, StatusCode};
 use tower::ServiceBuilder;
 use tower::layer::util::{Identity, Stack};
 use tower_http::set_header::SetResponseHeaderLayer;
@@ -23,6 +24,12 @@ use crate::error::ApiError;
 use crate::service::sessions::Session;
 
 pub const SESSION_COOKIE: &str = "helix_session";
+/// The sign-in page a signed-out visitor is sent to.
+pub const SIGN_IN_PAGE: &str = "/account";
+/// Where the OpenID provider sends a browser back after sign-in.
+pub const CALLBACK_PATH: &str = "/account/callback";
+/// The action connectors' pairing page.
+pub const PAIRING_PAGE_PATH: &str = "/account/room-connectors";
 
 // ---------------------------------------------------------------------------------------------
 // The cookie, the session and the same-origin rule
@@ -276,6 +283,48 @@ pub fn page_headers_but_csp(referrer: Referrer) -> PageHeadersButCsp {
         .layer(SetResponseHeaderLayer::overriding(X_FRAME_OPTIONS, HeaderValue::from_static("DENY")))
         .layer(SetResponseHeaderLayer::overriding(X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff")))
         .layer(SetResponseHeaderLayer::overriding(REFERRER_POLICY, HeaderValue::from_static(referrer.value())))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Forms, cookies and redirects of the pages
+
+/// The `application/x-www-form-urlencoded` pairs of a query or form body, repeats kept.
+pub(super) fn pairs(encoded: &str) -> Vec<(String, String)> {
+    let url = reqwest::Url::parse(&format!("http://form.invalid/?{encoded}")).expect("a query parses");
+    url.query_pairs().map(|(k, v)| (k.into_owned(), v.into_owned())).collect()
+}
+
+/// The single value of `name`: None when absent, Err when sent twice with different values.
+pub(super) fn single<'a>(pairs: &'a [(String, String)], name: &str) -> Result<Option<&'a str>, ()> {
+    let mut found: Option<&str> = None;
+    for (k, v) in pairs.iter().filter(|(k, _)| k == name) {
+        match found {
+            Some(f) if f != v => return Err(()),
+            _ => found = Some(v.as_str()),
+        }
+        let _ = k;
+    }
+    Ok(found)
+}
+
+/// A `Set-Cookie` value: HttpOnly, SameSite=Lax, Secure when configured.
+pub(super) fn set_cookie(state: &AppState, name: &str, value: &str, path: &str, max_age: i64) -> HeaderValue {
+    let secure = if state.services.config.browser.secure_cookies { "; Secure" } else { "" };
+    HeaderValue::from_str(&format!("{name}={value}; Path={path}; HttpOnly; SameSite=Lax; Max-Age={max_age}{secure}"))
+        .expect("cookie values are hex")
+}
+
+/// `303 See Other` to a path of this origin.
+pub fn see_other(to: &str) -> Response {
+    let mut res = StatusCode::SEE_OTHER.into_response();
+    let to = HeaderValue::from_str(to).unwrap_or(HeaderValue::from_static(SIGN_IN_PAGE));
+    res.headers_mut().insert(LOCATION, to);
+    res
+}
+
+/// Back to the action connectors' pairing page (`303`): a form's answer, or `GET` on it.
+pub(super) async fn to_pairing_page() -> Response {
+    see_other(PAIRING_PAGE_PATH)
 }
 
 #[cfg(test)]

@@ -30,7 +30,6 @@ pub fn router() -> Router<AppState> {
         .route("/rooms/members/authority", post(member_authority).get(to_rooms))
         .route("/rooms/emergency-stop", post(emergency_stop).get(to_rooms))
         .route("/rooms/emergency-stop/clear", post(clear_stop).get(to_rooms))
-        .merge(super::room_embodiment::router())
 }
 
 /// A form's action opened by `GET` (a reload or a revisit after the post): the page it
@@ -93,7 +92,7 @@ async fn rooms_page(
 }
 
 pub(super) fn back() -> Response {
-    super::sign_in_first::see_other("/rooms")
+    super::pages::see_other("/rooms")
 }
 
 #[derive(Deserialize)]

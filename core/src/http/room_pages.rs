@@ -18,6 +18,7 @@ pub fn router(state: AppState) -> Router {
         .route("/chat", get(chat_page))
         .route("/chat/static/chat.js", get(chat_script))
         .merge(super::room_admin::router())
+        .merge(super::room_embodiment::router())
         .layer(axum::middleware::from_fn_with_state((state.clone(), Group::Account), pipeline))
         .layer(page_headers(&state, Csp::SameOriginScript, Referrer::SameOrigin))
         .with_state(state)

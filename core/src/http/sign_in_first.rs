@@ -6,17 +6,14 @@
 
 use axum::extract::FromRequestParts;
 use axum::response::{IntoResponse, Response};
-use http::header::LOCATION;
+use http::Uri;
 use http::request::Parts;
-use http::{HeaderValue, StatusCode, Uri};
 
 use super::AppState;
-use super::pages::session_of;
+use super::pages::{SIGN_IN_PAGE, pairs, see_other, session_of};
 use crate::domain::account::ReturnPath;
 use crate::service::sessions::Session;
 
-/// The sign-in page a signed-out visitor is sent to.
-pub const SIGN_IN_PAGE: &str = "/account";
 pub const RETURN_TO: &str = "return_to";
 
 /// A signed-in browser on a page (read-only: whatever acts takes
@@ -33,14 +30,6 @@ impl FromRequestParts<AppState> for PageSession {
             Err(e) => Err(e.into_response()),
         }
     }
-}
-
-/// `303 See Other` to a path of this origin.
-pub fn see_other(to: &str) -> Response {
-    let mut res = StatusCode::SEE_OTHER.into_response();
-    let to = HeaderValue::from_str(to).unwrap_or(HeaderValue::from_static(SIGN_IN_PAGE));
-    res.headers_mut().insert(LOCATION, to);
-    res
 }
 
 /// The sign-in page that comes back to `uri` (its path and query) when that is a return
@@ -68,7 +57,7 @@ pub fn with_return_to(path: &str, back: Option<&ReturnPath>) -> String {
 /// The `return_to` of a query, if it is one valid return path (absent, repeated or unsafe:
 /// none, so the sign-in lands on the account page).
 pub fn return_to_of_query(raw: Option<&str>) -> Option<ReturnPath> {
-    let pairs = super::dev_authorize::pairs(raw.unwrap_or(""));
+    let pairs = pairs(raw.unwrap_or(""));
     let mut values = pairs.iter().filter(|(k, _)| k == RETURN_TO).map(|(_, v)| v);
     let first = values.next()?;
     if values.next().is_some() {
