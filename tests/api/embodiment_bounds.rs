@@ -4,8 +4,8 @@
 //! connector instead of accepting, and at dispatch when the region changed), `expired`
 //! (queued too long) and `paused: lease_lapsed` (resume re-takes the lease).
 
-use helix_core::domain::embodiment::action_schema_hash;
 use helix_core::config::EmbodimentConfig;
+use helix_core::domain::embodiment::action_schema_hash;
 use helix_core::service::embodiment::ACTIONS_PER_MINUTE;
 use helix_integration_tests::*;
 use reqwest::Method;

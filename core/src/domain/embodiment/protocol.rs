@@ -83,7 +83,9 @@ pub enum AckStatus {
     Accepted,
     /// The step is under way.
     Progress,
-    /// The step finished; `observation` says what the world looks like now.
+    /// The step finished; `observation` says what the world looks like now. Without one
+    /// (its effect not readable yet, e.g. a chat echo) the workflow is `verifying` until a
+    /// later `completed` of the same command carries it.
     Completed,
     /// The step failed without changing the world (`reason`).
     Failed,

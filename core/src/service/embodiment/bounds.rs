@@ -202,7 +202,9 @@ impl EmbodimentService {
     /// A status read expires a queued workflow past its queue time (lazily: the
     /// emulator's TTL is not relied on); answers the workflow as it is now.
     pub(super) async fn expire_if_due(&self, w: WorkflowRecord) -> Result<WorkflowRecord, ApiError> {
-        if w.state != WorkflowState::Queued || self.clock.epoch() - queued_since(&w) <= self.config.embodiment.queue_ttl_secs {
+        if w.state != WorkflowState::Queued
+            || self.clock.epoch() - queued_since(&w) <= self.config.embodiment.queue_ttl_secs
+        {
             return Ok(w);
         }
         self.settle(&w, WorkflowState::Expired, Some(QUEUE_EXPIRED)).await?;
@@ -303,7 +305,9 @@ mod tests {
         boxed.region = Some(RegionBox { min: p(0, 0, 0), max: p(1, 1, 1) });
         w.steps = vec![Step::LookAt(p(5, 5, 5))];
         assert_eq!(gate(&boxed, &w, 1600, TTL), Some((WorkflowState::Rejected, "out_of_region")));
-        for (state, _) in [gate(&b, &w, 2000, TTL), gate(&boxed, &w, 1600, TTL), gate(&b, &w, 9999, TTL)].into_iter().flatten() {
+        for (state, _) in
+            [gate(&b, &w, 2000, TTL), gate(&boxed, &w, 1600, TTL), gate(&b, &w, 9999, TTL)].into_iter().flatten()
+        {
             assert!(WorkflowState::Queued.may_become(state));
         }
         w.state = WorkflowState::Dispatched;
