@@ -38,6 +38,9 @@ SCOPES = "helix.agent_runs.read helix.agent_runs.write helix.data.research_libra
 # Longest wait for any one page or element to settle: generous, the test runs on loaded
 # machines; a wait that passes returns as soon as its condition holds.
 WAIT = 30
+# Longest any one WebDriver command may take (axe-core's run is the slowest, bounded at 60 s
+# by its own script timeout); Selenium's own default is to wait forever.
+COMMAND_TIMEOUT = 120
 
 
 def check(cond, what):
@@ -69,10 +72,14 @@ def bearer(data_dir):
     return signing + "." + b64url(sig)
 
 
-def request(url, token, body, headers=None):
-    req = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST")
-    req.add_header("Authorization", f"Bearer {token}")
-    req.add_header("Content-Type", "application/json")
+def call(method, url, token=None, body=None, headers=None):
+    """One HTTP request (a JSON body, a bearer when `token`): (status, parsed JSON answer)."""
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(url, data=data, method=method)
+    if token:
+        req.add_header("Authorization", f"Bearer {token}")
+    if body is not None:
+        req.add_header("Content-Type", "application/json")
     for k, v in (headers or {}).items():
         req.add_header(k, v)
     try:
@@ -80,6 +87,10 @@ def request(url, token, body, headers=None):
             return res.status, json.loads(res.read() or b"null")
     except urllib.error.HTTPError as e:
         return e.code, json.loads(e.read() or b"null")
+
+
+def request(url, token, body, headers=None):
+    return call("POST", url, token, body, headers)
 
 
 def rest_start(base, token, key):
@@ -95,6 +106,54 @@ def mcp_tools_list(base, token):
     headers = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2026-07-28",
                "Mcp-Method": "tools/list"}
     return request(f"{base}/mcp", token, body, headers)
+
+
+def server_env(extra_env=None):
+    """The environment `helix serve` and the CLI run with here: this process's, without
+    HELIX_ENV, plus `extra_env`."""
+    env = {k: v for k, v in os.environ.items() if k != "HELIX_ENV"}
+    env.update(extra_env or {})
+    return env
+
+
+def serve(data_dir, port, extra_env=None):
+    """Starts `helix serve` on 127.0.0.1:`port` over `data_dir` (environment: server_env),
+    its output in `data_dir`/serve.log. Returns (process, log file); wait_ready waits for it,
+    report_failure prints the log's tail, stop ends it."""
+    log = open(Path(data_dir) / "serve.log", "w")
+    proc = subprocess.Popen([HELIX_BIN, "serve", "--addr", f"127.0.0.1:{port}", "--data-dir", data_dir],
+                            stdout=log, stderr=subprocess.STDOUT, env=server_env(extra_env))
+    return proc, log
+
+
+def helix(*args, env=None):
+    """Runs the helix CLI with `args` (environment: `env`, or this process's) and returns its
+    output, stripped; a failed command raises CalledProcessError."""
+    return subprocess.run([HELIX_BIN, *args], capture_output=True, text=True, env=env, check=True).stdout.strip()
+
+
+def helix_check(data_dir, *args):
+    """Runs the helix CLI with `args` over `data_dir` (environment: server_env) as a check
+    (`ok - helix <command> succeeded`, or a failure with its stderr's tail) and returns its
+    output, stripped."""
+    out = subprocess.run([HELIX_BIN, *args, "--data-dir", data_dir], env=server_env(), capture_output=True,
+                         text=True)
+    check(out.returncode == 0, f"helix {args[0]} succeeded: {out.stderr[-300:]}")
+    return out.stdout.strip()
+
+
+def chromium(window="1280,1000", page_load_timeout=60):
+    """A headless Chromium (CHROMIUM through CHROMEDRIVER) with a `window` ("width,height")
+    and a page load timeout in seconds. Every WebDriver command is bounded too (COMMAND_TIMEOUT):
+    a command the browser never answers fails the test with its name instead of holding it."""
+    options = Options()
+    options.binary_location = CHROMIUM
+    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", f"--window-size={window}"):
+        options.add_argument(arg)
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    driver.command_executor.client_config.timeout = COMMAND_TIMEOUT
+    driver.set_page_load_timeout(page_load_timeout)
+    return driver
 
 
 def wait_ready(base, proc):
@@ -181,6 +240,7 @@ def expect(driver, what, read, ok):
 PAGE_STATE = """
 return {url: document.URL, ready: document.readyState,
         marker: document.querySelector(arguments[0]) !== null,
+        clicked: window.__helixClicked === true,
         html: document.documentElement.outerHTML};
 """
 
@@ -188,12 +248,14 @@ return {url: document.URL, ready: document.readyState,
 def on_page(driver, what, url_ok, marker):
     """Waits until the browser shows the expected page: its URL satisfies `url_ok`, it is fully
     loaded, and `marker` (a CSS selector of an element only that page, in that state, has) is
-    present. Returns the page state (url, html) read from that document."""
+    present. A document `click` left is never the page arrived on (a form that posts back to
+    its own address shows the same URL and markers until the new document replaces it).
+    Returns the page state (url, html) read from that document."""
     state = until(
         driver,
         f"on {what}",
         lambda d: d.execute_script(PAGE_STATE, marker),
-        lambda s: url_ok(s["url"]) and s["ready"] == "complete" and s["marker"],
+        lambda s: url_ok(s["url"]) and s["ready"] == "complete" and s["marker"] and not s["clicked"],
     )
     print(f"ok - on {what}")
     axe.audit(driver, what, ARTIFACTS)  # every page a test arrives on: axe-core, keyboard, screenshot
@@ -203,8 +265,10 @@ def on_page(driver, what, url_ok, marker):
 def click(driver, css, what):
     """Clicks the element `css` of the current, settled page, found afresh. If the click's own
     answer races the navigation it started, that is not an error: the caller's wait for the
-    next page is the check that the click worked."""
+    next page is the check that the click worked. The clicked document is marked, so
+    `on_page` waits for the document that replaces it."""
     element = driver.find_element(By.CSS_SELECTOR, css)
+    driver.execute_script("window.__helixClicked = true")
     try:
         element.click()
     except WebDriverException as e:
@@ -232,6 +296,20 @@ def dev_provider_login(driver, base, marker, what):
               lambda v: v == value)
     click(driver, "#dev-sign-in", "dev-sign-in")
     return on_page(driver, what, lambda u: u == f"{base}/account", marker)
+
+
+def sign_in_as(driver, base, subject, tenant):
+    """Signs `subject` of `tenant` in through the development provider, from /account."""
+    driver.get(f"{base}/account")
+    on_page(driver, f"/account, signed out ({subject})", lambda u: u == f"{base}/account", "#sign-in")
+    click(driver, "#sign-in", "sign-in")
+    on_page(driver, "the development provider", lambda u: u.startswith(f"{base}/dev-oidc/authorize?"), "#dev-sign-in")
+    for field, value in (("subject", subject), ("tenant", tenant)):
+        el = driver.find_element(By.ID, field)
+        el.clear()
+        el.send_keys(value)
+    click(driver, "#dev-sign-in", "dev-sign-in")
+    on_page(driver, f"/account after sign-in ({subject})", lambda u: u == f"{base}/account", "#account-ref")
 
 
 def report_failure(driver, log, data_dir, name):
@@ -263,19 +341,11 @@ def main():
     data_dir = tempfile.mkdtemp(prefix="helix-browser-")
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    env = {k: v for k, v in os.environ.items() if k != "HELIX_ENV"}
-    log = open(Path(data_dir) / "serve.log", "w")
-    proc = subprocess.Popen([HELIX_BIN, "serve", "--addr", f"127.0.0.1:{port}", "--data-dir", data_dir],
-                            stdout=log, stderr=subprocess.STDOUT, env=env)
+    proc, log = serve(data_dir, port)
     driver = None
     try:
         wait_ready(base, proc)
-        options = Options()
-        options.binary_location = CHROMIUM
-        for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1280,1000"):
-            options.add_argument(arg)
-        driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-        driver.set_page_load_timeout(60)
+        driver = chromium("1280,1000", page_load_timeout=60)
 
         account = f"{base}/account"
         at_account = lambda u: u == account  # noqa: E731

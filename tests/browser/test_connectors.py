@@ -10,41 +10,19 @@ CHROMIUM_BIN, CHROMEDRIVER_BIN). Exits non-zero on the first failed check.
 """
 
 import json
-import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from selenium import webdriver
-from selenium.webdriver.chrome.options import Options
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_account import ARTIFACTS, CHROMEDRIVER, CHROMIUM, HELIX_BIN, check, click, free_port, on_page, report_failure, shot, stop, wait_ready  # noqa: E402
-from test_sources import call  # noqa: E402
+from test_account import (ARTIFACTS, call, check, chromium, click, free_port, helix, on_page, report_failure, serve,  # noqa: E402
+                          server_env, shot, sign_in_as, stop, wait_ready)
 
 SUBJECT, TENANT = "connector-owner", "connector-tenant"
 SCOPES = "helix.rooms.read helix.rooms.manage helix.environment_actions.read helix.environment_actions.write"
-
-
-def helix(*args, env=None):
-    return subprocess.run([HELIX_BIN, *args], capture_output=True, text=True, env=env, check=True).stdout.strip()
-
-
-def sign_in(driver, base):
-    driver.get(f"{base}/account")
-    on_page(driver, "/account, signed out", lambda u: u == f"{base}/account", "#sign-in")
-    click(driver, "#sign-in", "sign-in")
-    on_page(driver, "the development provider", lambda u: u.startswith(f"{base}/dev-oidc/authorize?"), "#dev-sign-in")
-    for field, value in (("subject", SUBJECT), ("tenant", TENANT)):
-        el = driver.find_element(By.ID, field)
-        el.clear()
-        el.send_keys(value)
-    click(driver, "#dev-sign-in", "dev-sign-in")
-    on_page(driver, "/account after sign-in", lambda u: u == f"{base}/account", "#account-ref")
 
 
 def fill(driver, values):
@@ -103,13 +81,11 @@ def main():
     data_dir = tempfile.mkdtemp(prefix="helix-connectors-")
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    env = {k: v for k, v in os.environ.items() if k != "HELIX_ENV"}
+    env = server_env()
     # The operator path runs before the server (the embedded store is single-process).
     token = helix("dev-token", "--data-dir", data_dir, "--subject", SUBJECT, "--tenant", TENANT, "--scope", SCOPES, env=env)
     helix("account", "policy", "--data-dir", data_dir, "--subject", SUBJECT, "--tenant", TENANT, "--developer", "true", env=env)
-    log = open(Path(data_dir) / "serve.log", "w")
-    proc = subprocess.Popen([HELIX_BIN, "serve", "--addr", f"127.0.0.1:{port}", "--data-dir", data_dir],
-                            stdout=log, stderr=subprocess.STDOUT, env=env)
+    proc, log = serve(data_dir, port)
     driver = None
     try:
         wait_ready(base, proc)
@@ -117,13 +93,8 @@ def main():
                             {"Idempotency-Key": "e2e-conn-room-01"})
         check(status == 201, f"room created ({status})")
         room_id = room["room_id"]
-        options = Options()
-        options.binary_location = CHROMIUM
-        for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1280,1000"):
-            options.add_argument(arg)
-        driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-        driver.set_page_load_timeout(30)
-        sign_in(driver, base)
+        driver = chromium("1280,1000", page_load_timeout=30)
+        sign_in_as(driver, base, SUBJECT, TENANT)
 
         driver.get(f"{base}/account/room-connectors")
         on_page(driver, "the pairing page", lambda u: u == f"{base}/account/room-connectors", "#pair-form")

@@ -9,8 +9,6 @@ Usage: python tests/browser/test_console.py  (env as test_account.py).
 """
 
 import json
-import os
-import subprocess
 import sys
 import tempfile
 import threading
@@ -22,9 +20,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import test_account as base  # noqa: E402  (shared helpers: serve, screenshots, waits)
 
-from selenium import webdriver  # noqa: E402
-from selenium.webdriver.chrome.options import Options  # noqa: E402
-from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 
 check, shot, until, expect = base.check, base.shot, base.until, base.expect
@@ -42,15 +37,8 @@ class NeverAnswers(BaseHTTPRequestHandler):
         pass
 
 
-def helix(data_dir, *args):
-    env = {k: v for k, v in os.environ.items() if k != "HELIX_ENV"}
-    out = subprocess.run([base.HELIX_BIN, *args, "--data-dir", data_dir], env=env, capture_output=True, text=True)
-    check(out.returncode == 0, f"helix {args[0]} succeeded: {out.stderr[-300:]}")
-    return out.stdout.strip()
-
-
 def token(data_dir, subject, tenant):
-    return helix(data_dir, "dev-token", "--subject", subject, "--tenant", tenant, "--scope", SCOPES)
+    return base.helix_check(data_dir, "dev-token", "--subject", subject, "--tenant", tenant, "--scope", SCOPES)
 
 
 def start(url, bearer, key, objective):
@@ -73,19 +61,15 @@ def main():
     a = token(data_dir, "alice", "t1")
     b = token(data_dir, "alice", "t2")  # a second agent binding of the same account
     bob = token(data_dir, "bob", "t1")
-    cookie = helix(data_dir, "dev-session", "--subject", "alice", "--tenant", "t1")
+    cookie = base.helix_check(data_dir, "dev-session", "--subject", "alice", "--tenant", "t1")
 
     ask = ThreadingHTTPServer(("127.0.0.1", 0), NeverAnswers)
     ask.daemon_threads = True
     threading.Thread(target=ask.serve_forever, daemon=True).start()
     port = base.free_port()
     url = f"http://127.0.0.1:{port}"
-    env = {k: v for k, v in os.environ.items() if k != "HELIX_ENV"}
-    env.update({"HELIX_ASK_ENDPOINT": f"http://127.0.0.1:{ask.server_address[1]}/turns",
-                "HELIX_AGENT_TURN_TIMEOUT_MS": "60000"})
-    log = open(Path(data_dir) / "serve.log", "w")
-    proc = subprocess.Popen([base.HELIX_BIN, "serve", "--addr", f"127.0.0.1:{port}", "--data-dir", data_dir],
-                            stdout=log, stderr=subprocess.STDOUT, env=env)
+    proc, log = base.serve(data_dir, port, {"HELIX_ASK_ENDPOINT": f"http://127.0.0.1:{ask.server_address[1]}/turns",
+                                            "HELIX_AGENT_TURN_TIMEOUT_MS": "60000"})
     driver = None
     try:
         base.wait_ready(url, proc)
@@ -93,12 +77,7 @@ def main():
         start(url, b, "console-browser-b1", "Read the sphere-plate papers")
         start(url, bob, "console-browser-x1", "Bob keeps this one private")
 
-        options = Options()
-        options.binary_location = base.CHROMIUM
-        for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1400,1000"):
-            options.add_argument(arg)
-        driver = webdriver.Chrome(service=Service(base.CHROMEDRIVER), options=options)
-        driver.set_page_load_timeout(30)
+        driver = base.chromium("1400,1000", page_load_timeout=30)
         driver.get(f"{url}/runs")
         base.on_page(driver, "/runs signed out: sent to sign in", lambda u: u == f"{url}/account?return_to=%2Fruns",
                      "#sign-in")

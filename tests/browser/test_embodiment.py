@@ -12,7 +12,6 @@ CHROMIUM_BIN, CHROMEDRIVER_BIN). Exits non-zero on the first failed check.
 """
 
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -20,25 +19,18 @@ import time
 import uuid
 from pathlib import Path
 
-from selenium import webdriver
-from selenium.webdriver.chrome.options import Options
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_account import ARTIFACTS, CHROMEDRIVER, CHROMIUM, HELIX_BIN, check, click, free_port, on_page, report_failure, shot, stop, wait_ready  # noqa: E402
-from test_sources import call  # noqa: E402
+from test_account import (ARTIFACTS, HELIX_BIN, call, check, chromium, click, free_port, helix, on_page, report_failure,  # noqa: E402
+                          serve, server_env, shot, sign_in_as, stop, wait_ready)
 
 OWNER, MEMBER, TENANT = "embodiment-owner", "embodiment-member", "embodiment-tenant"
 SCOPES = "helix.rooms.read helix.rooms.manage helix.environment_actions.read helix.environment_actions.write"
 # Sixteen 200-tick waits: minutes of polls at the simulator's pace, so it is running when stopped.
 LONG = {"type": "sequence", "steps": [{"type": "wait", "ticks": 200}] * 16}
 OPEN = ("queued", "dispatched", "running", "verifying")
-
-
-def helix(*args, env=None):
-    return subprocess.run([HELIX_BIN, *args], capture_output=True, text=True, env=env, check=True).stdout.strip()
 
 
 def tool(base, token, name, arguments):
@@ -84,29 +76,6 @@ def by_name(env, name):
     return next(s for s in env["subjects"] if s["display_name"] == name)
 
 
-def browser():
-    options = Options()
-    options.binary_location = CHROMIUM
-    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1280,1200"):
-        options.add_argument(arg)
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-    driver.set_page_load_timeout(30)
-    return driver
-
-
-def sign_in(driver, base, subject):
-    driver.get(f"{base}/account")
-    on_page(driver, f"/account, signed out ({subject})", lambda u: u == f"{base}/account", "#sign-in")
-    click(driver, "#sign-in", "sign-in")
-    on_page(driver, "the development provider", lambda u: u.startswith(f"{base}/dev-oidc/authorize?"), "#dev-sign-in")
-    for field, value in (("subject", subject), ("tenant", TENANT)):
-        el = driver.find_element(By.ID, field)
-        el.clear()
-        el.send_keys(value)
-    click(driver, "#dev-sign-in", "dev-sign-in")
-    on_page(driver, f"/account after sign-in ({subject})", lambda u: u == f"{base}/account", "#account-ref")
-
-
 def rooms_page(driver, base, marker, what):
     return on_page(driver, what, lambda u: u == f"{base}/rooms", marker)
 
@@ -120,16 +89,14 @@ def main():
     data_dir = tempfile.mkdtemp(prefix="helix-embodiment-")
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    env = {k: v for k, v in os.environ.items() if k != "HELIX_ENV"}
+    env = server_env()
     # The operator path runs before the server (the embedded store is single-process).
     owner = helix("dev-token", "--data-dir", data_dir, "--subject", OWNER, "--tenant", TENANT, "--scope", SCOPES, env=env)
     member = helix("dev-token", "--data-dir", data_dir, "--subject", MEMBER, "--tenant", TENANT, "--scope", SCOPES,
                    env=env)
     helix("account", "policy", "--data-dir", data_dir, "--subject", OWNER, "--tenant", TENANT, "--developer", "true",
           env=env)
-    log = open(Path(data_dir) / "serve.log", "w")
-    proc = subprocess.Popen([HELIX_BIN, "serve", "--addr", f"127.0.0.1:{port}", "--data-dir", data_dir],
-                            stdout=log, stderr=subprocess.STDOUT, env=env)
+    proc, log = serve(data_dir, port)
     driver, other, sim = None, None, None
     sim_log = Path(data_dir) / "connector-sim.log"
     try:
@@ -138,8 +105,8 @@ def main():
                             {"Idempotency-Key": "e2e-emb-room-01"})
         check(status == 201, f"room created ({status})")
         room_id = room["room_id"]
-        driver = browser()
-        sign_in(driver, base, OWNER)
+        driver = chromium("1280,1200", page_load_timeout=30)
+        sign_in_as(driver, base, OWNER, TENANT)
 
         # The owner pairs a connector on the page and runs connector-sim with its config.
         driver.get(f"{base}/account/room-connectors")
@@ -177,7 +144,7 @@ def main():
         rooms_page(driver, base, "button.emergency-stop", "/rooms as the owner")
         shot(driver, "embodiment-01-owner-rooms")
         click(driver, "button.emergency-stop", "Emergency Stop")
-        rooms_page(driver, base, "#identities", "/rooms after the stop")
+        rooms_page(driver, base, "#identities .room-stop-active", "/rooms after the stop")
         v = workflow(base, owner, room_id, wa["workflow_ref"])
         check((v["status"], v["reason"]) == ("stopped", "emergency_stop"), f"the workflow is stopped ({v['status']})")
         check(refused(act(base, owner, room_id, {"type": "wait", "ticks": 1}), "emergency_stop_active"),
@@ -195,8 +162,8 @@ def main():
         click(driver, "button.create-invite", "Create invite")
         on_page(driver, "the invite code", lambda u: u.endswith("/rooms/invite"), "#invite-code")
         code = driver.find_element(By.ID, "invite-code").text.strip()
-        other = browser()
-        sign_in(other, base, MEMBER)
+        other = chromium("1280,1200", page_load_timeout=30)
+        sign_in_as(other, base, MEMBER, TENANT)
         other.get(f"{base}/rooms")
         rooms_page(other, base, "#join-code", "/rooms as the member, before joining")
         other.find_element(By.ID, "join-code").send_keys(code)

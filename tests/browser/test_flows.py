@@ -11,8 +11,6 @@ the form's address by GET, which a reload or a revisit of that address sends.
 Usage: python tests/browser/test_flows.py  (env as test_account.py).
 """
 
-import os
-import subprocess
 import sys
 import tempfile
 import uuid
@@ -23,9 +21,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import test_account as base  # noqa: E402  (shared helpers: serve, bearer, screenshots, waits)
 from test_rooms import Agent  # noqa: E402
 
-from selenium import webdriver  # noqa: E402
-from selenium.webdriver.chrome.options import Options  # noqa: E402
-from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 
 check, shot, click, on_page, expect = base.check, base.shot, base.click, base.on_page, base.expect
@@ -89,19 +84,11 @@ def main():
     data_dir = tempfile.mkdtemp(prefix="helix-flows-browser-")
     port = base.free_port()
     url = f"http://127.0.0.1:{port}"
-    env = {k: v for k, v in os.environ.items() if k != "HELIX_ENV"}
-    log = open(Path(data_dir) / "serve.log", "w")
-    proc = subprocess.Popen([base.HELIX_BIN, "serve", "--addr", f"127.0.0.1:{port}", "--data-dir", data_dir],
-                            stdout=log, stderr=subprocess.STDOUT, env=env)
+    proc, log = base.serve(data_dir, port)
     driver = None
     try:
         base.wait_ready(url, proc)
-        options = Options()
-        options.binary_location = base.CHROMIUM
-        for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1280,1000"):
-            options.add_argument(arg)
-        driver = webdriver.Chrome(service=Service(base.CHROMEDRIVER), options=options)
-        driver.set_page_load_timeout(60)
+        driver = base.chromium("1280,1000", page_load_timeout=60)
 
         # Signed out, each page sends the visitor to sign in, and back to it after.
         for page, marker in PAGES:

@@ -16,8 +16,6 @@ Usage: python tests/browser/test_mcp_app.py  (env as test_account.py).
 """
 
 import json
-import os
-import subprocess
 import sys
 import tempfile
 import threading
@@ -28,9 +26,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import test_account as base  # noqa: E402  (shared helpers: serve, screenshots, waits)
 
-from selenium import webdriver  # noqa: E402
-from selenium.webdriver.chrome.options import Options  # noqa: E402
-from selenium.webdriver.chrome.service import Service  # noqa: E402
 
 check, shot, expect = base.check, base.shot, base.expect
 SCOPES = "helix.agent_runs.read helix.agent_runs.write helix.data.research_library.read"
@@ -158,13 +153,6 @@ class Host(BaseHTTPRequestHandler):
         pass
 
 
-def helix(data_dir, *args):
-    env = {k: v for k, v in os.environ.items() if k != "HELIX_ENV"}
-    out = subprocess.run([base.HELIX_BIN, *args, "--data-dir", data_dir], env=env, capture_output=True, text=True)
-    check(out.returncode == 0, f"helix {args[0]} succeeded: {out.stderr[-300:]}")
-    return out.stdout.strip()
-
-
 def in_view(driver, script):
     """Runs `script` inside the view's iframe and returns its value (back in the host page after)."""
     driver.switch_to.frame(driver.find_element("id", "app"))
@@ -185,13 +173,10 @@ def render(driver, host_url, tool, arguments, result):
 
 def main():
     data_dir = tempfile.mkdtemp(prefix="helix-mcp-app-browser-")
-    token = helix(data_dir, "dev-token", "--subject", "alice", "--tenant", "t1", "--scope", SCOPES)
+    token = base.helix_check(data_dir, "dev-token", "--subject", "alice", "--tenant", "t1", "--scope", SCOPES)
     port = base.free_port()
     url = f"http://127.0.0.1:{port}"
-    env = {k: v for k, v in os.environ.items() if k != "HELIX_ENV"}
-    log = open(Path(data_dir) / "serve.log", "w")
-    proc = subprocess.Popen([base.HELIX_BIN, "serve", "--addr", f"127.0.0.1:{port}", "--data-dir", data_dir],
-                            stdout=log, stderr=subprocess.STDOUT, env=env)
+    proc, log = base.serve(data_dir, port)
     hosting = ThreadingHTTPServer(("127.0.0.1", 0), Host)
     hosting.daemon_threads = True
     threading.Thread(target=hosting.serve_forever, daemon=True).start()
@@ -223,12 +208,7 @@ def main():
               f"the first turn asks a question ({run['completion_status']})")
         prompt = run["pending_questions"][0]["prompt"]
 
-        options = Options()
-        options.binary_location = base.CHROMIUM
-        for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1000,1400"):
-            options.add_argument(arg)
-        driver = webdriver.Chrome(service=Service(base.CHROMEDRIVER), options=options)
-        driver.set_page_load_timeout(30)
+        driver = base.chromium("1000,1400", page_load_timeout=30)
 
         # View 1: the continue result of a run waiting on a question.
         render(driver, host_url, tools["helix_run_continue"], cont_args, asked)
@@ -295,22 +275,10 @@ def main():
         shot(driver, "mcp-app-03-terminal-product")
         print("ok - MCP App run view")
     except BaseException:
-        if driver is not None:
-            try:
-                shot(driver, "mcp-app-failure")
-            except Exception:  # noqa: BLE001
-                pass
-        log.flush()
-        print((Path(data_dir) / "serve.log").read_text()[-3000:], file=sys.stderr)
+        base.report_failure(driver, log, data_dir, "mcp-app-failure")
         raise
     finally:
-        if driver is not None:
-            driver.quit()
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        base.stop(driver, proc)
         hosting.shutdown()
 
 

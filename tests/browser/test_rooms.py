@@ -9,8 +9,8 @@ Usage: python tests/browser/test_rooms.py  (env as test_account.py).
 """
 
 import json
-import os
 import sys
+import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -18,14 +18,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import test_account as base  # noqa: E402  (shared helpers: serve, bearer, screenshots, login)
 
-from selenium import webdriver  # noqa: E402
-from selenium.webdriver.chrome.options import Options  # noqa: E402
-from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
-
-import subprocess  # noqa: E402
-import tempfile  # noqa: E402
 
 check, shot = base.check, base.shot
 SCOPES = ("helix.agent_runs.read helix.agent_runs.write helix.rooms.read helix.rooms.manage "
@@ -64,19 +58,11 @@ def main():
     data_dir = tempfile.mkdtemp(prefix="helix-rooms-browser-")
     port = base.free_port()
     url = f"http://127.0.0.1:{port}"
-    env = {k: v for k, v in os.environ.items() if k != "HELIX_ENV"}
-    log = open(Path(data_dir) / "serve.log", "w")
-    proc = subprocess.Popen([base.HELIX_BIN, "serve", "--addr", f"127.0.0.1:{port}", "--data-dir", data_dir],
-                            stdout=log, stderr=subprocess.STDOUT, env=env)
+    proc, log = base.serve(data_dir, port)
     driver = None
     try:
         base.wait_ready(url, proc)
-        options = Options()
-        options.binary_location = base.CHROMIUM
-        for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1400,1000"):
-            options.add_argument(arg)
-        driver = webdriver.Chrome(service=Service(base.CHROMEDRIVER), options=options)
-        driver.set_page_load_timeout(30)
+        driver = base.chromium("1400,1000", page_load_timeout=30)
 
         # Sign in and allow agents (so the agent's bearer of this identity is admitted).
         at_provider = lambda u: u.startswith(f"{url}/dev-oidc/authorize?")  # noqa: E731

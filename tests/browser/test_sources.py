@@ -12,61 +12,22 @@ CHROMIUM_BIN, CHROMEDRIVER_BIN). Exits non-zero on the first failed check.
 """
 
 import json
-import os
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
-from selenium import webdriver
-from selenium.webdriver.chrome.options import Options
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_account import ARTIFACTS, CHROMEDRIVER, CHROMIUM, HELIX_BIN, check, click, free_port, on_page, report_failure, shot, stop, wait_ready  # noqa: E402
+from test_account import (ARTIFACTS, HELIX_BIN, call, check, chromium, click, free_port, helix, on_page,  # noqa: E402
+                          report_failure, serve, server_env, shot, sign_in_as, stop, wait_ready)
 
 SUBJECT, TENANT = "source-developer", "source-tenant"
 SCOPES = "helix.agent_runs.read helix.agent_runs.write helix.rooms.read helix.rooms.manage helix.room_sources.manage"
 MAX_AGE_MS = 4000
-
-
-def call(method, url, token=None, body=None, headers=None):
-    data = None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(url, data=data, method=method)
-    if token:
-        req.add_header("Authorization", f"Bearer {token}")
-    if body is not None:
-        req.add_header("Content-Type", "application/json")
-    for k, v in (headers or {}).items():
-        req.add_header(k, v)
-    try:
-        with urllib.request.urlopen(req, timeout=30) as res:
-            return res.status, json.loads(res.read() or b"null")
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read() or b"null")
-
-
-def helix(*args, env=None):
-    out = subprocess.run([HELIX_BIN, *args], capture_output=True, text=True, env=env, check=True)
-    return out.stdout.strip()
-
-
-def sign_in(driver, base):
-    driver.get(f"{base}/account")
-    on_page(driver, "/account, signed out", lambda u: u == f"{base}/account", "#sign-in")
-    click(driver, "#sign-in", "sign-in")
-    on_page(driver, "the development provider", lambda u: u.startswith(f"{base}/dev-oidc/authorize?"), "#dev-sign-in")
-    for field, value in (("subject", SUBJECT), ("tenant", TENANT)):
-        el = driver.find_element(By.ID, field)
-        el.clear()
-        el.send_keys(value)
-    click(driver, "#dev-sign-in", "dev-sign-in")
-    on_page(driver, "/account after sign-in", lambda u: u == f"{base}/account", "#account-ref")
 
 
 def claim_in_page(driver, claim_url, handle):
@@ -101,15 +62,13 @@ def main():
     data_dir = tempfile.mkdtemp(prefix="helix-sources-")
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    env = {k: v for k, v in os.environ.items() if k != "HELIX_ENV"}
-    env["HELIX_AGENT_DATABASE_SCOPES"] = "research_library,bound_room_evidence,bound_room_environment_probe"
-    env["HELIX_BOUND_ROOM_EVIDENCE_MAX_AGE_MS"] = str(MAX_AGE_MS)
+    extra = {"HELIX_AGENT_DATABASE_SCOPES": "research_library,bound_room_evidence,bound_room_environment_probe",
+             "HELIX_BOUND_ROOM_EVIDENCE_MAX_AGE_MS": str(MAX_AGE_MS)}
+    env = server_env(extra)
     # The operator path runs before the server (the embedded store is single-process).
     token = helix("dev-token", "--data-dir", data_dir, "--subject", SUBJECT, "--tenant", TENANT, "--scope", SCOPES, env=env)
     helix("account", "policy", "--data-dir", data_dir, "--subject", SUBJECT, "--tenant", TENANT, "--developer", "true", env=env)
-    log = open(Path(data_dir) / "serve.log", "w")
-    proc = subprocess.Popen([HELIX_BIN, "serve", "--addr", f"127.0.0.1:{port}", "--data-dir", data_dir],
-                            stdout=log, stderr=subprocess.STDOUT, env=env)
+    proc, log = serve(data_dir, port, extra)
     driver = None
     try:
         wait_ready(base, proc)
@@ -124,13 +83,8 @@ def main():
         check(delivery["bearer_included"] is False and delivery["plugin_config_included"] is False,
               "the agent-facing delivery carries no bearer and no plugin config")
 
-        options = Options()
-        options.binary_location = CHROMIUM
-        for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1280,1000"):
-            options.add_argument(arg)
-        driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-        driver.set_page_load_timeout(30)
-        sign_in(driver, base)
+        driver = chromium("1280,1000", page_load_timeout=30)
+        sign_in_as(driver, base, SUBJECT, TENANT)
         claim_in_page(driver, delivery["claim_url"], delivery["claim_handle"])
         bearer = driver.find_element(By.ID, "source-bearer").text
         plugin_config = json.loads(driver.find_element(By.ID, "plugin-config").text)
