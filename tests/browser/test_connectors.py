@@ -3,7 +3,8 @@
 shown once), rotates it with the page's form (a confirmation step, then the new credential
 once; the old one is refused at once, checked on the real connector route) and revokes the
 pairing (a confirmation step, then back to the page; the connector is refused); the region
-form bounds the player (an action outside the box is refused over REST).
+form bounds the player (an action outside the box is refused over REST; a coordinate
+that is not a number is the page again with its message).
 
 Usage: python tests/browser/test_connectors.py  (env: HELIX_BIN, HELIX_BROWSER_ARTIFACTS,
 CHROMIUM_BIN, CHROMEDRIVER_BIN). Exits non-zero on the first failed check.
@@ -58,6 +59,14 @@ def region_form(driver, base, room_id, binding_id, token):
     """The page's region form (set, then 303 back to the page): an action outside is refused."""
     driver.get(f"{base}/account/room-connectors")
     on_page(driver, "the pairing page", lambda u: u == f"{base}/account/room-connectors", "#region-form")
+    fill(driver, {"region-room": room_id, "region-binding": binding_id, "region-min-x": "-10", "region-min-y": "60",
+                  "region-min-z": "-10", "region-max-x": "10", "region-max-y": "80", "region-max-z": "10"})
+    driver.find_element(By.ID, "region-min-x").send_keys("a")  # "-10a": not a whole number
+    click(driver, "#region-set-button", "set region (a coordinate that is not a number)")
+    on_page(driver, "the pairing page with the refusal", lambda u: u.endswith("/account/room-connectors/region"),
+            "#pairing-notice")
+    check(driver.find_element(By.ID, "pairing-notice").text.startswith("invalid_request:"),
+          "the refused region is the page again, with its message")
     fill(driver, {"region-room": room_id, "region-binding": binding_id, "region-min-x": "-10", "region-min-y": "60",
                   "region-min-z": "-10", "region-max-x": "10", "region-max-y": "80", "region-max-z": "10"})
     click(driver, "#region-set-button", "set region")

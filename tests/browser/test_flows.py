@@ -2,7 +2,9 @@
 visit of each page lands on sign-in and comes back to that page after it; a return path to
 another site is refused; the step-up sign-in offers the identity signed in; every form of
 /account and /rooms, opened again after its post, is a page (not a 405); Revoke, Remove
-member, Raise consent and revoking action authority ask first.
+member, Raise consent and revoking action authority ask first; a refused form (a wrong invite
+code) is the page again with its message; a guest's pairing and claim pages say they are not
+for guests and carry no form.
 
 "Opened again" is `driver.get(current URL)`: after a post/redirect/get that is a reload of
 the page; after a form whose answer is a page (an invite code, a confirmation step) it is
@@ -24,7 +26,7 @@ from test_rooms import Agent  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 
 check, shot, click, on_page, expect = base.check, base.shot, base.click, base.on_page, base.expect
-OWNER, MEMBER, TENANT = "flow-owner", "flow-member", "flow-tenant"
+OWNER, MEMBER, GUEST, TENANT = "flow-owner", "flow-member", "flow-guest", "flow-tenant"
 SCOPES = "helix.agent_runs.read helix.agent_runs.write helix.rooms.read helix.rooms.manage"
 # Each page that needs a signed-in browser and an element only that page has.
 PAGES = [("/rooms", "#join-code"), ("/chat", "#new-chat"), ("/runs", "#status-filter"),
@@ -84,6 +86,10 @@ def main():
     data_dir = tempfile.mkdtemp(prefix="helix-flows-browser-")
     port = base.free_port()
     url = f"http://127.0.0.1:{port}"
+    # A guest account (the operator's policy, set before the server: the embedded store is
+    # single-process).
+    base.helix_check(data_dir, "dev-session", "--subject", GUEST, "--tenant", TENANT)
+    base.helix_check(data_dir, "account", "policy", "--subject", GUEST, "--tenant", TENANT, "--guest", "true")
     proc, log = base.serve(data_dir, port)
     driver = None
     try:
@@ -148,6 +154,12 @@ def main():
 
         # The member: sent to sign in by /rooms and back, previews the invite, joins.
         sign_in_from(driver, url, "/rooms", "#join-code", MEMBER)
+        driver.find_element(By.ID, "join-code").send_keys("not-a-real-code")
+        submit(driver, url, "#join", "a wrong invite code", "/rooms/join/preview", "#rooms-notice")
+        check(driver.find_element(By.ID, "rooms-notice").text.startswith("invite_invalid:"),
+              "a wrong code is refused on the page, with its message")
+        check(not driver.find_elements(By.ID, "accept-invite"), "nothing to accept")
+        shot(driver, "flows-02b-wrong-invite-code")
         driver.find_element(By.ID, "join-code").send_keys(code)
         submit(driver, url, "#join", "the join preview", "/rooms/join/preview", "#accept-invite")
         opened_again(driver, url, "/rooms", "#join-code", "join preview")
@@ -208,6 +220,16 @@ def main():
         opened_again(driver, url, "/account", 'tr.binding[data-status="revoked"]', "confirmed revoke")
         shot(driver, "flows-04-revoked")
         sign_out(driver, url)
+
+        # A guest: the pairing and claim pages say they are not for guests, with no form.
+        driver.delete_all_cookies()
+        sign_in_from(driver, url, "/account/room-connectors", "#guest-notice", GUEST)
+        check(not driver.find_elements(By.CSS_SELECTOR, "form"), "no pairing form for a guest")
+        driver.get(f"{url}/account/room-sources/claim")
+        on_page(driver, "the claim page as a guest", lambda u: u == f"{url}/account/room-sources/claim",
+                "#guest-notice")
+        check(not driver.find_elements(By.CSS_SELECTOR, "form"), "no claim form for a guest")
+        shot(driver, "flows-05-guest-claim-page")
         print(f"flows browser test passed; screenshots in {base.ARTIFACTS}")
     except Exception:
         base.report_failure(driver, log, data_dir, "flows-zz-failure")

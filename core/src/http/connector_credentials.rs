@@ -11,7 +11,7 @@ use axum::{Form, Json, Router};
 use serde::Deserialize;
 
 use super::AppState;
-use super::pages::{Page, SameOriginSession, to_pairing_page};
+use super::pages::{Page, SameOriginSession, notice_of, to_pairing_page};
 use crate::domain::embodiment::PairingCreated;
 use crate::error::ApiError;
 use crate::service::embodiment::PairingRoom;
@@ -26,6 +26,10 @@ pub const CREDENTIAL_FORM_PATH: &str = "/account/room-connectors/credential";
 #[derive(Template, Default)]
 #[template(path = "room_connectors.html")]
 pub struct PairingPage {
+    /// A guest account: the page says pairing is not for it, and has no forms.
+    pub guest: bool,
+    /// A refused form's readable message (its error code and sentence).
+    pub notice: Option<String>,
     /// A rotation or revocation awaiting the owner's confirmation.
     pub confirm: Option<PendingChange>,
     /// The credential a confirmed rotation just issued (this response only).
@@ -52,6 +56,34 @@ impl Rotated {
             credential: p.connector_credential,
             config: serde_json::to_string_pretty(&p.connector_config).unwrap_or_default(),
         }
+    }
+}
+
+impl PairingPage {
+    /// The page for a signed-in session: a guest's page is a refusal (403) with no forms.
+    pub fn for_session(s: &crate::service::sessions::Session) -> Response {
+        if s.policy.guest {
+            let page = PairingPage { guest: true, ..Default::default() };
+            return (ApiError::GuestNotAllowed.status(), Page(page)).into_response();
+        }
+        Page(PairingPage::default()).into_response()
+    }
+}
+
+/// The one answer of the pairing page's plain forms: what the form did, or, for a refusal
+/// the person can act on (a client error), the page again with the error's message and
+/// status. A server error stays the error response itself.
+pub(super) fn answer(done: Result<Response, ApiError>) -> Result<Response, ApiError> {
+    match done {
+        Err(e) if !e.status().is_server_error() => {
+            let page = PairingPage {
+                guest: matches!(e, ApiError::GuestNotAllowed),
+                notice: Some(notice_of(&e)),
+                ..Default::default()
+            };
+            Ok((e.status(), Page(page)).into_response())
+        }
+        done => done,
     }
 }
 
@@ -103,22 +135,30 @@ async fn credential_form(
     SameOriginSession(s): SameOriginSession,
     Form(f): Form<CredentialForm>,
 ) -> Result<Response, ApiError> {
-    let op = match f.op.as_str() {
-        "rotate" => "rotate",
-        "revoke" => "revoke",
-        _ => return Err(ApiError::InvalidRequest("op must be rotate or revoke".into())),
-    };
-    s.require_member()?;
-    if f.confirm.as_deref() != Some("yes") {
-        let confirm = Some(PendingChange { op, room_id: f.room_id, environment_binding_id: f.environment_binding_id });
-        return Ok(Page(PairingPage { confirm, ..Default::default() }).into_response());
-    }
-    let room = PairingRoom { room_id: f.room_id };
-    let service = &state.services.embodiment;
-    if op == "rotate" {
-        let created = service.rotate_connector(&s, &f.environment_binding_id, room).await?;
-        return Ok(Page(PairingPage { rotated: Some(Rotated::of(created)), ..Default::default() }).into_response());
-    }
-    service.revoke_connector(&s, &f.environment_binding_id, room).await?;
-    Ok(to_pairing_page().await)
+    answer(
+        async {
+            let op = match f.op.as_str() {
+                "rotate" => "rotate",
+                "revoke" => "revoke",
+                _ => return Err(ApiError::InvalidRequest("op must be rotate or revoke".into())),
+            };
+            s.require_member()?;
+            if f.confirm.as_deref() != Some("yes") {
+                let confirm =
+                    Some(PendingChange { op, room_id: f.room_id, environment_binding_id: f.environment_binding_id });
+                return Ok(Page(PairingPage { confirm, ..Default::default() }).into_response());
+            }
+            let room = PairingRoom { room_id: f.room_id };
+            let service = &state.services.embodiment;
+            if op == "rotate" {
+                let created = service.rotate_connector(&s, &f.environment_binding_id, room).await?;
+                return Ok(
+                    Page(PairingPage { rotated: Some(Rotated::of(created)), ..Default::default() }).into_response()
+                );
+            }
+            service.revoke_connector(&s, &f.environment_binding_id, room).await?;
+            Ok(to_pairing_page().await)
+        }
+        .await,
+    )
 }

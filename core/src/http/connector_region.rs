@@ -70,6 +70,14 @@ async fn region_form(
     SameOriginSession(s): SameOriginSession,
     Form(f): Form<RegionForm>,
 ) -> Result<Response, ApiError> {
+    super::connector_credentials::answer(region_change(&state, &s, f).await)
+}
+
+async fn region_change(
+    state: &AppState,
+    s: &crate::service::sessions::Session,
+    f: RegionForm,
+) -> Result<Response, ApiError> {
     let req = match f.op.as_str() {
         "set" => RegionRequest {
             room_id: f.room_id,
@@ -80,6 +88,6 @@ async fn region_form(
         "clear" => RegionRequest { room_id: f.room_id, min: None, max: None, clear: true },
         _ => return Err(ApiError::InvalidRequest("op must be set or clear".into())),
     };
-    state.services.embodiment.set_region(&s, &f.environment_binding_id, req).await?;
+    state.services.embodiment.set_region(s, &f.environment_binding_id, req).await?;
     Ok(super::pages::to_pairing_page().await)
 }

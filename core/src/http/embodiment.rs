@@ -14,7 +14,7 @@ use http::StatusCode;
 use http::request::Parts;
 
 use super::connector_credentials::PairingPage;
-use super::pages::{Asset, Csp, PAIRING_PAGE_PATH, Page, Referrer, SameOriginSession, page_headers};
+use super::pages::{Asset, Csp, PAIRING_PAGE_PATH, Referrer, SameOriginSession, page_headers};
 use super::ratelimit::WindowKey;
 use super::sign_in_first::PageSession;
 use super::{AppState, Group, JsonBody, pipeline};
@@ -59,9 +59,8 @@ pub fn browser_router(state: AppState) -> Router {
 
 const PAIRING_SCRIPT: &str = include_str!("../../templates/room-connectors.js");
 
-async fn pairing_page(PageSession(session): PageSession) -> Result<Response, ApiError> {
-    session.require_member()?;
-    Ok(Page(PairingPage::default()).into_response())
+async fn pairing_page(PageSession(session): PageSession) -> Response {
+    PairingPage::for_session(&session)
 }
 
 async fn pairing_script() -> Asset {

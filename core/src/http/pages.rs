@@ -144,6 +144,12 @@ impl<T: Template> IntoResponse for Page<T> {
     }
 }
 
+/// A page's message for a refused form: the error's code and sentence (never a secret:
+/// typed errors carry none).
+pub(super) fn notice_of(e: &ApiError) -> String {
+    format!("{}: {}", e.code(), e)
+}
+
 /// A static text asset of the pages (a stylesheet, a page script) with its type.
 pub struct Asset {
     body: &'static str,

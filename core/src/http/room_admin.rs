@@ -1,6 +1,7 @@
 //! `/rooms`: the page where people see their rooms and owners manage members, invites and
 //! the consent version. Plain forms (no script), same-origin only; every rule is in
-//! `service::rooms`.
+//! `service::rooms`. Every form of the page answers through [`answer`]: a refusal is the
+//! page again with a readable message, never a bare error document.
 
 use askama::Template;
 use axum::extract::{RawQuery, State};
@@ -10,7 +11,7 @@ use axum::{Form, Router};
 use serde::Deserialize;
 
 use super::AppState;
-use super::pages::{Page, SameOriginSession};
+use super::pages::{Page, SameOriginSession, notice_of};
 use super::sign_in_first::PageSession;
 use crate::domain::page::cursor_query;
 use crate::error::ApiError;
@@ -95,6 +96,25 @@ pub(super) fn back() -> Response {
     super::pages::see_other("/rooms")
 }
 
+/// The one answer of the page's forms: what the form did, or, for a refusal the person can
+/// act on (a client error: a wrong invite code, a missing confirmation, a stop that is not
+/// theirs), the page again with the error's message and status. A server error stays the
+/// error response itself.
+pub(super) async fn answer(
+    state: &AppState,
+    s: &Session,
+    done: Result<Response, ApiError>,
+) -> Result<Response, ApiError> {
+    let e = match done {
+        Ok(answered) => return Ok(answered),
+        Err(e) if e.status().is_server_error() => return Err(e),
+        Err(e) => e,
+    };
+    let mut page = page_for(state, s, None).await?;
+    page.notice = Some(notice_of(&e));
+    Ok((e.status(), Page(page)).into_response())
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RoomForm {
@@ -107,11 +127,15 @@ async fn invite(
     SameOriginSession(s): SameOriginSession,
     Form(f): Form<RoomForm>,
 ) -> Result<Response, ApiError> {
-    let (code, expires) = state.services.rooms.create_invite(&s, &f.room_id).await?;
-    let mut page = page_for(&state, &s, None).await?;
-    page.invite_code = Some(code);
-    page.invite_expires = expires;
-    Ok(Page(page).into_response())
+    let done = async {
+        let (code, expires) = state.services.rooms.create_invite(&s, &f.room_id).await?;
+        let mut page = page_for(&state, &s, None).await?;
+        page.invite_code = Some(code);
+        page.invite_expires = expires;
+        Ok(Page(page).into_response())
+    }
+    .await;
+    answer(&state, &s, done).await
 }
 
 #[derive(Deserialize)]
@@ -125,12 +149,16 @@ async fn join_preview(
     SameOriginSession(s): SameOriginSession,
     Form(f): Form<CodeForm>,
 ) -> Result<Response, ApiError> {
-    let code = f.code.trim().to_owned();
-    let preview = state.services.rooms.preview_invite(&s, &code).await?;
-    let mut page = page_for(&state, &s, None).await?;
-    page.preview = Some(preview);
-    page.preview_code = code;
-    Ok(Page(page).into_response())
+    let done = async {
+        let code = f.code.trim().to_owned();
+        let preview = state.services.rooms.preview_invite(&s, &code).await?;
+        let mut page = page_for(&state, &s, None).await?;
+        page.preview = Some(preview);
+        page.preview_code = code;
+        Ok(Page(page).into_response())
+    }
+    .await;
+    answer(&state, &s, done).await
 }
 
 #[derive(Deserialize)]
@@ -145,8 +173,12 @@ async fn join(
     SameOriginSession(s): SameOriginSession,
     Form(f): Form<JoinForm>,
 ) -> Result<Response, ApiError> {
-    state.services.rooms.accept_invite(&s, f.code.trim(), f.consent_version).await?;
-    Ok(back())
+    let done = async {
+        state.services.rooms.accept_invite(&s, f.code.trim(), f.consent_version).await?;
+        Ok(back())
+    }
+    .await;
+    answer(&state, &s, done).await
 }
 
 #[derive(Deserialize)]
@@ -161,8 +193,12 @@ async fn accept_consent(
     SameOriginSession(s): SameOriginSession,
     Form(f): Form<ConsentForm>,
 ) -> Result<Response, ApiError> {
-    state.services.rooms.accept_consent(&s, &f.room_id, f.consent_version).await?;
-    Ok(back())
+    let done = async {
+        state.services.rooms.accept_consent(&s, &f.room_id, f.consent_version).await?;
+        Ok(back())
+    }
+    .await;
+    answer(&state, &s, done).await
 }
 
 #[derive(Deserialize)]
@@ -177,9 +213,13 @@ async fn raise_consent(
     SameOriginSession(s): SameOriginSession,
     Form(f): Form<RaiseForm>,
 ) -> Result<Response, ApiError> {
-    confirmed(f.confirm.as_deref())?;
-    state.services.rooms.raise_consent(&s, &f.room_id).await?;
-    Ok(back())
+    let done = async {
+        confirmed(f.confirm.as_deref())?;
+        state.services.rooms.raise_consent(&s, &f.room_id).await?;
+        Ok(back())
+    }
+    .await;
+    answer(&state, &s, done).await
 }
 
 #[derive(Deserialize)]
@@ -195,9 +235,13 @@ async fn remove_member(
     SameOriginSession(s): SameOriginSession,
     Form(f): Form<RemoveForm>,
 ) -> Result<Response, ApiError> {
-    confirmed(f.confirm.as_deref())?;
-    state.services.rooms.remove_member(&s, &f.room_id, &f.account_ref).await?;
-    Ok(back())
+    let done = async {
+        confirmed(f.confirm.as_deref())?;
+        state.services.rooms.remove_member(&s, &f.room_id, &f.account_ref).await?;
+        Ok(back())
+    }
+    .await;
+    answer(&state, &s, done).await
 }
 
 #[derive(Deserialize)]
@@ -218,18 +262,22 @@ async fn member_authority(
     SameOriginSession(s): SameOriginSession,
     Form(f): Form<AuthorityForm>,
 ) -> Result<Response, ApiError> {
-    let grant = match f.authority.as_str() {
-        "grant" => true,
-        "revoke" => false,
-        _ => return Err(ApiError::InvalidRequest("authority must be grant or revoke".into())),
-    };
-    if !grant && f.confirm.as_deref() != Some("yes") {
-        let mut page = page_for(&state, &s, None).await?;
-        page.confirm_revoke = Some((f.room_id, f.account_ref));
-        return Ok(Page(page).into_response());
+    let done = async {
+        let grant = match f.authority.as_str() {
+            "grant" => true,
+            "revoke" => false,
+            _ => return Err(ApiError::InvalidRequest("authority must be grant or revoke".into())),
+        };
+        if !grant && f.confirm.as_deref() != Some("yes") {
+            let mut page = page_for(&state, &s, None).await?;
+            page.confirm_revoke = Some((f.room_id, f.account_ref));
+            return Ok(Page(page).into_response());
+        }
+        state.services.rooms.set_action_authority(&s, &f.room_id, &f.account_ref, grant).await?;
+        Ok(back())
     }
-    state.services.rooms.set_action_authority(&s, &f.room_id, &f.account_ref, grant).await?;
-    Ok(back())
+    .await;
+    answer(&state, &s, done).await
 }
 
 /// The room page's Emergency Stop (the owner: every player of the room).
@@ -238,8 +286,12 @@ async fn emergency_stop(
     SameOriginSession(s): SameOriginSession,
     Form(f): Form<RoomForm>,
 ) -> Result<Response, ApiError> {
-    state.services.embodiment.emergency_stop_room(&s, &f.room_id).await?;
-    Ok(back())
+    let done = async {
+        state.services.embodiment.emergency_stop_room(&s, &f.room_id).await?;
+        Ok(back())
+    }
+    .await;
+    answer(&state, &s, done).await
 }
 
 /// Only a person clears an Emergency Stop, here (or on the pairing page).
@@ -248,6 +300,10 @@ async fn clear_stop(
     SameOriginSession(s): SameOriginSession,
     Form(f): Form<RoomForm>,
 ) -> Result<Response, ApiError> {
-    state.services.embodiment.clear_room_stop(&s, &f.room_id).await?;
-    Ok(back())
+    let done = async {
+        state.services.embodiment.clear_room_stop(&s, &f.room_id).await?;
+        Ok(back())
+    }
+    .await;
+    answer(&state, &s, done).await
 }

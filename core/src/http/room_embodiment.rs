@@ -5,41 +5,21 @@
 //! functions as the MCP tools, and a refusal is shown on the page as a readable message.
 
 use axum::extract::State;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use axum::routing::post;
 use axum::{Form, Router};
 use serde::Deserialize;
 
 use super::AppState;
-use super::pages::{Page, SameOriginSession};
-use super::room_admin::{back, page_for, to_rooms};
+use super::pages::SameOriginSession;
+use super::room_admin::{answer, back, to_rooms};
 use crate::error::ApiError;
-use crate::service::sessions::Session;
 
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/rooms/subject/select", post(select).get(to_rooms))
         .route("/rooms/subject/emergency-stop", post(stop).get(to_rooms))
         .route("/rooms/subject/emergency-stop/clear", post(clear).get(to_rooms))
-}
-
-/// The page's message for a refusal: its code and sentence (never a secret: typed errors
-/// carry none).
-pub(super) fn notice_of(e: &ApiError) -> String {
-    format!("{}: {}", e.code(), e)
-}
-
-/// A refusal the person can act on shows the page again with the message (and the
-/// error's status); anything else is the error response itself.
-async fn answer(state: &AppState, s: &Session, done: Result<(), ApiError>) -> Result<Response, ApiError> {
-    let e = match done {
-        Ok(()) => return Ok(back()),
-        Err(e) if e.status().is_server_error() => return Err(e),
-        Err(e) => e,
-    };
-    let mut page = page_for(state, s, None).await?;
-    page.notice = Some(notice_of(&e));
-    Ok((e.status(), Page(page)).into_response())
 }
 
 #[derive(Deserialize)]
@@ -61,7 +41,7 @@ async fn select(
         .embodiment
         .select_subject_as_person(&s, &f.room_id, &f.environment_binding_id, &f.subject_ref)
         .await;
-    answer(&state, &s, done.map(drop)).await
+    answer(&state, &s, done.map(|_| back())).await
 }
 
 #[derive(Deserialize)]
@@ -78,7 +58,7 @@ async fn stop(
     Form(f): Form<OwnSubjectForm>,
 ) -> Result<Response, ApiError> {
     let done = state.services.embodiment.stop_own_subject_as_person(&s, &f.room_id, &f.environment_binding_id).await;
-    answer(&state, &s, done.map(drop)).await
+    answer(&state, &s, done.map(|_| back())).await
 }
 
 /// **Clear my player's Emergency Stop**: only here, by a person.
@@ -88,5 +68,5 @@ async fn clear(
     Form(f): Form<OwnSubjectForm>,
 ) -> Result<Response, ApiError> {
     let done = state.services.embodiment.clear_own_subject_stop(&s, &f.room_id, &f.environment_binding_id).await;
-    answer(&state, &s, done.map(drop)).await
+    answer(&state, &s, done.map(|_| back())).await
 }

@@ -93,13 +93,17 @@ pub fn browser_router(state: AppState) -> Router {
 /// The claim page: no variables, rendered through the one template responder.
 #[derive(Template)]
 #[template(path = "source_claim.html")]
-struct ClaimPage;
+struct ClaimPage {
+    /// A guest account: the page says claiming is not for it, and has no form.
+    guest: bool,
+}
 
 const CLAIM_SCRIPT: &str = include_str!("../../templates/source-claim.js");
 
 async fn claim_page(PageSession(session): PageSession) -> Result<Response, ApiError> {
-    session.require_member()?;
-    Ok(Page(ClaimPage).into_response())
+    let guest = session.policy.guest;
+    let status = if guest { ApiError::GuestNotAllowed.status() } else { axum::http::StatusCode::OK };
+    Ok((status, Page(ClaimPage { guest })).into_response())
 }
 
 async fn claim_script() -> Asset {
@@ -210,7 +214,7 @@ mod tests {
     /// the template keeps it.
     #[test]
     fn the_claim_page_renders_the_bytes_it_always_served() {
-        let page = ClaimPage.render().unwrap();
+        let page = ClaimPage { guest: false }.render().unwrap();
         assert!(page.starts_with("<!doctype html>\n") && page.ends_with("</html>\n"));
         assert_eq!(page.len(), 1389);
         assert_eq!(
