@@ -137,6 +137,12 @@ impl From<Invalid> for ApiError {
     }
 }
 
+impl From<crate::domain::page::QueryInvalid> for ApiError {
+    fn from(e: crate::domain::page::QueryInvalid) -> Self {
+        ApiError::InvalidRequest(e.0)
+    }
+}
+
 impl From<crate::domain::room::RoomInvalid> for ApiError {
     fn from(e: crate::domain::room::RoomInvalid) -> Self {
         match e {

@@ -5,6 +5,8 @@ pub mod config;
 pub mod domain;
 pub mod error;
 pub mod executor;
+#[cfg(test)]
+mod fuzz;
 pub mod http;
 #[cfg(feature = "lambda")]
 pub mod lambda;

@@ -12,6 +12,7 @@ pub mod ids;
 pub mod page;
 pub mod room;
 pub mod run;
+pub mod schema;
 pub mod scopes;
 pub mod source;
 pub mod time;

@@ -11,7 +11,6 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::{Deserialize, Serialize};
 
 use super::hash_parts;
-use crate::error::ApiError;
 
 /// Every cursor starts with this (so it is never mistaken for a token).
 const PREFIX: &str = "hpc1_";
@@ -76,9 +75,15 @@ fn check(list: PagedList, scope: &str, of: Option<&str>, after: &str) -> String 
     h
 }
 
-/// The one refusal of a cursor: `invalid_request`, naming no part of it.
-pub fn invalid() -> ApiError {
-    ApiError::InvalidRequest("cursor: not a cursor of this list".into())
+/// A listing's query or cursor that a rule refuses: its sentence (the caller's error is
+/// `invalid_request`, `error::ApiError`'s `From`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct QueryInvalid(pub String);
+
+/// The one refusal of a cursor, naming no part of it.
+pub fn invalid() -> QueryInvalid {
+    QueryInvalid("cursor: not a cursor of this list".into())
 }
 
 /// The cursor of `list` (of `of`, for `scope`) that continues after `after`.
@@ -131,7 +136,7 @@ pub fn decode(
     scope: &str,
     of: Option<&str>,
     valid_after: impl Fn(&str) -> bool,
-) -> Result<Cursor, ApiError> {
+) -> Result<Cursor, QueryInvalid> {
     let w = wire_of(raw).ok_or_else(invalid)?;
     let of_ok = of.is_none_or(|want| w.o.as_deref() == Some(want));
     let fresh = check(list, scope, w.o.as_deref(), &w.a);
@@ -149,20 +154,20 @@ pub fn decode_opt(
     scope: &str,
     of: Option<&str>,
     valid_after: impl Fn(&str) -> bool,
-) -> Result<Option<Cursor>, ApiError> {
+) -> Result<Option<Cursor>, QueryInvalid> {
     raw.map(|r| decode(r, list, scope, of, valid_after)).transpose()
 }
 
 /// The `cursor` of a query string that takes no other parameter (REST listings and the
 /// `/rooms` page): an empty query is the first page; an unknown, repeated or empty
 /// parameter is `invalid_request`.
-pub fn cursor_query(raw: Option<&str>) -> Result<Option<String>, ApiError> {
+pub fn cursor_query(raw: Option<&str>) -> Result<Option<String>, QueryInvalid> {
     let mut cursor = None;
     for pair in raw.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
         match pair.split_once('=') {
             Some(("cursor", value)) if cursor.is_none() && !value.is_empty() => cursor = Some(value.to_owned()),
             Some(("cursor", _)) => return Err(invalid()),
-            _ => return Err(ApiError::InvalidRequest("the only query parameter is cursor".into())),
+            _ => return Err(QueryInvalid("the only query parameter is cursor".into())),
         }
     }
     Ok(cursor)
@@ -199,7 +204,7 @@ mod tests {
         let long = format!("{PREFIX}{}", "A".repeat(MAX_CURSOR_LEN));
         for raw in ["", "x", "hpc1_", "hpc1_!!!", "hpc1_e30", forged.as_str(), long.as_str()] {
             let e = decode(raw, PagedList::Rooms, "acct_a", None, any).unwrap_err();
-            assert!(matches!(e, ApiError::InvalidRequest(_)), "{raw}");
+            assert_eq!(e, invalid(), "{raw}: the one refusal, naming no part of the cursor");
         }
     }
 

@@ -18,8 +18,6 @@ pub mod dev_routes;
 pub mod dev_token;
 pub mod discovery;
 pub mod embodiment;
-#[cfg(test)]
-mod fuzz;
 pub mod idempotent;
 pub mod observer;
 pub mod openapi;
@@ -329,7 +327,7 @@ impl FromRequestParts<AppState> for Authed {
 }
 
 /// The run id and mutation of an `/api/v1/agent-runs/{run_id}[/…]` path.
-fn run_route(path: &str) -> (Option<&str>, Option<RunMutation>) {
+pub(crate) fn run_route(path: &str) -> (Option<&str>, Option<RunMutation>) {
     let Some(rest) = path.strip_prefix("/api/v1/agent-runs/") else { return (None, None) };
     let mut segments = rest.split('/');
     let run_id = segments.next().filter(|s| !s.is_empty());

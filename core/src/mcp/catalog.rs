@@ -13,8 +13,8 @@ use rmcp::model::{
 use serde_json::{Value, json};
 
 use super::apps::{self, AppView, RUN_VIEW};
-use super::schema::output_schema_of;
 use super::tools::Handler;
+use crate::domain::schema::output_schema_of;
 use crate::domain::wire::McpErrorView;
 use crate::http::Group;
 use crate::service::runs::RunMutation;
@@ -203,7 +203,7 @@ pub use tables::{CATALOG, DEVICE_CHECK, MCP};
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mcp::schema::unportable_forms;
+    use crate::domain::schema::unportable_forms;
     use crate::mcp::validate::unsupported_keywords;
 
     fn every_row() -> impl Iterator<Item = &'static ToolSpec> {

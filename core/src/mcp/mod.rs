@@ -7,7 +7,6 @@ pub mod apps;
 pub mod catalog;
 pub mod front;
 pub mod preflight;
-pub mod schema;
 pub mod server;
 pub mod tools;
 pub mod validate;

@@ -5,8 +5,8 @@
 use serde::Deserialize;
 
 use super::{Completion, Lifecycle};
+use crate::domain::page::QueryInvalid;
 use crate::domain::wire::RunView;
-use crate::error::ApiError;
 
 /// The runs a listing keeps: every run, or those whose observed lifecycle or completion
 /// status has this name.
@@ -26,12 +26,12 @@ fn parse<T: for<'de> Deserialize<'de>>(name: &str) -> Option<T> {
 
 impl StatusFilter {
     /// The filter a `status` value names; an unknown name is `invalid_request`.
-    pub fn parse(name: &str) -> Result<Self, ApiError> {
+    pub fn parse(name: &str) -> Result<Self, QueryInvalid> {
         match (parse::<Lifecycle>(name), parse::<Completion>(name)) {
             (Some(l), Some(c)) => Ok(StatusFilter::Both(l, c)),
             (Some(l), None) => Ok(StatusFilter::Lifecycle(l)),
             (None, Some(c)) => Ok(StatusFilter::Completion(c)),
-            (None, None) => Err(ApiError::InvalidRequest(
+            (None, None) => Err(QueryInvalid(
                 "status: must be a lifecycle status (queued, running, waiting, completed, failed, cancelled) or a \
                  completion status (pending, needs_more_evidence, needs_input, conflict_detected, blocked, \
                  budget_exhausted, ...)"
@@ -60,7 +60,7 @@ pub struct RunListQuery {
 }
 
 impl RunListQuery {
-    pub fn parse(raw: Option<&str>) -> Result<Self, ApiError> {
+    pub fn parse(raw: Option<&str>) -> Result<Self, QueryInvalid> {
         let mut q = RunListQuery::default();
         let (mut status_seen, mut cursor_seen) = (false, false);
         for pair in raw.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
@@ -73,9 +73,9 @@ impl RunListQuery {
                     cursor_seen = true;
                     q.cursor = Some(v.to_owned());
                 }
-                Some(("status", _)) => return Err(ApiError::InvalidRequest("status: give it once".into())),
+                Some(("status", _)) => return Err(QueryInvalid("status: give it once".into())),
                 Some(("cursor", _)) => return Err(crate::domain::page::invalid()),
-                _ => return Err(ApiError::InvalidRequest("the only query parameters are status and cursor".into())),
+                _ => return Err(QueryInvalid("the only query parameters are status and cursor".into())),
             }
         }
         Ok(q)

@@ -45,13 +45,13 @@ pub type SchemaFn = fn() -> (String, Value);
 
 /// A request body: the MCP input-schema form (inlined, portable, unknown fields refused).
 pub fn request<T: JsonSchema>() -> (String, Value) {
-    (T::schema_name().into_owned(), Value::Object(crate::mcp::schema::input_schema::<T>()))
+    (T::schema_name().into_owned(), Value::Object(crate::domain::schema::input_schema::<T>()))
 }
 
 /// A response body: the MCP output-schema form (the serialize contract), made portable.
 pub fn response<T: JsonSchema>() -> (String, Value) {
-    let mut v = crate::mcp::schema::output_schema_of::<T>();
-    crate::mcp::schema::portable(&mut v);
+    let mut v = crate::domain::schema::output_schema_of::<T>();
+    crate::domain::schema::portable(&mut v);
     (T::schema_name().into_owned(), v)
 }
 

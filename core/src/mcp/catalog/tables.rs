@@ -4,12 +4,12 @@
 use super::*;
 use crate::domain::embodiment::{SubjectList, SubjectSelection, WorkflowView};
 use crate::domain::room::{ChatBindingReceipt, RevocationReceipt, RoomList, RoomView, RunBindingReceipt};
+use crate::domain::schema::input_schema;
 use crate::domain::scopes::{
     ENV_ACTIONS_READ, ENV_ACTIONS_WRITE, ROOM_SOURCES_MANAGE, ROOMS_MANAGE, ROOMS_READ, RUNS_READ, RUNS_WRITE,
 };
 use crate::domain::source::{DeviceCheckReport, SourceCreated, SourceList};
 use crate::domain::wire::{EventPageView, EvidenceBundleView, RunView};
-use crate::mcp::schema::input_schema;
 use crate::mcp::tools::{device_check, embodiment, rooms, runs, sources};
 
 const WRITE: &[&str] = &[RUNS_WRITE];

@@ -1,14 +1,15 @@
 //! Bounded fuzzing (proptest, part of `cargo test`) of every parser a request reaches
 //! before authentication completes: request ids, bearer headers and the token verifier,
 //! idempotency keys, run paths, strict JSON bodies and their validation, the MCP
-//! envelope preflight. The property is the same everywhere: no input panics.
+//! envelope preflight. The property is the same everywhere: no input panics. It sits at
+//! the crate's top because it reaches into both front doors (`http` and `mcp`).
 
 use proptest::prelude::*;
 
-use super::{parse_strict, redact, run_route};
 use crate::auth::jwt::{TenantHeaders, TokenVerifier, bearer_from_header};
 use crate::domain::ids::{IdempotencyKey, RunId};
 use crate::domain::run::{CancelRequest, ContinueRequest, StartRequest};
+use crate::http::{parse_strict, redact, run_route};
 
 fn config() -> ProptestConfig {
     ProptestConfig { cases: 1_500, failure_persistence: None, ..ProptestConfig::default() }

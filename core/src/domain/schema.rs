@@ -1,7 +1,8 @@
-//! JSON Schemas of the MCP facade: input schemas generated from the strict argument
-//! structs (inlined, so clients without `$ref` support read them) and output schemas
-//! from the wire DTOs. The preflight's validator of `tools/call` arguments is
-//! [`super::validate`].
+//! JSON Schemas from the Rust types, one rule for every published contract: the MCP
+//! tools' input schemas, generated from the strict argument structs (inlined, so clients
+//! without `$ref` support read them), and output schemas from the wire DTOs; the OpenAPI
+//! document's request and response schemas come from the same functions. The MCP
+//! preflight's validator of `tools/call` arguments is `mcp::validate`.
 
 use schemars::JsonSchema;
 use schemars::generate::SchemaSettings;
@@ -234,7 +235,6 @@ pub(crate) fn unportable_forms(schema: &Value, at: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mcp::validate::validate;
     use serde_json::json;
 
     #[test]
@@ -282,7 +282,7 @@ mod tests {
         assert!(s.get("$defs").is_none());
         assert_eq!(unportable_forms(&s, ""), Vec::<String>::new());
         for (value, ok) in [(json!({"n": null}), true), (json!({"n": 1}), true), (json!({"n": -1}), false)] {
-            assert_eq!(validate(&s, &value), ok, "{value}");
+            assert_eq!(jsonschema::validator_for(&s).unwrap().is_valid(&value), ok, "{value}");
         }
     }
 
