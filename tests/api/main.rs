@@ -33,6 +33,7 @@ mod limits;
 mod oauth_flow;
 mod page_flows;
 mod pipeline;
+mod pipeline_hardening;
 mod player_rest;
 mod probes;
 mod redaction;
