@@ -47,3 +47,4 @@ mod round_trips;
 mod run_console;
 mod runs;
 mod sources;
+mod sources_ingress;
