@@ -1,26 +1,26 @@
 //! Shared Live Rooms over real HTTP on both store backends: rooms, run-room bindings,
-//! the browser observer lane and chat claims, withdrawals, the policy lock and hostile input.
+//! withdrawals, the policy lock and hostile input. The browser observer lane and its chat
+//! claims are in `rooms_observer`; the event files, round trips and limits in `rooms_events`.
 
 use helix_core::domain::account::PolicyChange;
-use helix_integration_tests::support::events::{event_text, through_adapter};
 use helix_integration_tests::support::rooms::ALL;
-use helix_integration_tests::support::runs::{completing_step, evidence_artifact, research_run};
+use helix_integration_tests::support::runs::research_run;
 use helix_integration_tests::*;
 use serde_json::{Value, json};
 
 const FLAGS: [&str; 4] = ["answer_authority", "assistant_answer", "terminal_eligible", "raw_content_included"];
 
-fn assert_false_flags(v: &Value) {
+pub(crate) fn assert_false_flags(v: &Value) {
     for f in FLAGS {
         assert_eq!(v[f], false, "{f} in {v}");
     }
 }
 
-async fn delete(app: &TestApp, token: &str, path: &str) -> (u16, Value) {
+pub(crate) async fn delete(app: &TestApp, token: &str, path: &str) -> (u16, Value) {
     read(app.http.delete(format!("{}{path}", app.base)).bearer_auth(token).send().await.unwrap()).await
 }
 
-async fn observe(app: &TestApp, cookie: &str, body: Value) -> (u16, Value) {
+pub(crate) async fn observe(app: &TestApp, cookie: &str, body: Value) -> (u16, Value) {
     read(
         app.browser(reqwest::Method::POST, "/api/agi/agent-run-observer/bindings", cookie)
             .json(&body)
@@ -31,7 +31,7 @@ async fn observe(app: &TestApp, cookie: &str, body: Value) -> (u16, Value) {
     .await
 }
 
-async fn claim(app: &TestApp, token: &str, handle: &str, run_id: &str) -> (u16, Value) {
+pub(crate) async fn claim(app: &TestApp, token: &str, handle: &str, run_id: &str) -> (u16, Value) {
     read(
         app.post("/api/v1/rooms/chat-bindings/claim", token)
             .json(&json!({ "claim_handle": handle, "run_id": run_id }))
@@ -40,6 +40,15 @@ async fn claim(app: &TestApp, token: &str, handle: &str, run_id: &str) -> (u16, 
             .unwrap(),
     )
     .await
+}
+
+/// A bearer POST of `body` to `path` on its own client and task, so that many of them race.
+pub(crate) fn spawn_post(app: &TestApp, path: &str, token: &str, body: Value) -> tokio::task::JoinHandle<(u16, Value)> {
+    let (url, token) = (format!("{}{path}", app.base), token.to_owned());
+    tokio::spawn(async move {
+        let res = reqwest::Client::new().post(url).bearer_auth(token).json(&body).send().await.unwrap();
+        read(res).await
+    })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -269,18 +278,8 @@ async fn sixteen_concurrent_binds_of_one_run_make_exactly_one_binding(backend: B
     let run_id = run["run_id"].as_str().unwrap().to_owned();
     let tasks: Vec<_> = (0..16)
         .map(|i| {
-            let (app_base, token, run_id) = (app.base.clone(), alice.clone(), run_id.clone());
-            let room_id = if i % 2 == 0 { r1.clone() } else { r2.clone() };
-            tokio::spawn(async move {
-                let res = reqwest::Client::new()
-                    .post(format!("{app_base}/api/v1/rooms/run-bindings"))
-                    .bearer_auth(token)
-                    .json(&json!({ "room_id": room_id, "run_id": run_id }))
-                    .send()
-                    .await
-                    .unwrap();
-                read(res).await
-            })
+            let room_id = if i % 2 == 0 { &r1 } else { &r2 };
+            spawn_post(&app, "/api/v1/rooms/run-bindings", &alice, json!({ "room_id": room_id, "run_id": run_id }))
         })
         .collect();
     let mut refs = std::collections::BTreeSet::new();
@@ -302,204 +301,6 @@ async fn sixteen_concurrent_binds_of_one_run_make_exactly_one_binding(backend: B
     assert_eq!(created, 1, "exactly one bind creates");
     assert_eq!(refs.len(), 1, "every success names the one binding");
     assert_eq!(conflicts, 8, "the other room's eight binds conflict");
-}
-
-async fn the_observer_lane_issues_a_claim_the_agent_consumes_once(backend: Backend) {
-    let app = TestApp::spawn_with(backend, &[]).await;
-    let alice = app.token_for("alice", "tenant-a", ALL).await;
-    let cookie = app.session("alice").await;
-    let secret = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJlc2ln";
-    let (status, obs) = observe(
-        &app,
-        &cookie,
-        json!({ "chat_id": "local-chat-1", "snapshot": [
-            { "role": "user", "content": format!("my key is {secret} ok") },
-            { "role": "assistant", "content": "noted" },
-        ]}),
-    )
-    .await;
-    assert_eq!(status, 201, "{obs}");
-    assert_eq!(obs["schema"], "helix.agent_run_observer_binding_created.v1");
-    assert_eq!(obs["snapshot_redacted"], true);
-    assert_eq!(obs["snapshot_message_count"], 2);
-    let handle = obs["claim_handle"].as_str().unwrap().to_owned();
-    let obs_ref = obs["observer_binding_ref"].as_str().unwrap().to_owned();
-    assert!(handle.starts_with("hcc_") && obs["expires_at"].is_string());
-
-    let obs_path = format!("/api/agi/agent-run-observer/bindings/{obs_ref}");
-    let (status, view) = read(app.browser(reqwest::Method::GET, &obs_path, &cookie).send().await.unwrap()).await;
-    assert_eq!(status, 200);
-    assert_eq!(view["binding_status"], "awaiting_claim");
-    assert_eq!(view["terminal_message"], Value::Null);
-    assert!(!view.to_string().contains(&handle), "the handle is shown once");
-
-    let run = app.started(&alice, research_run()).await;
-    let run_id = run["run_id"].as_str().unwrap();
-    // Another account cannot consume it; a wrong shape or unknown handle is the same error.
-    let bob = app.token_for("bob", "tenant-a", ALL).await;
-    let bob_run = app.started(&bob, research_run()).await;
-    let (status, foreign) = claim(&app, &bob, &handle, bob_run["run_id"].as_str().unwrap()).await;
-    assert_eq!((status, code(&foreign)), (404, "claim_handle_invalid"));
-    let (_, unknown) = claim(&app, &alice, &format!("hcc_{}", "0".repeat(64)), run_id).await;
-    assert_eq!(unknown["error"], foreign["error"], "one error that reveals nothing");
-    let (status, _) = claim(&app, &alice, "not-a-handle", run_id).await;
-    assert_eq!(status, 404);
-
-    let (status, receipt) = claim(&app, &alice, &handle, run_id).await;
-    assert_eq!(status, 201, "{receipt}");
-    assert_eq!(receipt["schema"], "helix.room_chat_binding.v1");
-    assert_eq!(receipt["chat_id_included"], false);
-    assert_eq!(receipt["snapshot_message_count"], 2);
-    assert!(receipt["snapshot_ref"].as_str().unwrap().starts_with("snap_"));
-    assert_false_flags(&receipt);
-    assert!(!receipt.to_string().contains("local-chat-1"), "never a chat id");
-    let (status, reused) = claim(&app, &alice, &handle, run_id).await;
-    assert_eq!((status, reused["error"].clone()), (404, foreign["error"].clone()), "consumed once");
-
-    // The stored snapshot is redacted.
-    let snap = app
-        .state
-        .services
-        .store
-        .get(&helix_core::service::records::rooms::snapshot_key(&obs_ref))
-        .await
-        .unwrap()
-        .unwrap();
-    let stored = snap.s("body").unwrap();
-    assert!(!stored.contains("eyJ") && stored.contains("[redacted]"), "{stored}");
-
-    let (_, view) = read(app.browser(reqwest::Method::GET, &obs_path, &cookie).send().await.unwrap()).await;
-    assert_eq!(view["binding_status"], "bound");
-    assert_eq!(view["lifecycle_status"], "waiting");
-    assert_eq!(view["terminal_message"], Value::Null, "no terminal product yet");
-    let (status, page) = read(
-        app.browser(reqwest::Method::GET, &format!("{obs_path}/events?after_seq=0&limit=10"), &cookie)
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
-    assert_eq!(status, 200);
-    assert_eq!(page["schema"], "helix.agent_run_observer_event_page.v1");
-    assert_eq!(page["receipts"][0]["kind"], "run_started");
-    assert!(page["receipts"][0].get("data").is_none(), "progress receipts only");
-
-    // A second chat for the same run conflicts; the withdrawal frees the slot.
-    let (_, obs2) = observe(&app, &cookie, json!({ "chat_id": "local-chat-2" })).await;
-    let (status, err) = claim(&app, &alice, obs2["claim_handle"].as_str().unwrap(), run_id).await;
-    assert_eq!((status, code(&err)), (409, "run_already_bound"));
-    let bref = receipt["binding_ref"].as_str().unwrap();
-    let (status, rev) = delete(&app, &alice, &format!("/api/v1/rooms/chat-bindings/{bref}")).await;
-    assert_eq!((status, rev["revocation_status"].as_str()), (200, Some("revoked")));
-    assert!(!rev.to_string().contains(run_id));
-    let (_, view) = read(app.browser(reqwest::Method::GET, &obs_path, &cookie).send().await.unwrap()).await;
-    assert_eq!(view["binding_status"], "revoked");
-    let (_, page) =
-        read(app.browser(reqwest::Method::GET, &format!("{obs_path}/events"), &cookie).send().await.unwrap()).await;
-    assert_eq!(page["receipts"], json!([]), "no progress after withdrawal");
-    let (status, fresh) = claim(&app, &alice, obs2["claim_handle"].as_str().unwrap(), run_id).await;
-    assert_eq!(status, 201, "the freed slot takes a fresh claim: {fresh}");
-    assert_ne!(fresh["binding_ref"], receipt["binding_ref"]);
-}
-
-async fn the_terminal_message_appears_once_only_from_authorized_authority(backend: Backend) {
-    let app = TestApp::spawn_with(backend, &[]).await;
-    let alice = app.token_for("alice", "tenant-a", ALL).await;
-    let cookie = app.session("alice").await;
-    let (_, obs) = observe(&app, &cookie, json!({ "chat_id": "c1" })).await;
-    let run = app.started(&alice, research_run()).await;
-    let run_id = run["run_id"].as_str().unwrap();
-    assert_eq!(claim(&app, &alice, obs["claim_handle"].as_str().unwrap(), run_id).await.0, 201);
-    let obs_path = format!("/api/agi/agent-run-observer/bindings/{}", obs["observer_binding_ref"].as_str().unwrap());
-
-    // An unverified candidate (forged signature) completes nothing and projects nothing.
-    let mut artifact = evidence_artifact(1);
-    let forger = helix_core::domain::authority::TerminalSigner::from_seed(SIGNER_ISSUER, "k1", [1; 32]);
-    artifact.terminal_candidate =
-        Some(forger.sign(run_id, 1, "guessed-claim", "forged", vec!["evidence:test:0".into()]));
-    app.script(helix_core::executor::scripted::Step::Artifact(artifact));
-    let res =
-        app.continue_run(&alice, run_id, "obs-turn-0001", json!({ "expected_version": 1, "instruction": "go" })).await;
-    assert_eq!(res.status(), 200);
-    let (_, view) = read(app.browser(reqwest::Method::GET, &obs_path, &cookie).send().await.unwrap()).await;
-    assert_eq!(view["terminal_message"], Value::Null, "{view}");
-
-    app.script(completing_step(1));
-    let res =
-        app.continue_run(&alice, run_id, "obs-turn-0002", json!({ "expected_version": 2, "instruction": "go" })).await;
-    let done: Value = res.json().await.unwrap();
-    assert_eq!(done["terminal_authority_status"], "authorized", "{done}");
-    let (_, view) = read(app.browser(reqwest::Method::GET, &obs_path, &cookie).send().await.unwrap()).await;
-    let msg = &view["terminal_message"];
-    assert_eq!(msg["role"], "assistant");
-    assert_eq!(msg["content"], "The measured force agrees with theory within 5%.");
-    assert!(msg["id"].as_str().unwrap().starts_with("msg_"));
-    let (_, again) = read(app.browser(reqwest::Method::GET, &obs_path, &cookie).send().await.unwrap()).await;
-    assert_eq!(again["terminal_message"], view["terminal_message"], "stable id: a reload cannot duplicate it");
-    let (_, page) =
-        read(app.browser(reqwest::Method::GET, &format!("{obs_path}/events?limit=200"), &cookie).send().await.unwrap())
-            .await;
-    assert!(
-        page["receipts"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .all(|r| r.get("content").is_none() && r["answer_authority"] == false)
-    );
-}
-
-async fn an_expired_claim_handle_is_the_same_invalid_handle(backend: Backend) {
-    let app = TestApp::spawn_with(backend, &[]).await;
-    let alice = app.token_for("alice", "tenant-a", ALL).await;
-    let cookie = app.session("alice").await;
-    let (_, obs) = observe(&app, &cookie, json!({ "chat_id": "c1" })).await;
-    let run = app.started(&alice, research_run()).await;
-    app.state.services.clock.advance(helix_core::service::rooms::CLAIM_TTL_SECS + 1);
-    let (status, err) =
-        claim(&app, &alice, obs["claim_handle"].as_str().unwrap(), run["run_id"].as_str().unwrap()).await;
-    assert_eq!((status, code(&err)), (404, "claim_handle_invalid"));
-    let path = format!("/api/agi/agent-run-observer/bindings/{}", obs["observer_binding_ref"].as_str().unwrap());
-    let cookie = app.session("alice").await;
-    let (_, view) = read(app.browser(reqwest::Method::GET, &path, &cookie).send().await.unwrap()).await;
-    assert_eq!(view["binding_status"], "expired");
-}
-
-async fn concurrent_claims_of_one_handle_have_exactly_one_consumer(backend: Backend) {
-    let app = TestApp::spawn_with(backend, &[]).await;
-    let alice = app.token_for("alice", "tenant-a", ALL).await;
-    let cookie = app.session("alice").await;
-    let (_, obs) = observe(&app, &cookie, json!({ "chat_id": "c1" })).await;
-    let handle = obs["claim_handle"].as_str().unwrap().to_owned();
-    let mut runs = vec![];
-    for _ in 0..8 {
-        runs.push(app.started(&alice, research_run()).await["run_id"].as_str().unwrap().to_owned());
-    }
-    let tasks: Vec<_> = runs
-        .into_iter()
-        .map(|run_id| {
-            let (base, token, handle) = (app.base.clone(), alice.clone(), handle.clone());
-            tokio::spawn(async move {
-                let res = reqwest::Client::new()
-                    .post(format!("{base}/api/v1/rooms/chat-bindings/claim"))
-                    .bearer_auth(token)
-                    .json(&json!({ "claim_handle": handle, "run_id": run_id }))
-                    .send()
-                    .await
-                    .unwrap();
-                read(res).await
-            })
-        })
-        .collect();
-    let mut winners = 0;
-    for t in tasks {
-        let (status, v) = t.await.unwrap();
-        match status {
-            201 => winners += 1,
-            404 => assert_eq!(code(&v), "claim_handle_invalid"),
-            other => panic!("unexpected {other}: {v}"),
-        }
-    }
-    assert_eq!(winners, 1, "exactly one consumer");
 }
 
 async fn the_policy_lock_blocks_rooms_but_not_withdrawals(backend: Backend) {
@@ -548,51 +349,6 @@ async fn the_policy_lock_blocks_rooms_but_not_withdrawals(backend: Backend) {
     let (status, err) =
         claim(&app, &alice, obs2["claim_handle"].as_str().unwrap(), run2["run_id"].as_str().unwrap()).await;
     assert_eq!((status, code(&err)), (404, "claim_handle_invalid"));
-}
-
-async fn the_observer_lane_is_cookie_same_origin_and_member_only(backend: Backend) {
-    let app = TestApp::spawn_with(backend, &[]).await;
-    let alice = app.token_for("alice", "tenant-a", ALL).await;
-    let cookie = app.session("alice").await;
-    let base = "/api/agi/agent-run-observer/bindings";
-    // A bearer is not a session.
-    let res = app.post(base, &alice).json(&json!({ "chat_id": "c1" })).send().await.unwrap();
-    assert_eq!(read(res).await.1["error"]["code"], "session_required");
-    // Cross-site is refused.
-    let res = app
-        .http
-        .post(format!("{}{base}", app.base))
-        .header("cookie", &cookie)
-        .header("origin", "https://evil.example")
-        .json(&json!({ "chat_id": "c1" }))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), 403);
-    // Snapshot limits, unknown fields and caller-supplied identity.
-    let long = json!({ "chat_id": "c1", "snapshot": [{ "role": "user", "content": "a".repeat(2001) }] });
-    assert_eq!(observe(&app, &cookie, long).await.0, 400);
-    let many: Vec<Value> = (0..13).map(|_| json!({ "role": "user", "content": "hi" })).collect();
-    assert_eq!(observe(&app, &cookie, json!({ "chat_id": "c1", "snapshot": many })).await.0, 400);
-    let total: Vec<Value> = (0..7).map(|_| json!({ "role": "assistant", "content": "a".repeat(2000) })).collect();
-    assert_eq!(observe(&app, &cookie, json!({ "chat_id": "c1", "snapshot": total })).await.0, 400);
-    assert_eq!(
-        observe(&app, &cookie, json!({ "chat_id": "c1", "snapshot": [{ "role": "system", "content": "x" }] })).await.0,
-        400
-    );
-    assert_eq!(observe(&app, &cookie, json!({ "chat_id": "c1", "account_id": "acct_x" })).await.0, 400);
-    // Another account's observer is not found; a guest cannot observe.
-    let (_, obs) = observe(&app, &cookie, json!({ "chat_id": "c1" })).await;
-    let bob = app.session("bob").await;
-    let path = format!("{base}/{}", obs["observer_binding_ref"].as_str().unwrap());
-    assert_eq!(read(app.browser(reqwest::Method::GET, &path, &bob).send().await.unwrap()).await.0, 404);
-    assert_eq!(read(app.browser(reqwest::Method::DELETE, &path, &bob).send().await.unwrap()).await.0, 404);
-    app.set_policy("bob", PolicyChange { guest: Some(true), ..Default::default() }).await;
-    let (status, err) = observe(&app, &bob, json!({ "chat_id": "c1" })).await;
-    assert_eq!((status, code(&err)), (403, "guest_not_allowed"));
-    // Disconnect takes no body or query.
-    let res = app.browser(reqwest::Method::DELETE, &format!("{path}?x=1"), &cookie).send().await.unwrap();
-    assert_eq!(res.status(), 400);
 }
 
 async fn commands_are_never_executed(backend: Backend) {
@@ -673,174 +429,7 @@ on_both_backends!(
     hostile_room_input_is_refused_before_any_mutation,
     a_run_binds_once_retries_return_it_and_rebinding_elsewhere_conflicts,
     sixteen_concurrent_binds_of_one_run_make_exactly_one_binding,
-    the_observer_lane_issues_a_claim_the_agent_consumes_once,
-    the_terminal_message_appears_once_only_from_authorized_authority,
-    concurrent_claims_of_one_handle_have_exactly_one_consumer,
     the_policy_lock_blocks_rooms_but_not_withdrawals,
-    the_observer_lane_is_cookie_same_origin_and_member_only,
     commands_are_never_executed,
-    an_expired_claim_handle_is_the_same_invalid_handle,
     a_withdrawal_never_frees_a_slot_it_does_not_hold,
 );
-
-/// One payload of events/ through lambda_http's decoding and the Lambda adapter.
-async fn invoke_event(app: &TestApp, file: &str, bearer: Option<&str>, replace: &[(&str, &str)]) -> (u16, Value) {
-    let raw = event_text(file, replace);
-    let (status, _, bytes) = through_adapter(compose(app.state.clone()), file, &raw, bearer).await;
-    (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
-}
-
-#[tokio::test]
-async fn every_room_and_observer_event_file_is_served_through_the_lambda_adapter() {
-    let app = TestApp::spawn_with(
-        Backend::Embedded,
-        &[
-            ("CASIMIR_PUBLIC_BASE_URL", "https://api.example.com"),
-            ("HELIX_AGENT_ALLOWED_HOSTS", "api.example.com"),
-            ("HELIX_AGENT_ALLOWED_ORIGINS", "https://api.example.com"),
-        ],
-    )
-    .await;
-    let token = app.token_for("alice", "tenant-a", ALL).await;
-    let cookie = app.session("alice").await;
-    let session_token = cookie.trim_start_matches("helix_session=").to_owned();
-    let s = [("SESSION_EXAMPLE", session_token.as_str())];
-    let (status, room) = invoke_event(&app, "rooms-create.json", Some(&token), &[]).await;
-    assert_eq!(status, 201, "{room}");
-    let room_id = room["room_id"].as_str().unwrap().to_owned();
-    let (status, list) = invoke_event(&app, "rooms-list.json", Some(&token), &[]).await;
-    assert_eq!((status, list["rooms"][0]["room_id"].as_str()), (200, Some(room_id.as_str())));
-    let r = [("ROOM_ID_EXAMPLE", room_id.as_str())];
-    assert_eq!(invoke_event(&app, "rooms-inspect.json", Some(&token), &r).await.0, 200);
-    let (status, err) = invoke_event(&app, "rooms-command.json", Some(&token), &r).await;
-    assert_eq!((status, code(&err)), (403, "command_execution_not_enabled"));
-    let (status, run) = invoke_event(&app, "start.json", Some(&token), &[]).await;
-    assert_eq!(status, 201, "{run}");
-    let run_id = run["run_id"].as_str().unwrap().to_owned();
-    let (status, b) =
-        invoke_event(&app, "rooms-bind-run.json", Some(&token), &[r[0], ("RUN_ID_EXAMPLE", run_id.as_str())]).await;
-    assert_eq!(status, 201, "{b}");
-    let bref = b["binding_ref"].as_str().unwrap().to_owned();
-    let (status, rev) =
-        invoke_event(&app, "rooms-unbind-run.json", Some(&token), &[("BINDING_REF_EXAMPLE", bref.as_str())]).await;
-    assert_eq!((status, rev["revocation_status"].as_str()), (200, Some("revoked")));
-
-    let (status, obs) = invoke_event(&app, "observer-create.json", None, &s).await;
-    assert_eq!(status, 201, "{obs}");
-    let handle = obs["claim_handle"].as_str().unwrap().to_owned();
-    let obs_ref = obs["observer_binding_ref"].as_str().unwrap().to_owned();
-    let (status, c) = invoke_event(
-        &app,
-        "rooms-claim-chat.json",
-        Some(&token),
-        &[("CLAIM_HANDLE_EXAMPLE", handle.as_str()), ("RUN_ID_EXAMPLE", run_id.as_str())],
-    )
-    .await;
-    assert_eq!(status, 201, "{c}");
-    let o = [s[0], ("OBSERVER_REF_EXAMPLE", obs_ref.as_str())];
-    let (status, view) = invoke_event(&app, "observer-read.json", None, &o).await;
-    assert_eq!((status, view["binding_status"].as_str()), (200, Some("bound")));
-    let (status, page) = invoke_event(&app, "observer-events.json", None, &o).await;
-    assert_eq!((status, page["receipts"][0]["seq"].as_u64()), (200, Some(1)));
-    let cref = c["binding_ref"].as_str().unwrap().to_owned();
-    let (status, _) =
-        invoke_event(&app, "rooms-unbind-chat.json", Some(&token), &[("BINDING_REF_EXAMPLE", cref.as_str())]).await;
-    assert_eq!(status, 200);
-    let (status, d) = invoke_event(&app, "observer-disconnect.json", None, &o).await;
-    assert_eq!((status, d["disconnect_status"].as_str()), (200, Some("disconnected")));
-    // The room pages (HTML and the chat script: not JSON, so only the status is read).
-    for file in ["chat-page.json", "chat-script.json", "rooms-page.json"] {
-        assert_eq!(invoke_event(&app, file, None, &s).await.0, 200, "{file}");
-    }
-}
-
-/// Store round trips per room operation (docs/round-trips.md, "Rooms"), counted at the
-/// store seam on a warm request; the principal's and the session's reads included.
-#[tokio::test]
-async fn room_operations_take_the_documented_round_trips() {
-    let app = TestApp::spawn().await;
-    let alice = app.token_for("alice", "tenant-a", ALL).await;
-    let cookie = app.session("alice").await;
-    let run = app.started(&alice, research_run()).await;
-    let run_id = run["run_id"].as_str().unwrap().to_owned();
-    // Warm the session (its idle expiry is written at most every few minutes).
-    observe(&app, &cookie, json!({ "chat_id": "warm" })).await;
-    let mut table = vec![];
-    let mut measure = |name: &'static str, log: Vec<&'static str>| table.push((name, log));
-
-    app.faults.take_log();
-    let (_, created) = app.create_room(&alice, "rt-room-create-1", json!({ "name": "Bench" })).await;
-    measure("create room", app.faults.take_log());
-    let room_id = created["room_id"].as_str().unwrap().to_owned();
-    read(app.get("/api/v1/rooms", &alice).send().await.unwrap()).await;
-    measure("list rooms", app.faults.take_log());
-    read(app.get(&format!("/api/v1/rooms/{room_id}"), &alice).send().await.unwrap()).await;
-    measure("inspect room", app.faults.take_log());
-    let (_, b) = app.bind(&alice, &room_id, &run_id).await;
-    measure("bind run (new)", app.faults.take_log());
-    app.bind(&alice, &room_id, &run_id).await;
-    measure("bind run (exact retry)", app.faults.take_log());
-    delete(&app, &alice, &format!("/api/v1/rooms/run-bindings/{}", b["binding_ref"].as_str().unwrap())).await;
-    measure("withdraw run binding", app.faults.take_log());
-    let (_, obs) =
-        observe(&app, &cookie, json!({ "chat_id": "c1", "snapshot": [{ "role": "user", "content": "hi" }] })).await;
-    measure("observer create", app.faults.take_log());
-    let (_, c) = claim(&app, &alice, obs["claim_handle"].as_str().unwrap(), &run_id).await;
-    measure("claim chat", app.faults.take_log());
-    let path = format!("/api/agi/agent-run-observer/bindings/{}", obs["observer_binding_ref"].as_str().unwrap());
-    read(app.browser(reqwest::Method::GET, &path, &cookie).send().await.unwrap()).await;
-    measure("observer read", app.faults.take_log());
-    read(app.browser(reqwest::Method::GET, &format!("{path}/events"), &cookie).send().await.unwrap()).await;
-    measure("observer events", app.faults.take_log());
-    delete(&app, &alice, &format!("/api/v1/rooms/chat-bindings/{}", c["binding_ref"].as_str().unwrap())).await;
-    measure("withdraw chat binding", app.faults.take_log());
-    read(app.browser(reqwest::Method::DELETE, &path, &cookie).send().await.unwrap()).await;
-    measure("observer disconnect", app.faults.take_log());
-    for (name, log) in &table {
-        println!("{name:<24} {} {log:?}", log.len());
-    }
-    let counts: Vec<(&str, usize)> = table.iter().map(|(n, l)| (*n, l.len())).collect();
-    assert_eq!(
-        counts,
-        vec![
-            ("create room", 2),
-            ("list rooms", 3),
-            ("inspect room", 2),
-            ("bind run (new)", 3),
-            ("bind run (exact retry)", 3),
-            ("withdraw run binding", 3),
-            ("observer create", 3),
-            ("claim chat", 3),
-            ("observer read", 4),
-            ("observer events", 5),
-            ("withdraw chat binding", 3),
-            ("observer disconnect", 5),
-        ]
-    );
-}
-
-#[tokio::test]
-async fn the_room_and_observer_limits_have_their_own_variables() {
-    let app = TestApp::spawn_with(
-        Backend::Embedded,
-        &[("HELIX_ROOM_AGENT_PRINCIPAL_RATE_LIMIT", "2"), ("HELIX_AGENT_RUN_OBSERVER_ACCOUNT_RATE_LIMIT", "1")],
-    )
-    .await;
-    let alice = app.token_for("alice", "tenant-a", ALL).await;
-    let statuses = [
-        app.get("/api/v1/rooms", &alice).send().await.unwrap().status().as_u16(),
-        app.get("/api/v1/rooms", &alice).send().await.unwrap().status().as_u16(),
-        app.get("/api/v1/rooms", &alice).send().await.unwrap().status().as_u16(),
-    ];
-    assert_eq!(statuses, [200, 200, 429]);
-    // The run routes keep their own (default) limit.
-    assert_eq!(app.start(&alice, "limits-run-0001", research_run()).await.status(), 201);
-    let cookie = app.session("alice").await;
-    assert_eq!(observe(&app, &cookie, json!({ "chat_id": "c1" })).await.0, 201);
-    let (status, err) = observe(&app, &cookie, json!({ "chat_id": "c2" })).await;
-    assert_eq!((status, code(&err)), (429, "rate_limited"));
-    let ip_limited = TestApp::spawn_with(Backend::Embedded, &[("HELIX_ROOM_AGENT_IP_RATE_LIMIT", "1")]).await;
-    let t = ip_limited.token_for("alice", "tenant-a", ALL).await;
-    assert_eq!(ip_limited.get("/api/v1/rooms", &t).send().await.unwrap().status(), 200);
-    assert_eq!(ip_limited.get("/api/v1/rooms", &t).send().await.unwrap().status(), 429);
-}
