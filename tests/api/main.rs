@@ -29,6 +29,7 @@ mod embodiment_verifying;
 mod lambda_events;
 mod lanes;
 mod lifecycle;
+mod lifecycle_races;
 mod limits;
 mod oauth_flow;
 mod page_flows;
