@@ -16,6 +16,8 @@ macro_rules! on_both_backends {
 }
 
 mod account;
+mod account_pages;
+mod account_provider;
 mod approval;
 mod auth;
 mod chat_context;
