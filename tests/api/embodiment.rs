@@ -410,9 +410,10 @@ pub(crate) fn helix_bin() -> std::path::PathBuf {
     bin
 }
 
-async fn connector_sim_drives_a_sequence_to_succeeded_with_verified_postconditions(backend: Backend) {
-    let app = TestApp::spawn_with(backend, &[]).await;
-    let w = paired(&app).await;
+/// `helix connector-sim` on the configuration the pairing page showed, pointed at this
+/// server, once it has registered. The directory holds that configuration: keep it while
+/// the simulator runs.
+pub(crate) async fn connector_sim(app: &TestApp, w: &World) -> (tempfile::TempDir, std::process::Child) {
     let dir = tempfile::tempdir().unwrap();
     // The configuration the pairing page showed, pointed at this server.
     let config = json!({
@@ -422,7 +423,7 @@ async fn connector_sim_drives_a_sequence_to_succeeded_with_verified_postconditio
     });
     let path = dir.path().join("connector.json");
     std::fs::write(&path, config.to_string()).unwrap();
-    let mut sim = std::process::Command::new(helix_bin())
+    let sim = std::process::Command::new(helix_bin())
         .args(["connector-sim", "--config", path.to_str().unwrap(), "--interval-ms", "100", "--polls", "80"])
         .env("HELIX_CONNECTOR_CREDENTIAL", &w.credential)
         .stdout(std::process::Stdio::null())
@@ -430,11 +431,18 @@ async fn connector_sim_drives_a_sequence_to_succeeded_with_verified_postconditio
         .unwrap();
     // Registered: the subject appears.
     let mut tries = 0;
-    while subjects(&app, &w, &w.token).await["environments"][0]["subjects"].as_array().is_none_or(|s| s.is_empty()) {
+    while subjects(app, w, &w.token).await["environments"][0]["subjects"].as_array().is_none_or(|s| s.is_empty()) {
         tries += 1;
         assert!(tries < 50, "the simulator never registered");
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
+    (dir, sim)
+}
+
+async fn connector_sim_drives_a_sequence_to_succeeded_with_verified_postconditions(backend: Backend) {
+    let app = TestApp::spawn_with(backend, &[]).await;
+    let w = paired(&app).await;
+    let (_dir, mut sim) = connector_sim(&app, &w).await;
     select_first(&app, &w, &w.token).await;
     let sequence = json!({"type": "sequence", "steps": [
         {"type": "move_to", "x": 5, "y": 64, "z": 4},

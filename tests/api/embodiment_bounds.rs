@@ -11,7 +11,7 @@ use helix_integration_tests::*;
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use super::embodiment::{STEVE, World, ack, act, err, helix_bin, paired, poll, select_first, status, tool};
+use super::embodiment::{STEVE, World, ack, act, connector_sim, err, paired, poll, select_first, status, tool};
 
 /// Registers with Steve standing at `position` (or nowhere known).
 async fn register_at(app: &TestApp, w: &World, position: Option<[i32; 3]>) -> u64 {
@@ -294,29 +294,7 @@ async fn a_queued_workflow_expires_and_a_lapsed_lease_pauses_until_resumed(backe
 async fn connector_sim_reports_positions_and_rejects_an_equip_it_cannot_do(backend: Backend) {
     let app = TestApp::spawn_with(backend, &[]).await;
     let w = paired(&app).await;
-    let dir = tempfile::tempdir().unwrap();
-    let config = json!({
-        "protocol": "helix.connector.v1", "base_url": app.base, "environment_binding_id": w.binding_id,
-        "room_id": w.room_id, "world_id": "overworld", "credential_env": "HELIX_CONNECTOR_CREDENTIAL",
-        "poll_interval_ms": 100,
-    });
-    let path = dir.path().join("connector.json");
-    std::fs::write(&path, config.to_string()).unwrap();
-    let mut sim = std::process::Command::new(helix_bin())
-        .args(["connector-sim", "--config", path.to_str().unwrap(), "--interval-ms", "100", "--polls", "80"])
-        .env("HELIX_CONNECTOR_CREDENTIAL", &w.credential)
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut tries = 0;
-    while super::embodiment::subjects(&app, &w, &w.token).await["environments"][0]["subjects"]
-        .as_array()
-        .is_none_or(|s| s.is_empty())
-    {
-        tries += 1;
-        assert!(tries < 50, "the simulator never registered");
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
+    let (_dir, mut sim) = connector_sim(&app, &w).await;
     select_first(&app, &w, &w.token).await;
     // The simulator's player stands at (4, 64, 0): the log at (8, 64, 5) is out of reach.
     let (is_error, e) = act(&app, &w, &w.token, "simb-key-01", brk(8, 5)).await;
