@@ -1,3 +1,4 @@
 //! Helpers shared by the core integration tests.
 
 pub mod dynamo;
+pub mod mcp;
