@@ -1,192 +1,22 @@
 //! Bearer verification against a real JWKS server on loopback, with test-only
-//! keys from `tests/fixtures` (generated with openssl; never used anywhere else).
+//! keys from `tests/fixtures` (generated with openssl; never used anywhere else): the
+//! claims each token must carry, the local HS256 path and the bearer header. The key set's
+//! fetches, refreshes and outages are in `auth_jwt_key_set`.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
-
-use axum::Json;
-use axum::extract::State;
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
-use axum::routing::get;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use helix_core::auth::jwt::{
-    JwksPolicy, TenantHeaders, TokenVerifier, VerifiedToken, bearer_from_header, mint_local_hs256,
-};
-use helix_core::config::{OAuthConfig, Secret};
+use helix_core::auth::jwt::{TenantHeaders, TokenVerifier, VerifiedToken, bearer_from_header, mint_local_hs256};
+use helix_core::config::Secret;
 use helix_core::error::ApiError;
-use jsonwebtoken::jwk::{Jwk, PublicKeyUse};
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::{Value, json};
 
-const ISSUER: &str = "https://issuer.test.invalid/";
-const AUDIENCE: &str = "https://api.test.invalid/mcp";
-const TENANT: &str = "tenant-test-1";
-const LOCAL_SECRET: &str = "test-only-local-hs256-secret-0123456789";
+mod support;
 
-const RSA_A: &str = include_str!("fixtures/test-only-rsa-a.private.pem");
-const RSA_B: &str = include_str!("fixtures/test-only-rsa-b.private.pem");
-const EC_P256: &str = include_str!("fixtures/test-only-ec-p256.private.pem");
-
-fn rsa(pem: &str) -> EncodingKey {
-    EncodingKey::from_rsa_pem(pem.as_bytes()).unwrap()
-}
-
-fn ec(pem: &str) -> EncodingKey {
-    EncodingKey::from_ec_pem(pem.as_bytes()).unwrap()
-}
-
-/// The public half of a fixture key as a JWK, as an authorization server publishes it.
-fn public_jwk(key: &EncodingKey, alg: Algorithm, kid: &str) -> Jwk {
-    let mut jwk = Jwk::from_encoding_key(key, alg).unwrap();
-    jwk.common.key_id = Some(kid.to_owned());
-    jwk.common.public_key_use = Some(PublicKeyUse::Signature);
-    jwk
-}
-
-#[derive(Clone)]
-struct ServerState {
-    keys: Arc<std::sync::Mutex<Vec<Jwk>>>,
-    hits: Arc<AtomicUsize>,
-    fail: Arc<std::sync::atomic::AtomicBool>,
-}
-
-struct JwksServer {
-    url: String,
-    state: ServerState,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl JwksServer {
-    async fn start(keys: Vec<Jwk>) -> Self {
-        async fn jwks(State(s): State<ServerState>) -> Response {
-            s.hits.fetch_add(1, Ordering::SeqCst);
-            if s.fail.load(Ordering::SeqCst) {
-                return StatusCode::INTERNAL_SERVER_ERROR.into_response();
-            }
-            let keys = s.keys.lock().unwrap().clone();
-            Json(json!({ "keys": keys })).into_response()
-        }
-        let state = ServerState {
-            keys: Arc::new(std::sync::Mutex::new(keys)),
-            hits: Arc::new(AtomicUsize::new(0)),
-            fail: Arc::default(),
-        };
-        let app = axum::Router::new().route("/.well-known/jwks.json", get(jwks)).with_state(state.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}/.well-known/jwks.json", listener.local_addr().unwrap());
-        let task = tokio::spawn(async move {
-            axum::serve(listener, app).await.unwrap();
-        });
-        Self { url, state, task }
-    }
-
-    /// The standard set: RSA key `rsa-a` and EC P-256 key `ec-1`.
-    async fn standard() -> Self {
-        Self::start(vec![
-            public_jwk(&rsa(RSA_A), Algorithm::RS256, "rsa-a"),
-            public_jwk(&ec(EC_P256), Algorithm::ES256, "ec-1"),
-        ])
-        .await
-    }
-
-    fn hits(&self) -> usize {
-        self.state.hits.load(Ordering::SeqCst)
-    }
-
-    fn publish(&self, jwk: Jwk) {
-        self.state.keys.lock().unwrap().push(jwk);
-    }
-
-    fn withdraw(&self, kid: &str) {
-        self.state.keys.lock().unwrap().retain(|k| k.common.key_id.as_deref() != Some(kid));
-    }
-}
-
-impl Drop for JwksServer {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
-fn oauth(jwks_url: Option<&str>, local_secret: Option<&str>) -> OAuthConfig {
-    OAuthConfig {
-        issuer: ISSUER.into(),
-        audience: AUDIENCE.into(),
-        jwks_url: jwks_url.map(str::to_owned),
-        provider: "test-provider".into(),
-        algorithms: vec![Algorithm::RS256, Algorithm::ES256],
-        local_hs256_secret: local_secret.map(Secret::new),
-        authorization_servers: vec![ISSUER.into()],
-        jwks_identity: None,
-    }
-}
-
-fn verifier(server: &JwksServer) -> TokenVerifier {
-    TokenVerifier::new(&oauth(Some(&server.url), None), reqwest::Client::new())
-}
-
-fn verifier_with(server: &JwksServer, policy: JwksPolicy) -> TokenVerifier {
-    TokenVerifier::with_policy(&oauth(Some(&server.url), None), reqwest::Client::new(), policy)
-}
-
-fn now() -> i64 {
-    chrono::Utc::now().timestamp()
-}
-
-fn claims() -> Value {
-    json!({
-        "iss": ISSUER,
-        "aud": AUDIENCE,
-        "sub": "auth0|user-1",
-        "tenantId": TENANT,
-        "scope": "helix.rooms.read helix.runs.write",
-        "iat": now(),
-        "exp": now() + 300,
-    })
-}
-
-fn with(mut claims: Value, key: &str, value: Value) -> Value {
-    claims[key] = value;
-    claims
-}
-
-fn without(mut claims: Value, key: &str) -> Value {
-    claims.as_object_mut().unwrap().remove(key);
-    claims
-}
-
-fn sign(alg: Algorithm, kid: &str, key: &EncodingKey, claims: &Value) -> String {
-    let mut header = Header::new(alg);
-    header.kid = Some(kid.to_owned());
-    jsonwebtoken::encode(&header, claims, key).unwrap()
-}
-
-fn rs256(claims: &Value) -> String {
-    sign(Algorithm::RS256, "rsa-a", &rsa(RSA_A), claims)
-}
-
-/// A token with an arbitrary protected header and signature, for algorithms
-/// `jsonwebtoken` refuses to produce.
-fn raw_token(header: Value, claims: &Value, signature: &[u8]) -> String {
-    format!(
-        "{}.{}.{}",
-        URL_SAFE_NO_PAD.encode(header.to_string()),
-        URL_SAFE_NO_PAD.encode(claims.to_string()),
-        URL_SAFE_NO_PAD.encode(signature)
-    )
-}
-
-const NO_HEADERS: TenantHeaders<'static> = TenantHeaders { tenant_id: None, customer_id: None, org_id: None };
-
-async fn reason(v: &TokenVerifier, token: &str) -> &'static str {
-    match v.verify(token, NO_HEADERS).await {
-        Err(ApiError::InvalidToken { reason }) => reason,
-        other => panic!("expected invalid_token, got {other:?}"),
-    }
-}
+use support::jwt::{
+    AUDIENCE, EC_P256, ISSUER, JwksServer, LOCAL_SECRET, NO_HEADERS, RSA_A, RSA_B, TENANT, claims, ec, now, oauth,
+    raw_token, reason, rs256, rsa, sign, verifier, with, without,
+};
 
 #[tokio::test]
 async fn a_valid_rs256_token_is_accepted_with_its_scopes_and_signed_tenant() {
@@ -363,96 +193,6 @@ async fn an_asymmetric_algorithm_outside_the_admitted_list_or_the_key_fails_as_a
 }
 
 #[tokio::test]
-async fn an_unknown_kid_refetches_the_key_set_once_then_fails_as_unknown_key() {
-    let server = JwksServer::standard().await;
-    let policy = JwksPolicy { min_refresh_interval: Duration::ZERO, ..JwksPolicy::default() };
-    let v = verifier_with(&server, policy);
-    v.verify(&rs256(&claims()), NO_HEADERS).await.unwrap();
-    assert_eq!(server.hits(), 1);
-    let unknown = sign(Algorithm::RS256, "rsa-unknown", &rsa(RSA_A), &claims());
-    assert_eq!(reason(&v, &unknown).await, "unknown_key");
-    assert_eq!(server.hits(), 2, "exactly one refetch per unknown kid");
-    let no_kid = jsonwebtoken::encode(&Header::new(Algorithm::RS256), &claims(), &rsa(RSA_A)).unwrap();
-    assert_eq!(reason(&v, &no_kid).await, "unknown_key");
-    assert_eq!(server.hits(), 2, "a token without kid never refetches");
-}
-
-#[tokio::test]
-async fn unknown_kids_within_the_refresh_interval_do_not_refetch_the_key_set() {
-    let server = JwksServer::standard().await;
-    let v = verifier(&server);
-    v.verify(&rs256(&claims()), NO_HEADERS).await.unwrap();
-    for i in 0..20 {
-        let spam = sign(Algorithm::RS256, &format!("spam-{i}"), &rsa(RSA_A), &claims());
-        assert_eq!(reason(&v, &spam).await, "unknown_key");
-    }
-    assert_eq!(server.hits(), 1);
-    v.verify(&rs256(&claims()), NO_HEADERS).await.unwrap();
-}
-
-#[tokio::test]
-async fn a_key_rotated_into_the_key_set_is_picked_up_by_the_refresh() {
-    let server = JwksServer::standard().await;
-    let policy = JwksPolicy { min_refresh_interval: Duration::ZERO, ..JwksPolicy::default() };
-    let v = verifier_with(&server, policy);
-    v.verify(&rs256(&claims()), NO_HEADERS).await.unwrap();
-    let rotated = sign(Algorithm::RS256, "rsa-b", &rsa(RSA_B), &claims());
-    assert_eq!(reason(&v, &rotated).await, "unknown_key");
-    server.publish(public_jwk(&rsa(RSA_B), Algorithm::RS256, "rsa-b"));
-    let t = v.verify(&rotated, NO_HEADERS).await.unwrap();
-    assert_eq!(t.tenant, TENANT);
-    assert_eq!(server.hits(), 3);
-    // Both keys now verify from the cache.
-    v.verify(&rs256(&claims()), NO_HEADERS).await.unwrap();
-    v.verify(&rotated, NO_HEADERS).await.unwrap();
-    assert_eq!(server.hits(), 3);
-}
-
-#[tokio::test]
-async fn the_key_set_is_refetched_when_its_ttl_has_passed() {
-    let server = JwksServer::standard().await;
-    let policy = JwksPolicy { ttl: Duration::ZERO, ..JwksPolicy::default() };
-    let v = verifier_with(&server, policy);
-    v.verify(&rs256(&claims()), NO_HEADERS).await.unwrap();
-    v.verify(&rs256(&claims()), NO_HEADERS).await.unwrap();
-    assert_eq!(server.hits(), 2);
-}
-
-#[tokio::test]
-async fn a_token_verified_earlier_is_refused_once_a_refresh_withdrew_its_key() {
-    let server = JwksServer::standard().await;
-    let policy = JwksPolicy { min_refresh_interval: Duration::ZERO, ..JwksPolicy::default() };
-    let v = verifier_with(&server, policy);
-    let token = rs256(&claims());
-    v.verify(&token, NO_HEADERS).await.unwrap();
-    v.verify(&token, NO_HEADERS).await.unwrap();
-    assert_eq!(server.hits(), 1, "the second check is answered from the verified-token cache");
-    server.withdraw("rsa-a");
-    // Any refresh (here: a token naming a kid the set lacks) replaces the set...
-    let rotated = sign(Algorithm::RS256, "rsa-b", &rsa(RSA_B), &claims());
-    assert_eq!(reason(&v, &rotated).await, "unknown_key");
-    // ...and the cached verification no longer stands without its key.
-    assert_eq!(reason(&v, &token).await, "unknown_key");
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn concurrent_first_requests_share_one_key_set_fetch() {
-    let server = JwksServer::standard().await;
-    let v = Arc::new(verifier(&server));
-    let token = Arc::new(rs256(&claims()));
-    let tasks: Vec<_> = (0..16)
-        .map(|_| {
-            let (v, token) = (v.clone(), token.clone());
-            tokio::spawn(async move { v.verify(&token, NO_HEADERS).await })
-        })
-        .collect();
-    for t in tasks {
-        t.await.unwrap().unwrap();
-    }
-    assert_eq!(server.hits(), 1);
-}
-
-#[tokio::test]
 async fn a_matching_tenant_header_is_accepted_and_a_mismatched_one_is_tenant_mismatch() {
     let server = JwksServer::standard().await;
     let v = verifier(&server);
@@ -472,48 +212,6 @@ async fn a_matching_tenant_header_is_accepted_and_a_mismatched_one_is_tenant_mis
     let untenanted = rs256(&without(claims(), "tenantId"));
     let headers = TenantHeaders { tenant_id: Some(TENANT), ..NO_HEADERS };
     assert!(matches!(v.verify(&untenanted, headers).await, Err(ApiError::InvalidToken { reason: "tenant_claim" })));
-}
-
-#[tokio::test]
-async fn a_jwks_server_that_is_down_makes_verification_unavailable() {
-    // Nothing listens on a port that was just released.
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}/jwks.json", listener.local_addr().unwrap());
-    drop(listener);
-    let v = TokenVerifier::new(&oauth(Some(&url), None), reqwest::Client::new());
-    let err = v.verify(&rs256(&claims()), NO_HEADERS).await.unwrap_err();
-    assert!(matches!(err, ApiError::Unavailable(_)), "{err:?}");
-    assert!(err.retryable());
-    assert!(std::error::Error::source(&err).is_some(), "the fetch failure is kept as the source");
-
-    // A server answering 500 is unavailable too, and recovers once it serves keys again.
-    let server = JwksServer::standard().await;
-    server.state.fail.store(true, Ordering::SeqCst);
-    let policy = JwksPolicy { failure_backoff: Duration::ZERO, ..JwksPolicy::default() };
-    let v = verifier_with(&server, policy);
-    let err = v.verify(&rs256(&claims()), NO_HEADERS).await.unwrap_err();
-    assert!(matches!(err, ApiError::Unavailable(_)), "{err:?}");
-    let mut chain = String::new();
-    let mut cur: Option<&dyn std::error::Error> = std::error::Error::source(&err);
-    while let Some(e) = cur {
-        chain.push_str(&e.to_string());
-        cur = e.source();
-    }
-    assert!(chain.contains("HTTP 500"), "{chain}");
-    server.state.fail.store(false, Ordering::SeqCst);
-    v.verify(&rs256(&claims()), NO_HEADERS).await.unwrap();
-}
-
-#[tokio::test]
-async fn a_failed_fetch_is_not_retried_by_every_request_during_the_backoff() {
-    let server = JwksServer::standard().await;
-    server.state.fail.store(true, Ordering::SeqCst);
-    let v = verifier(&server);
-    for _ in 0..5 {
-        let err = v.verify(&rs256(&claims()), NO_HEADERS).await.unwrap_err();
-        assert!(matches!(err, ApiError::Unavailable(_)));
-    }
-    assert_eq!(server.hits(), 1);
 }
 
 #[tokio::test]
