@@ -81,3 +81,21 @@ pub async fn post_keyed(
     let status = res.status().as_u16();
     (status, res.json().await.unwrap())
 }
+
+/// The user of the CLI tests that need no other: `cli-user` under `cli-tenant`, on an
+/// embedded store served with no extra environment.
+pub mod cli_user {
+    use std::path::Path;
+
+    use super::Server;
+
+    /// `helix dev-token` for `cli-user` under `cli-tenant` on the store in `dir`, with `extra_env`.
+    pub fn dev_token(dir: &Path, extra_env: &[(&str, &str)]) -> std::process::Output {
+        super::dev_token_output(dir, "cli-user", "cli-tenant", extra_env)
+    }
+
+    /// `helix serve` on `127.0.0.1:port` over the store in `dir`, once it answers.
+    pub async fn serve(dir: &Path, port: u16) -> Server {
+        super::serve(dir, port, &[]).await
+    }
+}
