@@ -166,7 +166,7 @@ pub(crate) fn bearer(app: &TestApp, subject: &str, tenant: &str) -> String {
     )
 }
 
-pub(crate) async fn mcp_tools_list(app: &TestApp, token: &str) -> (StatusCode, Value) {
+async fn mcp_tools_list(app: &TestApp, token: &str) -> (StatusCode, Value) {
     let res = app
         .http
         .post(format!("{}/mcp", app.base))
