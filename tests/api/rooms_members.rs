@@ -45,7 +45,9 @@ async fn members_consent_and_invites_take_effect_on_the_next_request(backend: Ba
     assert_eq!(app.form(&bob_web, "/rooms/join", &[("code", &code), ("consent_version", "1")]).await.0, 303);
     let (status, body) = app.form(&bob_web, "/rooms/join", &[("code", &code), ("consent_version", "1")]).await;
     assert_eq!(status, 404, "single use: {body}");
-    assert!(body.contains("invite_invalid"));
+    // A refused form is the page again, with the reason (never a bare JSON document).
+    assert!(body.starts_with("<!doctype html>"), "{body}");
+    assert_eq!(between(&body, "id=\"rooms-notice\">", "<"), "invite_invalid: the invite code is not valid");
 
     // Bob's agent now sees the room as a member and may bind its own run to it.
     let (status, list) = read(app.get("/api/v1/rooms", &bob).send().await.unwrap()).await;
@@ -157,6 +159,23 @@ async fn invites_expire_refuse_guests_and_cross_site_posts(backend: Backend) {
     app.set_policy("gary", PolicyChange { guest: Some(true), ..Default::default() }).await;
     let (status, body) = app.form(&guest_web, "/rooms/join/preview", &[("code", &code)]).await;
     assert_eq!(status, 403, "{body}");
+    assert!(body.contains("id=\"guest-notice\"") && !body.contains("id=\"join-code\""), "the guest's page: {body}");
+    // A guest's pairing page says it is not for guests, with no form and no page script.
+    let page = app
+        .http
+        .get(format!("{}/account/room-connectors", app.base))
+        .header("cookie", &guest_web)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status(), 403);
+    let html = page.text().await.unwrap();
+    assert!(html.contains("id=\"guest-notice\"") && !html.contains("<form") && !html.contains("<script"), "{html}");
+    // Its forms still refuse a guest, and answer the page with the reason.
+    let fields = [("room_id", room_id.as_str()), ("environment_binding_id", "env_0"), ("op", "rotate")];
+    let (status, html) = app.form(&guest_web, "/account/room-connectors/credential", &fields).await;
+    assert_eq!(status, 403, "{html}");
+    assert!(between(&html, "id=\"pairing-notice\">", "<").starts_with("guest_not_allowed: "), "{html}");
     // Expired after seven days.
     app.state.services.clock.advance(7 * 24 * 3600 + 1);
     let bob_web = app.session("bob").await;
