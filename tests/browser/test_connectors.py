@@ -70,7 +70,8 @@ def region_form(driver, base, room_id, binding_id, token):
     fill(driver, {"region-room": room_id, "region-binding": binding_id, "region-min-x": "-10", "region-min-y": "60",
                   "region-min-z": "-10", "region-max-x": "10", "region-max-y": "80", "region-max-z": "10"})
     click(driver, "#region-set-button", "set region")
-    on_page(driver, "back on the pairing page", lambda u: u == f"{base}/account/room-connectors", "#region-form")
+    on_page(driver, "back on the pairing page", lambda u: u == f"{base}/account/room-connectors", "#pairing-done")
+    check(driver.find_element(By.ID, "pairing-done").text.startswith("Region set"), "the page says the region is set")
     shot(driver, "connectors-03b-region")
     rooms = f"{base}/api/v1/rooms/{room_id}"
     _, listing = call("GET", f"{rooms}/environment-subjects", token)

@@ -1,7 +1,8 @@
 """The pages' flows in a real headless Chromium against a real `helix serve`: a signed-out
 visit of each page lands on sign-in and comes back to that page after it; a return path to
 another site is refused; the step-up sign-in offers the identity signed in; every form of
-/account and /rooms, opened again after its post, is a page (not a 405); Revoke, Remove
+/account and /rooms, opened again after its post, is a page (not a 405), and a form that
+redirects back says once what it did; Revoke, Remove
 member, Raise consent and revoking action authority ask first; a refused form (a wrong invite
 code) is the page again with its message; a guest's pairing and claim pages say they are not
 for guests and carry no form.
@@ -32,6 +33,11 @@ SCOPES = "helix.agent_runs.read helix.agent_runs.write helix.rooms.read helix.ro
 PAGES = [("/rooms", "#join-code"), ("/chat", "#new-chat"), ("/runs", "#status-filter"),
          ("/runs?status=running", "#status-filter"), ("/account/room-connectors", "#pair-form"),
          ("/account/room-sources/claim", "#claim-form")]
+
+
+# The URL and the text of one document, read by one script (two commands could straddle a
+# navigation: the old URL with the new text).
+URL_AND_TEXT = "return [document.URL, document.documentElement.outerHTML]"
 
 
 def field(driver, name):
@@ -113,7 +119,7 @@ def main():
         driver.execute_script("document.getElementById('return-to').value = '//evil.example/rooms'")
         click(driver, "#sign-in", "sign-in with a forged return path")
         refused = base.until(driver, "the forged return path refused",
-                             lambda d: (d.current_url, d.page_source), lambda s: "invalid_request" in s[1])
+                             lambda d: d.execute_script(URL_AND_TEXT), lambda s: "invalid_request" in s[1])
         check(refused[0] == f"{url}/account/sign-in" and "evil.example" not in refused[0],
               f"refused on this site: {refused[0]}")
         driver.get(f"{url}/account?return_to={quote('https://evil.example/', safe='')}")
@@ -147,9 +153,12 @@ def main():
         check(code != "", "an invite code, shown once")
         opened_again(driver, url, "/rooms", room_sel, "create invite")
         check(not driver.find_elements(By.ID, "invite-code"), "the code is not shown twice")
-        for css, what in ((".emergency-stop", "Emergency Stop"), (".clear-emergency-stop", "clear the stop")):
-            submit(driver, url, css, what, "/rooms", room_sel)
+        for css, what, says in ((".emergency-stop", "Emergency Stop", "Emergency Stop: every player of this room"),
+                                (".clear-emergency-stop", "clear the stop", "The room's Emergency Stop is cleared")):
+            submit(driver, url, css, what, "/rooms", "#rooms-done")
+            check(driver.find_element(By.ID, "rooms-done").text.startswith(says), f"the page says what {what} did")
             opened_again(driver, url, "/rooms", room_sel, what)
+            check(not driver.find_elements(By.ID, "rooms-done"), f"said once: not again after {what}'s reload")
         sign_out(driver, url)
 
         # The member: sent to sign in by /rooms and back, previews the invite, joins.
@@ -179,6 +188,8 @@ def main():
         check(driver.find_element(By.CSS_SELECTOR, f"{room_sel} .consent-version").text.startswith("2"), "consent v2")
         member_row = f"{room_sel} tr.member:has(.remove-member)"  # the one row that is not the owner's
         submit(driver, url, f"{member_row} .grant-authority", "grant authority", "/rooms", f"{member_row} .revoke-authority")
+        check(driver.find_element(By.ID, "rooms-done").text.startswith("Action authority granted"),
+              "the page says the authority is granted")
         opened_again(driver, url, "/rooms", f"{member_row} .revoke-authority", "grant authority")
         submit(driver, url, f"{member_row} .revoke-authority", "revoke authority", "/rooms/members/authority",
                "#confirm-revoke")

@@ -5,13 +5,15 @@
 
 use askama::Template;
 use axum::extract::{Path, State};
+use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Form, Json, Router};
 use serde::Deserialize;
 
 use super::AppState;
-use super::pages::{Page, SameOriginSession, notice_of, to_pairing_page};
+use super::flash::{self, Done};
+use super::pages::{PAIRING_PAGE_PATH, Page, SameOriginSession, notice_of, to_pairing_page};
 use crate::domain::embodiment::PairingCreated;
 use crate::error::ApiError;
 use crate::service::embodiment::PairingRoom;
@@ -30,6 +32,8 @@ pub struct PairingPage {
     pub guest: bool,
     /// A refused form's readable message (its error code and sentence).
     pub notice: Option<String>,
+    /// What the form just posted did (once, after its redirect).
+    pub done: Option<&'static str>,
     /// A rotation or revocation awaiting the owner's confirmation.
     pub confirm: Option<PendingChange>,
     /// The credential a confirmed rotation just issued (this response only).
@@ -61,12 +65,15 @@ impl Rotated {
 
 impl PairingPage {
     /// The page for a signed-in session: a guest's page is a refusal (403) with no forms.
-    pub fn for_session(s: &crate::service::sessions::Session) -> Response {
+    /// A form's `303` back here carries its confirmation ([`flash`]): shown once, cleared.
+    pub fn for_session(state: &AppState, s: &crate::service::sessions::Session, headers: &HeaderMap) -> Response {
         if s.policy.guest {
             let page = PairingPage { guest: true, ..Default::default() };
             return (ApiError::GuestNotAllowed.status(), Page(page)).into_response();
         }
-        Page(PairingPage::default()).into_response()
+        let (done, clear) = flash::take(headers);
+        let res = Page(PairingPage { done: done.map(Done::sentence), ..Default::default() }).into_response();
+        if clear { flash::cleared(state, res, PAIRING_PAGE_PATH) } else { res }
     }
 }
 
@@ -157,7 +164,7 @@ async fn credential_form(
                 );
             }
             service.revoke_connector(&s, &f.environment_binding_id, room).await?;
-            Ok(to_pairing_page().await)
+            Ok(flash::see_other_done(&state, PAIRING_PAGE_PATH, Done::PairingRevoked))
         }
         .await,
     )

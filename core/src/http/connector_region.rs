@@ -9,7 +9,8 @@ use axum::{Form, Json, Router};
 use serde::Deserialize;
 
 use super::AppState;
-use super::pages::SameOriginSession;
+use super::flash::{Done, see_other_done};
+use super::pages::{PAIRING_PAGE_PATH, SameOriginSession};
 use crate::domain::embodiment::action::Pos;
 use crate::error::ApiError;
 use crate::service::embodiment::RegionRequest;
@@ -88,6 +89,7 @@ async fn region_change(
         "clear" => RegionRequest { room_id: f.room_id, min: None, max: None, clear: true },
         _ => return Err(ApiError::InvalidRequest("op must be set or clear".into())),
     };
+    let done = if req.clear { Done::RegionCleared } else { Done::RegionSet };
     state.services.embodiment.set_region(s, &f.environment_binding_id, req).await?;
-    Ok(super::pages::to_pairing_page().await)
+    Ok(see_other_done(state, PAIRING_PAGE_PATH, done))
 }

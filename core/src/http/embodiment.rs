@@ -10,8 +10,8 @@ use axum::extract::{FromRequestParts, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use http::StatusCode;
 use http::request::Parts;
+use http::{HeaderMap, StatusCode};
 
 use super::connector_credentials::PairingPage;
 use super::pages::{Asset, Csp, PAIRING_PAGE_PATH, Referrer, SameOriginSession, page_headers};
@@ -59,8 +59,12 @@ pub fn browser_router(state: AppState) -> Router {
 
 const PAIRING_SCRIPT: &str = include_str!("../../templates/room-connectors.js");
 
-async fn pairing_page(PageSession(session): PageSession) -> Response {
-    PairingPage::for_session(&session)
+async fn pairing_page(
+    State(state): State<AppState>,
+    PageSession(session): PageSession,
+    headers: HeaderMap,
+) -> Response {
+    PairingPage::for_session(&state, &session, &headers)
 }
 
 async fn pairing_script() -> Asset {

@@ -18,6 +18,7 @@ pub mod dev_routes;
 pub mod dev_token;
 pub mod discovery;
 pub mod embodiment;
+pub mod flash;
 pub mod idempotent;
 pub mod observer;
 pub mod openapi;

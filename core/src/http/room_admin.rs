@@ -5,12 +5,14 @@
 
 use askama::Template;
 use axum::extract::{RawQuery, State};
+use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Form, Router};
 use serde::Deserialize;
 
 use super::AppState;
+use super::flash::{self, Done};
 use super::pages::{Page, SameOriginSession, notice_of};
 use super::sign_in_first::PageSession;
 use crate::domain::page::cursor_query;
@@ -68,6 +70,8 @@ pub(super) struct RoomsPage {
     identities: Vec<RoomIdentity>,
     /// A refused form's readable message (its error code and sentence).
     pub(super) notice: Option<String>,
+    /// What the form just posted did (once, after its redirect).
+    done: Option<&'static str>,
 }
 
 /// The page for a session: the first page of rooms, or the page a `cursor` names.
@@ -83,17 +87,30 @@ pub(super) async fn page_for(state: &AppState, s: &Session, cursor: Option<&str>
 }
 
 /// `GET /rooms`, or `/rooms?cursor=…` for a later page of rooms or of one room's members.
+/// A form's `303` back here carries its confirmation ([`flash`]): shown once, then cleared.
 async fn rooms_page(
     State(state): State<AppState>,
     PageSession(session): PageSession,
     RawQuery(q): RawQuery,
+    headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let cursor = cursor_query(q.as_deref())?;
-    Ok(Page(page_for(&state, &session, cursor.as_deref()).await?).into_response())
+    let mut page = page_for(&state, &session, cursor.as_deref()).await?;
+    let (confirmed, clear) = flash::take(&headers);
+    page.done = confirmed.map(Done::sentence);
+    let res = Page(page).into_response();
+    Ok(if clear { flash::cleared(&state, res, ROOMS) } else { res })
 }
 
+const ROOMS: &str = "/rooms";
+
 pub(super) fn back() -> Response {
-    super::pages::see_other("/rooms")
+    super::pages::see_other(ROOMS)
+}
+
+/// Back to the page (`303`), which then says what the form did.
+pub(super) fn back_saying(state: &AppState, d: Done) -> Response {
+    flash::see_other_done(state, ROOMS, d)
 }
 
 /// The one answer of the page's forms: what the form did, or, for a refusal the person can
@@ -175,7 +192,7 @@ async fn join(
 ) -> Result<Response, ApiError> {
     let done = async {
         state.services.rooms.accept_invite(&s, f.code.trim(), f.consent_version).await?;
-        Ok(back())
+        Ok(back_saying(&state, Done::Joined))
     }
     .await;
     answer(&state, &s, done).await
@@ -195,7 +212,7 @@ async fn accept_consent(
 ) -> Result<Response, ApiError> {
     let done = async {
         state.services.rooms.accept_consent(&s, &f.room_id, f.consent_version).await?;
-        Ok(back())
+        Ok(back_saying(&state, Done::ConsentAccepted))
     }
     .await;
     answer(&state, &s, done).await
@@ -216,7 +233,7 @@ async fn raise_consent(
     let done = async {
         confirmed(f.confirm.as_deref())?;
         state.services.rooms.raise_consent(&s, &f.room_id).await?;
-        Ok(back())
+        Ok(back_saying(&state, Done::ConsentRaised))
     }
     .await;
     answer(&state, &s, done).await
@@ -238,7 +255,7 @@ async fn remove_member(
     let done = async {
         confirmed(f.confirm.as_deref())?;
         state.services.rooms.remove_member(&s, &f.room_id, &f.account_ref).await?;
-        Ok(back())
+        Ok(back_saying(&state, Done::MemberRemoved))
     }
     .await;
     answer(&state, &s, done).await
@@ -274,7 +291,7 @@ async fn member_authority(
             return Ok(Page(page).into_response());
         }
         state.services.rooms.set_action_authority(&s, &f.room_id, &f.account_ref, grant).await?;
-        Ok(back())
+        Ok(back_saying(&state, if grant { Done::AuthorityGranted } else { Done::AuthorityRevoked }))
     }
     .await;
     answer(&state, &s, done).await
@@ -288,7 +305,7 @@ async fn emergency_stop(
 ) -> Result<Response, ApiError> {
     let done = async {
         state.services.embodiment.emergency_stop_room(&s, &f.room_id).await?;
-        Ok(back())
+        Ok(back_saying(&state, Done::RoomStopped))
     }
     .await;
     answer(&state, &s, done).await
@@ -302,7 +319,7 @@ async fn clear_stop(
 ) -> Result<Response, ApiError> {
     let done = async {
         state.services.embodiment.clear_room_stop(&s, &f.room_id).await?;
-        Ok(back())
+        Ok(back_saying(&state, Done::RoomStopCleared))
     }
     .await;
     answer(&state, &s, done).await

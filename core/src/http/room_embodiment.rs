@@ -11,8 +11,9 @@ use axum::{Form, Router};
 use serde::Deserialize;
 
 use super::AppState;
+use super::flash::Done;
 use super::pages::SameOriginSession;
-use super::room_admin::{answer, back, to_rooms};
+use super::room_admin::{answer, back_saying, to_rooms};
 use crate::error::ApiError;
 
 pub fn router() -> Router<AppState> {
@@ -41,7 +42,7 @@ async fn select(
         .embodiment
         .select_subject_as_person(&s, &f.room_id, &f.environment_binding_id, &f.subject_ref)
         .await;
-    answer(&state, &s, done.map(|_| back())).await
+    answer(&state, &s, done.map(|_| back_saying(&state, Done::SubjectSelected))).await
 }
 
 #[derive(Deserialize)]
@@ -58,7 +59,7 @@ async fn stop(
     Form(f): Form<OwnSubjectForm>,
 ) -> Result<Response, ApiError> {
     let done = state.services.embodiment.stop_own_subject_as_person(&s, &f.room_id, &f.environment_binding_id).await;
-    answer(&state, &s, done.map(|_| back())).await
+    answer(&state, &s, done.map(|_| back_saying(&state, Done::SubjectStopped))).await
 }
 
 /// **Clear my player's Emergency Stop**: only here, by a person.
@@ -68,5 +69,5 @@ async fn clear(
     Form(f): Form<OwnSubjectForm>,
 ) -> Result<Response, ApiError> {
     let done = state.services.embodiment.clear_own_subject_stop(&s, &f.room_id, &f.environment_binding_id).await;
-    answer(&state, &s, done.map(|_| back())).await
+    answer(&state, &s, done.map(|_| back_saying(&state, Done::SubjectStopCleared))).await
 }
