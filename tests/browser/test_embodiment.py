@@ -150,9 +150,11 @@ def main():
         check(refused(act(base, owner, room_id, {"type": "wait", "ticks": 1}), "emergency_stop_active"),
               "a new action is refused while the stop is active")
         check(subjects(base, owner, room_id)["emergency_stop_active"], "the subject list shows the room's stop")
+        check(driver.find_element(By.CSS_SELECTOR, "section.room .room-stop-state").text.endswith(
+            "active, new actions are refused until you clear it."), "the room's section shows its stop")
         shot(driver, "embodiment-02-room-stopped")
         click(driver, "button.clear-emergency-stop", "Clear the Emergency Stop")
-        rooms_page(driver, base, "#identities", "/rooms after clearing")
+        rooms_page(driver, base, "section.room .room-stop-off", "/rooms after clearing")
         is_error, wa2 = act(base, owner, room_id, LONG)
         check(not is_error and wa2["status"] == "queued", "after the person cleared it, a new action is accepted")
 

@@ -152,6 +152,8 @@ def main():
         code = driver.find_element(By.ID, "invite-code").text.strip()
         check(code != "", "an invite code, shown once")
         opened_again(driver, url, "/rooms", room_sel, "create invite")
+        check(driver.find_element(By.CSS_SELECTOR, f"{room_sel} .room-stop-none").text.startswith("no action connector"),
+              "a room without a paired connector says so where its Emergency Stop is")
         check(not driver.find_elements(By.ID, "invite-code"), "the code is not shown twice")
         for css, what, says in ((".emergency-stop", "Emergency Stop", "Emergency Stop: every player of this room"),
                                 (".clear-emergency-stop", "clear the stop", "The room's Emergency Stop is cleared")):

@@ -74,6 +74,15 @@ pub(super) struct RoomsPage {
     done: Option<&'static str>,
 }
 
+impl RoomsPage {
+    /// The room's Emergency Stop as the page shows it: active in one of its environments,
+    /// not active, or None when the room has no environment (the identity section's data).
+    fn room_stop(&self, room_id: &str) -> Option<bool> {
+        let envs = &self.identities.iter().find(|i| i.room_id == room_id)?.environments;
+        (!envs.is_empty()).then(|| envs.iter().any(|e| e.emergency_stop_active))
+    }
+}
+
 /// The page for a session: the first page of rooms, or the page a `cursor` names.
 pub(super) async fn page_for(state: &AppState, s: &Session, cursor: Option<&str>) -> Result<RoomsPage, ApiError> {
     let mut page = RoomsPage { guest: s.policy.guest, locked: s.policy.rooms_locked, ..Default::default() };
