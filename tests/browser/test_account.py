@@ -277,6 +277,15 @@ def click(driver, css, what):
         print(f"# the click on {what} raced its navigation; the next page decides: {e.msg}")
 
 
+def click_rendered(driver, what, find):
+    """Clicks the element `find(driver)` returns on a page whose script re-renders it (the
+    chat list): found afresh and clicked until the click lands, a stale element retried."""
+    def attempt(d):
+        find(d).click()
+        return True
+    until(driver, f"click {what}", attempt)
+
+
 def texts(driver, css):
     return [e.text for e in driver.find_elements(By.CSS_SELECTOR, css)]
 

@@ -179,7 +179,7 @@ def main():
         base.expect(driver, "a second chat attached", status, lambda t: t == "awaiting_claim")
         driver.switch_to.window(second)
         base.expect(driver, "the second chat reached the second tab", lambda d: len(d.find_elements(By.CSS_SELECTOR, ".chat-item")), lambda n: n == 2)
-        driver.find_elements(By.CSS_SELECTOR, ".chat-item")[-1].click()
+        base.click_rendered(driver, "the second chat", lambda d: d.find_elements(By.CSS_SELECTOR, ".chat-item")[-1])
         base.expect(driver, "the second tab sees the attach", status, lambda t: t == "awaiting_claim")
         driver.find_element(By.ID, "disconnect").click()
         base.expect(driver, "disconnected in the second tab", status, lambda t: t == "disconnected")
