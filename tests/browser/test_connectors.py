@@ -106,8 +106,16 @@ def main():
         driver = chromium("1280,1000", page_load_timeout=30)
         sign_in_as(driver, base, SUBJECT, TENANT)
 
-        driver.get(f"{base}/account/room-connectors")
-        on_page(driver, "the pairing page", lambda u: u == f"{base}/account/room-connectors", "#pair-form")
+        # From the room's section on /rooms: the pairing page with the room filled in.
+        driver.get(f"{base}/rooms")
+        link = f'section.room[data-room-id="{room_id}"] a.pair-connector'
+        on_page(driver, "/rooms", lambda u: u == f"{base}/rooms", link)
+        click(driver, link, "Pair an action connector for this room")
+        on_page(driver, "the pairing page for the room",
+                lambda u: u == f"{base}/account/room-connectors?room_id={room_id}", "#pair-form")
+        check(all(driver.find_element(By.ID, f).get_attribute("value") == room_id
+                  for f in ("pair-room", "credential-room", "region-room", "clear-room")),
+              "every form of the page starts with the room filled in")
         fill(driver, {"pair-room": room_id, "pair-world": "overworld"})
         driver.find_element(By.ID, "pair-button").click()
         WebDriverWait(driver, 20).until(lambda d: d.find_element(By.ID, "connector-credential").text)

@@ -34,6 +34,9 @@ pub struct PairingPage {
     pub notice: Option<String>,
     /// What the form just posted did (once, after its redirect).
     pub done: Option<&'static str>,
+    /// The room the page's forms start filled in with (`?room_id=`, from the room's
+    /// section on `/rooms`); empty when none.
+    pub room_id: String,
     /// A rotation or revocation awaiting the owner's confirmation.
     pub confirm: Option<PendingChange>,
     /// The credential a confirmed rotation just issued (this response only).
@@ -66,14 +69,34 @@ impl Rotated {
 impl PairingPage {
     /// The page for a signed-in session: a guest's page is a refusal (403) with no forms.
     /// A form's `303` back here carries its confirmation ([`flash`]): shown once, cleared.
-    pub fn for_session(state: &AppState, s: &crate::service::sessions::Session, headers: &HeaderMap) -> Response {
+    /// `room_id` is the query's room (checked by [`room_query`]).
+    pub fn for_session(
+        state: &AppState,
+        s: &crate::service::sessions::Session,
+        headers: &HeaderMap,
+        room_id: String,
+    ) -> Response {
         if s.policy.guest {
             let page = PairingPage { guest: true, ..Default::default() };
             return (ApiError::GuestNotAllowed.status(), Page(page)).into_response();
         }
         let (done, clear) = flash::take(headers);
-        let res = Page(PairingPage { done: done.map(Done::sentence), ..Default::default() }).into_response();
+        let res = Page(PairingPage { done: done.map(Done::sentence), room_id, ..Default::default() }).into_response();
         if clear { flash::cleared(state, res, PAIRING_PAGE_PATH) } else { res }
+    }
+}
+
+/// The pairing page's query: nothing, or one `room_id` of a room id's shape (anything else
+/// is `invalid_request`, as on the other pages' queries). Whether the room is the caller's
+/// is the forms' question: the page only fills the field in.
+pub fn room_query(raw: Option<&str>) -> Result<String, ApiError> {
+    match raw.unwrap_or("") {
+        "" => Ok(String::new()),
+        q => q
+            .strip_prefix("room_id=")
+            .filter(|id| crate::domain::room::RoomId::parse(id).is_some())
+            .map(str::to_owned)
+            .ok_or_else(|| ApiError::InvalidRequest("the only query parameter is room_id, a room id".into())),
     }
 }
 
@@ -168,4 +191,21 @@ async fn credential_form(
         }
         .await,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::room_query;
+    use crate::domain::room::RoomId;
+
+    #[test]
+    fn the_page_query_is_nothing_or_one_room_id() {
+        let id = RoomId::generate();
+        assert_eq!(room_query(None).unwrap(), "");
+        assert_eq!(room_query(Some("")).unwrap(), "");
+        assert_eq!(room_query(Some(&format!("room_id={}", id.as_str()))).unwrap(), id.as_str());
+        for bad in ["room_id=", "room_id=<b>", "room_id=room_ABC", "x=1", "cursor=hpc1_x", "room_id=a&room_id=b"] {
+            assert!(room_query(Some(bad)).is_err(), "{bad}");
+        }
+    }
 }

@@ -6,7 +6,7 @@
 //!
 //! The agent side is the MCP tools (`mcp/tools/embodiment.rs`).
 
-use axum::extract::{FromRequestParts, State};
+use axum::extract::{FromRequestParts, RawQuery, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -59,12 +59,16 @@ pub fn browser_router(state: AppState) -> Router {
 
 const PAIRING_SCRIPT: &str = include_str!("../../templates/room-connectors.js");
 
+/// `GET /account/room-connectors`, or `?room_id=…` (the link of a room's section on
+/// `/rooms`) with the forms' room filled in.
 async fn pairing_page(
     State(state): State<AppState>,
     PageSession(session): PageSession,
+    RawQuery(q): RawQuery,
     headers: HeaderMap,
-) -> Response {
-    PairingPage::for_session(&state, &session, &headers)
+) -> Result<Response, ApiError> {
+    let room_id = super::connector_credentials::room_query(q.as_deref())?;
+    Ok(PairingPage::for_session(&state, &session, &headers, room_id))
 }
 
 async fn pairing_script() -> Asset {
