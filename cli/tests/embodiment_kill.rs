@@ -281,9 +281,13 @@ async fn a_server_killed_between_dispatch_and_acknowledgement_applies_the_ack_on
     let _server = s.serve().await;
     let done = wait_status(&s, &p, &wf, "succeeded", 30).await;
     assert_eq!(done["budget"]["steps_done"], 1, "{done}");
-    assert_eq!(sim.count(&format!("ack {wf} seq 2: applied")), 1, "the completion applied once: {:?}", sim.lines);
+    // The simulator prints the acknowledgement's outcome once Helix answered its poll, which
+    // can be after a status read already shows `succeeded`.
+    let applied = format!("ack {wf} seq 2: applied");
+    sim.wait_for(&applied, 10).await;
     // Delivered again or not, the step ran once: one ledger entry, one execution, one log.
     tokio::time::sleep(Duration::from_millis(3200)).await; // two more polls
+    assert_eq!(sim.count(&applied), 1, "the completion applied once: {:?} {:?}", sim.lines, sim.stderr);
     assert_eq!(sim.count(&format!("command {wf} step 0")), 1, "{:?}", sim.lines);
     let l = ledger_of(&ledger);
     let e = entries(&l, &wf);
