@@ -13,7 +13,7 @@ use serde::Deserialize;
 
 use super::AppState;
 use super::flash::{self, Done};
-use super::pages::{PAIRING_PAGE_PATH, Page, SameOriginSession, notice_of, to_pairing_page};
+use super::pages::{PAIRING_PAGE_PATH, Page, SameOriginSession, refusal_notice, to_pairing_page};
 use crate::domain::embodiment::PairingCreated;
 use crate::error::ApiError;
 use crate::service::embodiment::PairingRoom;
@@ -80,9 +80,9 @@ impl PairingPage {
             let page = PairingPage { guest: true, ..Default::default() };
             return (ApiError::GuestNotAllowed.status(), Page(page)).into_response();
         }
-        let (done, clear) = flash::take(headers);
-        let res = Page(PairingPage { done: done.map(Done::sentence), room_id, ..Default::default() }).into_response();
-        if clear { flash::cleared(state, res, PAIRING_PAGE_PATH) } else { res }
+        flash::shown(state, headers, PAIRING_PAGE_PATH, |done| {
+            Page(PairingPage { done, room_id, ..Default::default() }).into_response()
+        })
     }
 }
 
@@ -104,17 +104,13 @@ pub fn room_query(raw: Option<&str>) -> Result<String, ApiError> {
 /// the person can act on (a client error), the page again with the error's message and
 /// status. A server error stays the error response itself.
 pub(super) fn answer(done: Result<Response, ApiError>) -> Result<Response, ApiError> {
-    match done {
-        Err(e) if !e.status().is_server_error() => {
-            let page = PairingPage {
-                guest: matches!(e, ApiError::GuestNotAllowed),
-                notice: Some(notice_of(&e)),
-                ..Default::default()
-            };
-            Ok((e.status(), Page(page)).into_response())
-        }
-        done => done,
-    }
+    let e = match done {
+        Ok(answered) => return Ok(answered),
+        Err(e) => e,
+    };
+    let guest = matches!(e, ApiError::GuestNotAllowed);
+    let (status, notice) = refusal_notice(e)?;
+    Ok((status, Page(PairingPage { guest, notice: Some(notice), ..Default::default() })).into_response())
 }
 
 async fn method_not_allowed_post() -> ApiError {

@@ -52,47 +52,51 @@ impl Done {
         Done::RegionCleared,
     ];
 
-    fn code(self) -> &'static str {
+    /// Its code (the cookie's value) and the sentence the page shows, in one place.
+    fn text(self) -> (&'static str, &'static str) {
         match self {
-            Done::Joined => "joined",
-            Done::ConsentAccepted => "consent_accepted",
-            Done::ConsentRaised => "consent_raised",
-            Done::MemberRemoved => "member_removed",
-            Done::AuthorityGranted => "authority_granted",
-            Done::AuthorityRevoked => "authority_revoked",
-            Done::RoomStopped => "room_stopped",
-            Done::RoomStopCleared => "room_stop_cleared",
-            Done::SubjectSelected => "subject_selected",
-            Done::SubjectStopped => "subject_stopped",
-            Done::SubjectStopCleared => "subject_stop_cleared",
-            Done::PairingRevoked => "pairing_revoked",
-            Done::RegionSet => "region_set",
-            Done::RegionCleared => "region_cleared",
+            Done::Joined => ("joined", "You joined the room."),
+            Done::ConsentAccepted => {
+                ("consent_accepted", "Consent accepted: you can bind your runs to the room again.")
+            }
+            Done::ConsentRaised => {
+                ("consent_raised", "Consent version raised: every member accepts it again before their next bind.")
+            }
+            Done::MemberRemoved => ("member_removed", "The member was removed from the room."),
+            Done::AuthorityGranted => {
+                ("authority_granted", "Action authority granted: the member's agent may drive the player they select.")
+            }
+            Done::AuthorityRevoked => {
+                ("authority_revoked", "Action authority revoked: the member's agent can no longer act.")
+            }
+            Done::RoomStopped => (
+                "room_stopped",
+                "Emergency Stop: every player of this room is stopped; new actions are refused until you clear it.",
+            ),
+            Done::RoomStopCleared => {
+                ("room_stop_cleared", "The room's Emergency Stop is cleared: new actions are allowed again.")
+            }
+            Done::SubjectSelected => ("subject_selected", "Player selected: your agent acts through this player only."),
+            Done::SubjectStopped => (
+                "subject_stopped",
+                "Emergency Stop: your player is stopped; new actions on it are refused until you clear it.",
+            ),
+            Done::SubjectStopCleared => ("subject_stop_cleared", "Your player's Emergency Stop is cleared."),
+            Done::PairingRevoked => {
+                ("pairing_revoked", "The pairing is revoked: its connector is refused from now on.")
+            }
+            Done::RegionSet => ("region_set", "Region set: an action outside it is refused."),
+            Done::RegionCleared => ("region_cleared", "Region cleared."),
         }
+    }
+
+    fn code(self) -> &'static str {
+        self.text().0
     }
 
     /// The sentence the page shows.
     pub fn sentence(self) -> &'static str {
-        match self {
-            Done::Joined => "You joined the room.",
-            Done::ConsentAccepted => "Consent accepted: you can bind your runs to the room again.",
-            Done::ConsentRaised => "Consent version raised: every member accepts it again before their next bind.",
-            Done::MemberRemoved => "The member was removed from the room.",
-            Done::AuthorityGranted => "Action authority granted: the member's agent may drive the player they select.",
-            Done::AuthorityRevoked => "Action authority revoked: the member's agent can no longer act.",
-            Done::RoomStopped => {
-                "Emergency Stop: every player of this room is stopped; new actions are refused until you clear it."
-            }
-            Done::RoomStopCleared => "The room's Emergency Stop is cleared: new actions are allowed again.",
-            Done::SubjectSelected => "Player selected: your agent acts through this player only.",
-            Done::SubjectStopped => {
-                "Emergency Stop: your player is stopped; new actions on it are refused until you clear it."
-            }
-            Done::SubjectStopCleared => "Your player's Emergency Stop is cleared.",
-            Done::PairingRevoked => "The pairing is revoked: its connector is refused from now on.",
-            Done::RegionSet => "Region set: an action outside it is refused.",
-            Done::RegionCleared => "Region cleared.",
-        }
+        self.text().1
     }
 
     fn of(code: &str) -> Option<Done> {
@@ -109,16 +113,26 @@ pub fn see_other_done(state: &AppState, to: &str, done: Done) -> Response {
 
 /// What the request's confirmation cookie says was done (None: none, or a code this
 /// service never sets), and whether the page must clear the cookie.
-pub fn take(headers: &HeaderMap) -> (Option<Done>, bool) {
+fn take(headers: &HeaderMap) -> (Option<Done>, bool) {
     match cookie(headers, COOKIE) {
         Some(code) => (Done::of(&code), true),
         None => (None, false),
     }
 }
 
-/// Adds the clearing of the confirmation cookie at `path` to a page's response.
-pub fn cleared(state: &AppState, mut res: Response, path: &str) -> Response {
-    res.headers_mut().append(SET_COOKIE, set_cookie(state, COOKIE, "", path, 0));
+/// The page at `path`, rendered by `page` with the sentence of what the form before it did
+/// (if anything), and the confirmation cookie cleared when the request carried one.
+pub fn shown(
+    state: &AppState,
+    headers: &HeaderMap,
+    path: &str,
+    page: impl FnOnce(Option<&'static str>) -> Response,
+) -> Response {
+    let (done, clear) = take(headers);
+    let mut res = page(done.map(Done::sentence));
+    if clear {
+        res.headers_mut().append(SET_COOKIE, set_cookie(state, COOKIE, "", path, 0));
+    }
     res
 }
 

@@ -144,10 +144,15 @@ impl<T: Template> IntoResponse for Page<T> {
     }
 }
 
-/// A page's message for a refused form: the error's code and sentence (never a secret:
-/// typed errors carry none).
-pub(super) fn notice_of(e: &ApiError) -> String {
-    format!("{}: {}", e.code(), e)
+/// A refused form's answer on its page: for a client error (a refusal the person can act on:
+/// a wrong invite code, a missing confirmation), the error's status and its message (code
+/// and sentence; never a secret: typed errors carry none). A server error stays the error
+/// response itself (`Err`).
+pub(super) fn refusal_notice(e: ApiError) -> Result<(StatusCode, String), ApiError> {
+    if e.status().is_server_error() {
+        return Err(e);
+    }
+    Ok((e.status(), format!("{}: {}", e.code(), e)))
 }
 
 /// A static text asset of the pages (a stylesheet, a page script) with its type.

@@ -13,7 +13,7 @@ use serde::Deserialize;
 
 use super::AppState;
 use super::flash::{self, Done};
-use super::pages::{Page, SameOriginSession, notice_of};
+use super::pages::{Page, SameOriginSession, refusal_notice};
 use super::sign_in_first::PageSession;
 use crate::domain::page::cursor_query;
 use crate::error::ApiError;
@@ -105,10 +105,10 @@ async fn rooms_page(
 ) -> Result<Response, ApiError> {
     let cursor = cursor_query(q.as_deref())?;
     let mut page = page_for(&state, &session, cursor.as_deref()).await?;
-    let (confirmed, clear) = flash::take(&headers);
-    page.done = confirmed.map(Done::sentence);
-    let res = Page(page).into_response();
-    Ok(if clear { flash::cleared(&state, res, ROOMS) } else { res })
+    Ok(flash::shown(&state, &headers, ROOMS, |done| {
+        page.done = done;
+        Page(page).into_response()
+    }))
 }
 
 const ROOMS: &str = "/rooms";
@@ -131,14 +131,13 @@ pub(super) async fn answer(
     s: &Session,
     done: Result<Response, ApiError>,
 ) -> Result<Response, ApiError> {
-    let e = match done {
+    let (status, notice) = match done {
         Ok(answered) => return Ok(answered),
-        Err(e) if e.status().is_server_error() => return Err(e),
-        Err(e) => e,
+        Err(e) => refusal_notice(e)?,
     };
     let mut page = page_for(state, s, None).await?;
-    page.notice = Some(notice_of(&e));
-    Ok((e.status(), Page(page)).into_response())
+    page.notice = Some(notice);
+    Ok((status, Page(page)).into_response())
 }
 
 #[derive(Deserialize)]
