@@ -294,16 +294,23 @@ def statuses(driver):
     return [e.get_attribute("data-status") for e in driver.find_elements(By.CSS_SELECTOR, "tr.binding")]
 
 
-def dev_provider_login(driver, base, marker, what):
-    """Signs in at the development provider (the page must be shown) and waits for /account
-    in the state `marker` shows."""
-    for field, value in (("subject", SUBJECT), ("tenant", TENANT)):
+def dev_provider_submit(driver, subject=None, tenant=None):
+    """On the development provider's page: fills in `subject` and `tenant` (default: this
+    module's SUBJECT and TENANT, read at the call) and signs in; the caller waits for where
+    that leads."""
+    for field, value in (("subject", subject or SUBJECT), ("tenant", tenant or TENANT)):
         el = driver.find_element(By.ID, field)
         el.clear()
         el.send_keys(value)
         until(driver, f"{field} field filled", lambda d: d.find_element(By.ID, field).get_attribute("value"),
               lambda v: v == value)
     click(driver, "#dev-sign-in", "dev-sign-in")
+
+
+def dev_provider_login(driver, base, marker, what):
+    """Signs in at the development provider (the page must be shown) and waits for /account
+    in the state `marker` shows."""
+    dev_provider_submit(driver)
     return on_page(driver, what, lambda u: u == f"{base}/account", marker)
 
 
@@ -313,11 +320,7 @@ def sign_in_as(driver, base, subject, tenant):
     on_page(driver, f"/account, signed out ({subject})", lambda u: u == f"{base}/account", "#sign-in")
     click(driver, "#sign-in", "sign-in")
     on_page(driver, "the development provider", lambda u: u.startswith(f"{base}/dev-oidc/authorize?"), "#dev-sign-in")
-    for field, value in (("subject", subject), ("tenant", tenant)):
-        el = driver.find_element(By.ID, field)
-        el.clear()
-        el.send_keys(value)
-    click(driver, "#dev-sign-in", "dev-sign-in")
+    dev_provider_submit(driver, subject, tenant)
     on_page(driver, f"/account after sign-in ({subject})", lambda u: u == f"{base}/account", "#account-ref")
 
 

@@ -48,12 +48,7 @@ def provider_sign_in(driver, url, subject, tenant):
     """On the development provider's page: sign in as subject/tenant (the caller waits for
     where that leads)."""
     on_page(driver, "the development provider", lambda u: u.startswith(f"{url}/dev-oidc/authorize?"), "#dev-sign-in")
-    for name, value in (("subject", subject), ("tenant", tenant)):
-        el = driver.find_element(By.ID, name)
-        el.clear()
-        el.send_keys(value)
-        base.until(driver, f"{name} filled", lambda d: field(d, name), lambda v: v == value)
-    click(driver, "#dev-sign-in", "dev-sign-in")
+    base.dev_provider_submit(driver, subject, tenant)
 
 
 def sign_in_from(driver, url, page, marker, subject):
