@@ -79,6 +79,14 @@ pub fn test_config(extra: &[(&str, &str)]) -> Config {
         .expect("test config")
 }
 
+/// The host every file in `events/` is addressed to (`api.example.com`): a server that
+/// admits it, so the emulated API Gateway events pass host and origin admission.
+pub const EVENTS_HOST: &[(&str, &str)] = &[
+    ("CASIMIR_PUBLIC_BASE_URL", "https://api.example.com"),
+    ("HELIX_AGENT_ALLOWED_HOSTS", "api.example.com"),
+    ("HELIX_AGENT_ALLOWED_ORIGINS", "https://api.example.com"),
+];
+
 /// Variables of a production configuration (no local HS256; proxies on loopback trusted).
 pub const PRODUCTION: &[(&str, &str)] = &[
     ("HELIX_ENV", "production"),

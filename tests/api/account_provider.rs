@@ -192,19 +192,13 @@ async fn invoke_event(app: &TestApp, file: &str, replace: &[(&str, &str)]) -> (u
 async fn every_account_event_file_is_served_by_the_account_router() {
     let signer = Arc::new(DevSigner::generate());
     let (issuer, _rogue) = spawn_rogue(signer).await;
-    let app = TestApp::spawn_with(
-        Backend::Embedded,
-        &[
-            ("CASIMIR_PUBLIC_BASE_URL", "https://api.example.com"),
-            ("HELIX_AGENT_ALLOWED_HOSTS", "api.example.com"),
-            ("HELIX_AGENT_ALLOWED_ORIGINS", "https://api.example.com"),
-            ("HELIX_BROWSER_DEV_PROVIDER", "0"),
-            ("HELIX_BROWSER_OIDC_ISSUER", &issuer),
-            ("HELIX_BROWSER_OIDC_CLIENT_ID", "helix-web"),
-            ("HELIX_BROWSER_OIDC_ALGORITHMS", "EdDSA"),
-        ],
-    )
-    .await;
+    let provider: &[(&str, &str)] = &[
+        ("HELIX_BROWSER_DEV_PROVIDER", "0"),
+        ("HELIX_BROWSER_OIDC_ISSUER", &issuer),
+        ("HELIX_BROWSER_OIDC_CLIENT_ID", "helix-web"),
+        ("HELIX_BROWSER_OIDC_ALGORITHMS", "EdDSA"),
+    ];
+    let app = TestApp::spawn_with(Backend::Embedded, &[EVENTS_HOST, provider].concat()).await;
     let o = app.state.services.config.oauth.clone();
     let id = helix_core::service::accounts::LinkIdentity {
         issuer: &o.issuer,

@@ -121,15 +121,7 @@ async fn invoke_fn(
 async fn every_source_ingress_and_device_check_event_reaches_its_function() {
     use helix_core::domain::source::adapter;
     use helix_integration_tests::support::sources::ALL;
-    let app = TestApp::spawn_with(
-        Backend::Embedded,
-        &[
-            ("CASIMIR_PUBLIC_BASE_URL", "https://api.example.com"),
-            ("HELIX_AGENT_ALLOWED_HOSTS", "api.example.com"),
-            ("HELIX_AGENT_ALLOWED_ORIGINS", "https://api.example.com"),
-        ],
-    )
-    .await;
+    let app = TestApp::spawn_with(Backend::Embedded, EVENTS_HOST).await;
     let rooms = || helix_rooms::router(app.state.clone());
     let account = || helix_account::router(app.state.clone());
     let ingress = || helix_ingress::router(app.state.clone());

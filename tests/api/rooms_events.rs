@@ -18,15 +18,7 @@ async fn invoke_event(app: &TestApp, file: &str, bearer: Option<&str>, replace: 
 
 #[tokio::test]
 async fn every_room_and_observer_event_file_is_served_through_the_lambda_adapter() {
-    let app = TestApp::spawn_with(
-        Backend::Embedded,
-        &[
-            ("CASIMIR_PUBLIC_BASE_URL", "https://api.example.com"),
-            ("HELIX_AGENT_ALLOWED_HOSTS", "api.example.com"),
-            ("HELIX_AGENT_ALLOWED_ORIGINS", "https://api.example.com"),
-        ],
-    )
-    .await;
+    let app = TestApp::spawn_with(Backend::Embedded, EVENTS_HOST).await;
     let token = app.token_for("alice", "tenant-a", ALL).await;
     let cookie = app.session("alice").await;
     let session_token = cookie.trim_start_matches("helix_session=").to_owned();
