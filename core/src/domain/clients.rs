@@ -3,10 +3,13 @@
 //! so they cannot disagree. The snippets name fields and environment variables only; no
 //! token is ever part of them.
 
-use super::scopes::{self, ENV_ACTIONS_READ, ENV_ACTIONS_WRITE, ROOMS_READ, RUNS_READ, RUNS_WRITE};
+use super::scopes::{self, ENV_ACTIONS_READ, ENV_ACTIONS_WRITE, ROOMS_MANAGE, ROOMS_READ, RUNS_READ, RUNS_WRITE};
 
 /// The MCP server name every snippet uses (hyphen-free, as Gemini Interactions requires).
 pub const SERVER_NAME: &str = "helix";
+/// The server name of the second Codex profile (runs + rooms + player): its own entry, so
+/// it can sit beside the first and signs in (with its wider scopes) on its own.
+pub const ROOMS_SERVER_NAME: &str = "helix_rooms";
 /// The environment variable a host that acquires tokens itself puts the access token in.
 pub const TOKEN_ENV: &str = "CASIMIRBOT_MCP_ACCESS_TOKEN";
 /// The MCP URL the README shows in place of a real deployment's.
@@ -34,6 +37,22 @@ pub const CODEX_ENVIRONMENT_TOOLS: &[&str] = &[
 ];
 /// The scopes Codex asks for besides the run scopes (the contract's Codex configuration).
 pub const CODEX_ENVIRONMENT_SCOPES: &[&str] = &[ROOMS_READ, ENV_ACTIONS_READ, ENV_ACTIONS_WRITE];
+/// The tools the second Codex profile enables besides the run and environment tools: the
+/// rooms, their run and chat bindings, and choosing one's player. Not the room-source tools
+/// (a developer's, with their own scope) nor the always-refused command request.
+pub const CODEX_ROOM_TOOLS: &[&str] = &[
+    "helix_room_list",
+    "helix_room_inspect",
+    "helix_room_create",
+    "helix_room_bind_run",
+    "helix_room_claim_chat_binding",
+    "helix_room_unbind_run",
+    "helix_room_unbind_chat",
+    "helix_environment_subject_list",
+    "helix_environment_subject_select",
+];
+/// The scopes the second Codex profile asks for besides the first profile's.
+pub const CODEX_ROOM_SCOPES: &[&str] = &[ROOMS_MANAGE];
 /// The logical data scope the README's snippets assume enabled: the one `helix serve`
 /// enables (its sample research library).
 pub const README_DATA_SCOPE: &str = "research_library";
@@ -59,6 +78,8 @@ pub struct Step {
 pub struct ClientSetup {
     pub id: &'static str,
     pub name: &'static str,
+    /// The MCP server name its snippets give the entry.
+    pub server_name: &'static str,
     /// One sentence on how this client connects and signs in.
     pub works: &'static str,
     /// The provider's servers call the endpoint: only a deployed https URL can work.
@@ -83,37 +104,29 @@ pub fn client_setups(mcp_url: &str, data_scopes: &[&str]) -> Vec<ClientSetup> {
     let name = SERVER_NAME;
     let env = TOKEN_ENV;
     let timeout = TOOL_TIMEOUT_SECS;
-    let requested: Vec<&str> = RUN_SCOPES.iter().chain(CODEX_ENVIRONMENT_SCOPES).chain(data_scopes).copied().collect();
-    let scopes = quoted_list(&requested, "  ");
-    let codex_tools: Vec<&str> = RUN_TOOLS.iter().chain(CODEX_ENVIRONMENT_TOOLS).copied().collect();
-    let tools_toml = quoted_list(&codex_tools, "  ");
     let tools_js = quoted_list(RUN_TOOLS, "      ");
     vec![
-        ClientSetup {
+        codex(CodexProfile {
             id: "codex",
-            name: "Codex",
-            works: "Codex discovers the authorization server from the protected-resource metadata and signs in with OAuth; no token is stored in the config file.",
-            needs_public_https: false,
-            steps: vec![
-                Step {
-                    label: "~/.codex/config.toml (or a trusted project's .codex/config.toml)",
-                    language: "toml",
-                    text: format!(
-                        "[mcp_servers.{name}]\nurl = \"{mcp_url}\"\noauth_resource = \"{mcp_url}\"\nscopes = [\n{scopes}]\n\
-                         enabled_tools = [\n{tools_toml}]\nenabled = true\nrequired = false\nstartup_timeout_sec = 20\n\
-                         tool_timeout_sec = {timeout}\n"
-                    ),
-                },
-                Step { label: "Then sign in", language: "sh", text: format!("codex mcp login {name}\n") },
-                Step {
-                    label: "A non-interactive host that acquires the token itself: instead of the OAuth sign-in, add to the entry",
-                    language: "toml",
-                    text: format!("bearer_token_env_var = \"{env}\"\n"),
-                },
-            ],
-        },
+            name: "Codex: runs",
+            server: name,
+            works: "Codex discovers the authorization server from the protected-resource metadata and signs in with OAuth; no token is stored in the config file. This profile is the contract's: the run tools, Device Check and the player-action workflow tools (the player is chosen on /rooms).",
+            scopes: &[RUN_SCOPES, CODEX_ENVIRONMENT_SCOPES, data_scopes],
+            tools: &[RUN_TOOLS, CODEX_ENVIRONMENT_TOOLS],
+            mcp_url,
+        }),
+        codex(CodexProfile {
+            id: "codex-rooms",
+            name: "Codex: runs + rooms + player",
+            server: ROOMS_SERVER_NAME,
+            works: "The same OAuth sign-in, asking also for helix.rooms.manage: the run tools, the room tools (create, list, bind a run, claim and withdraw a chat) and the player tools (list and select your player, act, poll, stop). Use it instead of the entry above, or beside it: each entry signs in on its own.",
+            scopes: &[RUN_SCOPES, CODEX_ENVIRONMENT_SCOPES, CODEX_ROOM_SCOPES, data_scopes],
+            tools: &[RUN_TOOLS, CODEX_ROOM_TOOLS, CODEX_ENVIRONMENT_TOOLS],
+            mcp_url,
+        }),
         ClientSetup {
             id: "claude-code",
+            server_name: name,
             name: "Claude Code",
             works: "Claude Code signs in with OAuth from its /mcp menu.",
             needs_public_https: false,
@@ -135,6 +148,7 @@ pub fn client_setups(mcp_url: &str, data_scopes: &[&str]) -> Vec<ClientSetup> {
         },
         ClientSetup {
             id: "chatgpt",
+            server_name: name,
             name: "ChatGPT developer mode",
             works: "ChatGPT's servers connect to the endpoint and run the OAuth sign-in; review the discovered tools before use. Availability depends on the account and workspace policy.",
             needs_public_https: true,
@@ -149,6 +163,7 @@ pub fn client_setups(mcp_url: &str, data_scopes: &[&str]) -> Vec<ClientSetup> {
         },
         ClientSetup {
             id: "openai-responses",
+            server_name: name,
             name: "OpenAI Responses API",
             works: "The application acquires the OAuth access token and passes it on each request; OpenAI's servers call the endpoint. Every tool call waits for the application's approval.",
             needs_public_https: true,
@@ -166,6 +181,7 @@ pub fn client_setups(mcp_url: &str, data_scopes: &[&str]) -> Vec<ClientSetup> {
         },
         ClientSetup {
             id: "gemini-interactions",
+            server_name: name,
             name: "Gemini Interactions API",
             works: "Remote MCP over Streamable HTTP only; the application acquires the OAuth access token and Google's servers call the endpoint. The server name must be hyphen-free.",
             needs_public_https: true,
@@ -183,6 +199,7 @@ pub fn client_setups(mcp_url: &str, data_scopes: &[&str]) -> Vec<ClientSetup> {
         },
         ClientSetup {
             id: "gemini-cli",
+            server_name: name,
             name: "Gemini Code Assist and Gemini CLI",
             works: "Both read remote servers from the Gemini settings (httpUrl); Gemini CLI signs in with OAuth through /mcp auth.",
             needs_public_https: false,
@@ -205,6 +222,47 @@ pub fn client_setups(mcp_url: &str, data_scopes: &[&str]) -> Vec<ClientSetup> {
             ],
         },
     ]
+}
+
+/// One Codex entry: which tools it enables and which scopes it asks for.
+struct CodexProfile<'a> {
+    id: &'static str,
+    name: &'static str,
+    server: &'static str,
+    works: &'static str,
+    scopes: &'a [&'a [&'a str]],
+    tools: &'a [&'a [&'a str]],
+    mcp_url: &'a str,
+}
+
+fn codex(p: CodexProfile<'_>) -> ClientSetup {
+    let (server, mcp_url, timeout) = (p.server, p.mcp_url, TOOL_TIMEOUT_SECS);
+    let scopes = quoted_list(&p.scopes.concat(), "  ");
+    let tools = quoted_list(&p.tools.concat(), "  ");
+    ClientSetup {
+        id: p.id,
+        name: p.name,
+        server_name: server,
+        works: p.works,
+        needs_public_https: false,
+        steps: vec![
+            Step {
+                label: "~/.codex/config.toml (or a trusted project's .codex/config.toml)",
+                language: "toml",
+                text: format!(
+                    "[mcp_servers.{server}]\nurl = \"{mcp_url}\"\noauth_resource = \"{mcp_url}\"\nscopes = [\n{scopes}]\n\
+                     enabled_tools = [\n{tools}]\nenabled = true\nrequired = false\nstartup_timeout_sec = 20\n\
+                     tool_timeout_sec = {timeout}\n"
+                ),
+            },
+            Step { label: "Then sign in", language: "sh", text: format!("codex mcp login {server}\n") },
+            Step {
+                label: "A non-interactive host that acquires the token itself: instead of the OAuth sign-in, add to the entry",
+                language: "toml",
+                text: format!("bearer_token_env_var = \"{TOKEN_ENV}\"\n"),
+            },
+        ],
+    }
 }
 
 pub const README_BEGIN: &str = "<!-- clients:begin (generated from core/src/domain/clients.rs; do not edit) -->\n";
@@ -244,10 +302,12 @@ mod tests {
     #[test]
     fn every_client_the_contract_names_is_in_the_table() {
         let all = client_setups("https://h.example/mcp", &[]);
-        for id in ["codex", "claude-code", "chatgpt", "openai-responses", "gemini-interactions", "gemini-cli"] {
+        for id in
+            ["codex", "codex-rooms", "claude-code", "chatgpt", "openai-responses", "gemini-interactions", "gemini-cli"]
+        {
             client(&all, id);
         }
-        assert_eq!(all.len(), 6);
+        assert_eq!(all.len(), 7);
         for c in &all {
             assert!(all_text(c).contains("https://h.example/mcp"), "{} names the URL", c.id);
             assert!(!all_text(c).contains("eyJ"), "{} carries no token", c.id);
@@ -278,6 +338,29 @@ mod tests {
         for scope in CODEX_ENVIRONMENT_SCOPES {
             assert!(text.contains(&format!("  \"{scope}\",\n")), "{scope} requested");
         }
+    }
+
+    #[test]
+    fn the_second_codex_profile_enables_rooms_chat_and_the_player_and_asks_for_their_scopes() {
+        let all = client_setups("https://h.example/mcp", &["helix.data.research_library.read"]);
+        let rooms = client(&all, "codex-rooms");
+        assert_eq!(rooms.server_name, "helix_rooms");
+        let text = all_text(rooms);
+        assert!(text.contains("[mcp_servers.helix_rooms]") && text.contains("codex mcp login helix_rooms\n"), "{text}");
+        for tool in RUN_TOOLS.iter().chain(CODEX_ROOM_TOOLS).chain(CODEX_ENVIRONMENT_TOOLS) {
+            assert!(text.contains(&format!("  \"{tool}\",\n")), "{tool} enabled in {text}");
+        }
+        for tool in ["helix_room_create", "helix_room_claim_chat_binding", "helix_environment_subject_select"] {
+            assert!(CODEX_ROOM_TOOLS.contains(&tool), "{tool}");
+        }
+        let scopes = "scopes = [\n  \"helix.agent_runs.read\",\n  \"helix.agent_runs.write\",\n  \
+                      \"helix.rooms.read\",\n  \"helix.environment_actions.read\",\n  \
+                      \"helix.environment_actions.write\",\n  \"helix.rooms.manage\",\n  \"helix.data.research_library.read\",\n]\n";
+        assert!(text.contains(scopes), "{text}");
+        // The first profile stays the contract's: no room-management scope or tool.
+        let first = all_text(client(&all, "codex"));
+        assert!(!first.contains("helix.rooms.manage") && !first.contains("helix_room_create"), "{first}");
+        assert_ne!(client(&all, "codex").name, rooms.name, "the two profiles are labelled apart");
     }
 
     #[test]

@@ -20,7 +20,7 @@ use super::pages::{CALLBACK_PATH, SIGN_IN_PAGE, pairs, see_other, set_cookie};
 use super::sign_in_first::{RETURN_TO, return_to_of_query, to_sign_in_page, with_return_to};
 use super::{AppState, Group, pipeline};
 use crate::domain::account::{BrowserSecret, IntentPurpose, ReturnPath, intent_nonce, intent_verifier};
-use crate::domain::clients::{ClientSetup, SERVER_NAME, client_setups, data_oauth_scopes};
+use crate::domain::clients::{ClientSetup, client_setups, data_oauth_scopes};
 use crate::domain::random_hex;
 use crate::domain::scopes::all_oauth_scopes;
 use crate::error::ApiError;
@@ -396,7 +396,7 @@ async fn agent_access_manifest(State(state): State<AppState>) -> Json<serde_json
                     "works": c.works,
                     "needs_public_https": c.needs_public_https,
                     "available": c.available_at(&resource),
-                    "server_name": SERVER_NAME,
+                    "server_name": c.server_name,
                     "steps": steps,
                 });
                 (c.id.to_owned(), entry)

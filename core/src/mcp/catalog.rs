@@ -323,4 +323,28 @@ mod tests {
             MCP.rows.iter().map(|t| (t.name.to_owned(), t.scopes.iter().map(|s| s.to_string()).collect())).collect();
         assert_eq!(documented, published, "docs/wire.md \"MCP tools\" and the catalogs differ");
     }
+
+    /// Every Codex profile on /agent-access enables only tools `/mcp` serves, and asks for
+    /// every scope those tools declare: a profile cannot enable a tool it cannot call.
+    #[test]
+    fn each_codex_profile_asks_for_every_scope_its_enabled_tools_need() {
+        for c in crate::domain::clients::client_setups("https://h.example/mcp", &[])
+            .iter()
+            .filter(|c| c.id.starts_with("codex"))
+        {
+            let config = &c.steps[0].text;
+            let list = |key: &str| -> Vec<String> {
+                let body = config.split(&format!("{key} = [\n")).nth(1).and_then(|b| b.split(']').next()).unwrap();
+                body.lines().map(|l| l.trim().trim_end_matches(',').trim_matches('"').to_owned()).collect()
+            };
+            let (scopes, tools) = (list("scopes"), list("enabled_tools"));
+            assert!(!tools.is_empty(), "{}", c.id);
+            for tool in &tools {
+                let spec = MCP.find(tool).unwrap_or_else(|| panic!("{}: {tool} is not served", c.id));
+                for scope in spec.scopes {
+                    assert!(scopes.iter().any(|s| s == scope), "{}: {tool} needs {scope}, not requested", c.id);
+                }
+            }
+        }
+    }
 }
