@@ -3,7 +3,8 @@ newcomer: the page's `config.toml` block written verbatim into a fresh CODEX_HOM
 `codex mcp login` command run (with `--no-browser`, so the authorization URL is printed),
 the person's part done in headless Chromium, the redirect caught by Codex's own loopback
 listener; then `codex app-server` lists the server's tools and calls one with the stored
-OAuth token. No token is pasted anywhere.
+OAuth token. No token is pasted anywhere. Both Codex profiles of the page are signed in
+this way; the second one (runs + rooms + player) also creates a room and acts as the player.
 """
 
 from __future__ import annotations
@@ -14,14 +15,16 @@ import shlex
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import httpx2
 import pytest
 
 from codex_cli import WAIT_S, AppServer, Lines, codex_bin, codex_env
-from helix_server import SUBJECT, TENANT
+from helix_server import SUBJECT, TENANT, helix_bin
 from oauth_browser import Browser, browser_available
+from test_embodiment_mcp import CAPABILITIES, STEVE, connector, embodied, http  # noqa: F401 (embodied: a fixture)
 from test_mcp_conformance import assert_run, key, start_request
 
 IN_CI = os.environ.get("CI") == "true"
@@ -31,11 +34,11 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def page_steps(helix) -> tuple[str, list[str], list[str]]:
-    """The Codex entry of /agent-access.json: its config block, the login command, and the
+def page_steps(helix, client: str = "codex") -> tuple[str, list[str], list[str]]:
+    """A Codex entry of /agent-access.json: its config block, the login command, and the
     tools it enables."""
     page = httpx2.get(f"{helix.base_url}/agent-access.json").json()
-    codex = page["clients"]["codex"]
+    codex = page["clients"][client]
     assert codex["available"], codex
     config = next(s["text"] for s in codex["steps"] if s["language"] == "toml" and "[mcp_servers." in s["text"])
     login = next(s["text"] for s in codex["steps"] if s["language"] == "sh")
@@ -81,8 +84,10 @@ def login(home: Path, argv: list[str], env: dict[str, str], browser: Browser) ->
             proc.wait(timeout=10)
 
 
-def test_codex_logs_in_as_the_page_says_then_lists_and_calls_a_tool(helix, tmp_path):
-    config, argv, enabled_tools = page_steps(helix)
+def signed_in_app_server(helix, tmp_path: Path, client: str) -> tuple[AppServer, str, str, list[str]]:
+    """The page's entry written into a fresh CODEX_HOME, its login done in the browser, then
+    `codex app-server` initialized: (app, server name, thread id, enabled tools)."""
+    config, argv, enabled_tools = page_steps(helix, client)
     server = argv[3]
     home = tmp_path / "home"
     env = codex_env(home)
@@ -107,14 +112,73 @@ def test_codex_logs_in_as_the_page_says_then_lists_and_calls_a_tool(helix, tmp_p
         entry = next(s for s in status["data"] if s["name"] == server)
         assert entry["authStatus"] == "oAuth", entry
         assert sorted(entry["tools"]) == sorted(enabled_tools), (sorted(entry["tools"]), enabled_tools)
-
         thread = app.request("thread/start", {"cwd": str(home), "ephemeral": True})["thread"]["id"]
+    except BaseException:
+        app.close()
+        raise
+    return app, server, thread, enabled_tools
+
+
+def call(app: AppServer, server: str, thread: str, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+    """One tool call through Codex; its structured result, which must not be an error."""
+    result = app.request("mcpServer/tool/call", {"server": server, "threadId": thread, "tool": tool, "arguments": args})
+    content = result.get("structuredContent")
+    assert not result.get("isError") and isinstance(content, dict), (tool, result)
+    return content
+
+
+def test_codex_logs_in_as_the_page_says_then_lists_and_calls_a_tool(helix, tmp_path):
+    app, server, thread, _ = signed_in_app_server(helix, tmp_path, "codex")
+    try:
         args = {"idempotency_key": key("codex"), "request": start_request()}
-        result = app.request(
-            "mcpServer/tool/call", {"server": server, "threadId": thread, "tool": "helix_run_start", "arguments": args}
-        )
-        run = result.get("structuredContent")
-        assert not result.get("isError") and isinstance(run, dict), result
-        assert_run(run)
+        assert_run(call(app, server, thread, "helix_run_start", args))
     finally:
         app.close()
+
+
+def test_the_rooms_profile_creates_a_room_and_acts_as_the_player(embodied, tmp_path):
+    """The second profile (runs + rooms + player): Codex creates a room, a connector is
+    paired for it in the browser lane and reports its player, then Codex lists and selects
+    that player, queues an action and reads its workflow."""
+    app, server, thread, enabled = signed_in_app_server(embodied, tmp_path, "codex-rooms")
+    try:
+        assert {"helix_room_create", "helix_environment_subject_select", "helix_minecraft_player_action"} <= set(enabled)
+        room = call(app, server, thread, "helix_room_create",
+                    {"idempotency_key": key("codex-room"), "request": {"name": "Codex world"}})
+        assert room["schema"] == "helix.room.v1" and room["role"] == "owner", room
+        listed = call(app, server, thread, "helix_room_list", {})
+        assert room["room_id"] in [r["room_id"] for r in listed["rooms"]], listed
+
+        status, pairing = http(embodied, "POST", "/api/account/room-connectors/pairings",
+                               {"room_id": room["room_id"], "world_id": "overworld"}, cookie=embodied.tokens["cookie"])
+        assert status == 201, pairing
+        connector(embodied, pairing["connector_credential"], "register", {
+            "protocol": "helix.connector.v1",
+            "manifest": {"connector_name": "scripted", "connector_version": "1.0.0", "world_id": "overworld"},
+            "schema_hash": schema_hash(),
+            "capabilities": CAPABILITIES,
+            "subjects": [{"native_id": STEVE, "display_name": "Steve", "online": True}],
+        })
+
+        subjects = call(app, server, thread, "helix_environment_subject_list", {"room_id": room["room_id"]})
+        assert STEVE not in json.dumps(subjects), subjects
+        subject = subjects["environments"][0]["subjects"][0]["subject_ref"]
+        call(app, server, thread, "helix_environment_subject_select", {
+            "room_id": room["room_id"], "environment_binding_id": pairing["environment_binding_id"],
+            "subject_ref": subject})
+        workflow = call(app, server, thread, "helix_minecraft_player_action", {
+            "room_id": room["room_id"], "idempotency_key": key("codex-act"),
+            "action": {"type": "move_to", "x": 3, "y": 64, "z": 1}})
+        assert workflow["status"] == "queued", workflow
+        read = call(app, server, thread, "helix_minecraft_workflow_status",
+                    {"room_id": room["room_id"], "workflow_ref": workflow["workflow_ref"]})
+        assert read["workflow_ref"] == workflow["workflow_ref"] and read["status"] == "queued", read
+    finally:
+        app.close()
+
+
+def schema_hash() -> str:
+    """The admitted action schema's hash, as `helix connector-sim` registers it."""
+    out = subprocess.run([str(helix_bin()), "connector-sim", "--print-schema-hash"], capture_output=True, timeout=30)
+    assert out.returncode == 0 and out.stdout.strip(), out.stderr
+    return out.stdout.decode().strip()
