@@ -378,12 +378,24 @@ def main():
         check("Connect an agent to Helix" in page["html"], "agent-access page")
         expect(driver, "resource URL shown", lambda d: d.find_element(By.ID, "resource").text,
                lambda t: t == f"{base}/mcp")
-        for client in ("codex", "claude-code", "chatgpt", "openai-responses", "gemini-interactions", "gemini-cli"):
+        for client in ("codex", "codex-rooms", "claude-code", "chatgpt", "openai-responses", "gemini-interactions",
+                       "gemini-cli"):
             section = driver.find_element(By.ID, f"client-{client}")
             check(section.is_displayed() and f"{base}/mcp" in section.text, f"agent-access shows {client} with this URL")
         codex = driver.find_element(By.ID, "client-codex").text
         check(all(f in codex for f in ("oauth_resource", "scopes", "enabled_tools", "tool_timeout_sec",
-                                        "codex mcp login helix")), "the Codex section configures OAuth")
+                                        "codex mcp login helix\n")), "the Codex section configures OAuth")
+        # The second Codex profile, labelled apart: rooms, chat and the player, with their scope.
+        labels = {c: driver.find_element(By.ID, f"client-{c}-name").text for c in ("codex", "codex-rooms")}
+        check(labels["codex"] == "Codex: runs" and labels["codex-rooms"] == "Codex: runs + rooms + player",
+              f"the two Codex profiles are labelled: {labels}")
+        rooms = driver.find_element(By.ID, "client-codex-rooms").text
+        check(all(f in rooms for f in ("[mcp_servers.helix_rooms]", '"helix.rooms.manage"', '"helix_room_create"',
+                                        '"helix_room_claim_chat_binding"', '"helix_environment_subject_select"',
+                                        '"helix_minecraft_player_action"', "codex mcp login helix_rooms")),
+              "the rooms profile enables rooms, chat and the player and asks for their scopes")
+        check('"helix.rooms.manage"' not in codex and '"helix_room_create"' not in codex,
+              "the first profile stays the contract's (no room management)")
         check('require_approval: "always"' in driver.find_element(By.ID, "client-openai-responses").text,
               "Responses requires approval")
         check(bearer(data_dir) not in page["html"] and "eyJ" not in page["html"], "no token on the agent-access page")
