@@ -1,6 +1,6 @@
 """mcp-remote (npm, pinned in conformance/clients), the stdio bridge desktop hosts run for a
 remote server, driven over stdio the way such a host drives it: spawned with only the MCP
-URL, sent `initialize` at once, then `notifications/initialized`, `tools/list` and a tool
+URL (the one the Agent Access page's mcp-remote entry gives), sent `initialize` at once, then `notifications/initialized`, `tools/list` and a tool
 call. In between, mcp-remote discovers the authorization server, registers itself, prints
 the authorization URL (its browser opener is a no-op here) and waits on its own loopback
 callback; the person's part is done in headless Chromium. No token is handed to it.
@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+import httpx2
 import pytest
 
 from codex_cli import REPO_ROOT, Lines
@@ -98,19 +99,31 @@ class Bridge:
                 self.proc.wait(timeout=10)
 
 
+def page_url(helix) -> str:
+    """The server URL the Agent Access page's mcp-remote entry gives the bridge, after
+    checking that the entry pins the mcp-remote release installed here."""
+    entry = httpx2.get(f"{helix.base_url}/agent-access.json").json()["clients"]["mcp-remote"]
+    server = json.loads(entry["steps"][0]["text"])["mcpServers"][entry["server_name"]]
+    pinned = json.loads((CLIENTS.parent / "package.json").read_text())["dependencies"]["mcp-remote"]
+    assert server["command"] == "npx" and server["args"][:2] == ["-y", f"mcp-remote@{pinned}"], server
+    return server["args"][2]
+
+
 def test_mcp_remote_signs_in_then_lists_and_calls_a_tool(helix, tmp_path):
-    bridge = Bridge(helix.mcp_url, tmp_path)
+    url = page_url(helix)
+    assert url == helix.mcp_url, url
+    bridge = Bridge(url, tmp_path)
     try:
         init = bridge.request("initialize", {
             "protocolVersion": "2025-11-25",
             "capabilities": {},
             "clientInfo": {"name": "helix-conformance-host", "version": "0.0.0"},
         })
-        url = bridge.authorization_url()
-        redirect = parse_qs(urlsplit(url).query)["redirect_uri"][0]
+        authorize = bridge.authorization_url()
+        redirect = parse_qs(urlsplit(authorize).query)["redirect_uri"][0]
         assert urlsplit(redirect).hostname in ("localhost", "127.0.0.1"), redirect
         with Browser() as browser:
-            walk = browser.authorize(url, redirect, SUBJECT, TENANT)
+            walk = browser.authorize(authorize, redirect, SUBJECT, TENANT)
         assert walk.pages == ["sign-in", "consent"] and walk.query().get("code"), walk
 
         answer = bridge.answer(init, "initialize")
@@ -132,7 +145,7 @@ def test_mcp_remote_signs_in_then_lists_and_calls_a_tool(helix, tmp_path):
         bridge.close()
 
     # The host starts it again: the stored sign-in is reused, with no browser.
-    again = Bridge(helix.mcp_url, tmp_path)
+    again = Bridge(url, tmp_path)
     try:
         answer = again.answer(again.request("initialize", {
             "protocolVersion": "2025-11-25", "capabilities": {},

@@ -85,7 +85,18 @@ async fn the_agent_access_manifest_gives_each_client_its_setup_with_this_servers
         let steps = clients[id]["steps"].as_array().unwrap_or_else(|| panic!("{id} has steps"));
         steps.iter().map(|s| s["text"].as_str().unwrap()).collect()
     };
-    for id in ["codex", "claude-code", "chatgpt", "openai-responses", "gemini-interactions", "gemini-cli"] {
+    let ids = [
+        "codex",
+        "codex-rooms",
+        "claude-code",
+        "chatgpt",
+        "openai-responses",
+        "gemini-interactions",
+        "gemini-cli",
+        "mcp-remote",
+        "mcp-inspector",
+    ];
+    for id in ids {
         assert!(text(id).contains(&resource), "{id} names {resource}");
         assert!(clients[id]["works"].as_str().is_some_and(|w| !w.is_empty()), "{id}");
     }
@@ -100,6 +111,13 @@ async fn the_agent_access_manifest_gives_each_client_its_setup_with_this_servers
     ] {
         assert!(codex.contains(&needle), "{needle} in {codex}");
     }
+    // The second Codex profile has its own entry name, and the manifest says which.
+    assert_eq!(clients["codex"]["server_name"], "helix");
+    assert_eq!(clients["codex-rooms"]["server_name"], "helix_rooms");
+    assert!(
+        text("codex-rooms").contains("codex mcp login helix_rooms")
+            && text("codex-rooms").contains("\"helix.rooms.manage\"")
+    );
     assert!(text("openai-responses").contains("require_approval: \"always\""));
     assert!(text("gemini-interactions").contains("type: \"mcp_server\""));
     // The test server is plain http on loopback: the hosted clients cannot reach it.

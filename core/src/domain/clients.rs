@@ -53,6 +53,10 @@ pub const CODEX_ROOM_TOOLS: &[&str] = &[
 ];
 /// The scopes the second Codex profile asks for besides the first profile's.
 pub const CODEX_ROOM_SCOPES: &[&str] = &[ROOMS_MANAGE];
+/// The mcp-remote release the snippet pins (conformance/clients pins the same one).
+pub const MCP_REMOTE_VERSION: &str = "0.15.1";
+/// The MCP Inspector release the snippet pins (conformance/clients pins the same one).
+pub const INSPECTOR_VERSION: &str = "2.12.0";
 /// The logical data scope the README's snippets assume enabled: the one `helix serve`
 /// enables (its sample research library).
 pub const README_DATA_SCOPE: &str = "research_library";
@@ -221,6 +225,36 @@ pub fn client_setups(mcp_url: &str, data_scopes: &[&str]) -> Vec<ClientSetup> {
                 },
             ],
         },
+        ClientSetup {
+            id: "mcp-remote",
+            name: "Desktop hosts over stdio (mcp-remote)",
+            server_name: name,
+            works: "A host that starts only local stdio servers (Claude Desktop, for one) runs the mcp-remote bridge: it registers itself, opens the browser for the OAuth sign-in, asks for every advertised scope (untick what you do not want to give) and keeps its tokens in ~/.mcp-auth.",
+            needs_public_https: false,
+            steps: vec![Step {
+                label: "The host's MCP servers file (claude_desktop_config.json, for one)",
+                language: "json",
+                text: format!(
+                    "{{ \"mcpServers\": {{ \"{name}\": {{ \"command\": \"npx\",\n  \
+                     \"args\": [\"-y\", \"mcp-remote@{MCP_REMOTE_VERSION}\", \"{mcp_url}\"] }} }} }}\n"
+                ),
+            }],
+        },
+        ClientSetup {
+            id: "mcp-inspector",
+            name: "MCP Inspector (CLI)",
+            server_name: name,
+            works: "Inspector 2.x needs Node 22.19 or later (an older Node silently installs 0.15, which sends no headers). Its CLI takes a token the shell already holds; add --advertise-apps to see the run view (ui://helix/run-view.html).",
+            needs_public_https: false,
+            steps: vec![Step {
+                label: "List the tools (then --method tools/call --tool-name NAME --tool-arg key=value, or --method resources/read --uri URI)",
+                language: "sh",
+                text: format!(
+                    "npx -y @modelcontextprotocol/inspector@{INSPECTOR_VERSION} --cli {mcp_url} --transport http \\\n  \
+                     --header \"Authorization: Bearer ${env}\" --method tools/list\n"
+                ),
+            }],
+        },
     ]
 }
 
@@ -302,12 +336,21 @@ mod tests {
     #[test]
     fn every_client_the_contract_names_is_in_the_table() {
         let all = client_setups("https://h.example/mcp", &[]);
-        for id in
-            ["codex", "codex-rooms", "claude-code", "chatgpt", "openai-responses", "gemini-interactions", "gemini-cli"]
-        {
+        let ids = [
+            "codex",
+            "codex-rooms",
+            "claude-code",
+            "chatgpt",
+            "openai-responses",
+            "gemini-interactions",
+            "gemini-cli",
+            "mcp-remote",
+            "mcp-inspector",
+        ];
+        for id in ids {
             client(&all, id);
         }
-        assert_eq!(all.len(), 7);
+        assert_eq!(all.len(), ids.len());
         for c in &all {
             assert!(all_text(c).contains("https://h.example/mcp"), "{} names the URL", c.id);
             assert!(!all_text(c).contains("eyJ"), "{} carries no token", c.id);
@@ -390,6 +433,23 @@ mod tests {
                 && !client(&all, "chatgpt").available_at("http://127.0.0.1:9000/mcp")
         );
         assert!(client(&all, "codex").available_at("http://127.0.0.1:9000/mcp"));
+    }
+
+    #[test]
+    fn the_bridge_and_inspector_snippets_pin_what_ci_tests() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../conformance/clients/package.json");
+        let pinned: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        assert_eq!(pinned["dependencies"]["mcp-remote"], MCP_REMOTE_VERSION);
+        assert_eq!(pinned["dependencies"]["@modelcontextprotocol/inspector"], INSPECTOR_VERSION);
+        let all = client_setups("http://127.0.0.1:9000/mcp", &[]);
+        let bridge = all_text(client(&all, "mcp-remote"));
+        assert!(bridge.contains("\"mcp-remote@0.15.1\", \"http://127.0.0.1:9000/mcp\"]"), "{bridge}");
+        let inspector = all_text(client(&all, "mcp-inspector"));
+        assert!(
+            inspector.contains("@modelcontextprotocol/inspector@2.12.0 --cli http://127.0.0.1:9000/mcp"),
+            "{inspector}"
+        );
+        assert!(inspector.contains("Bearer $CASIMIRBOT_MCP_ACCESS_TOKEN"), "a variable, never a token: {inspector}");
     }
 
     #[test]
