@@ -39,7 +39,7 @@ class Bridge:
     """mcp-remote as a host runs it: newline-delimited JSON-RPC on its stdin and stdout,
     its log on stderr."""
 
-    def __init__(self, url: str, home: Path) -> None:
+    def __init__(self, url: str, home: Path, *flags: str) -> None:
         env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "HOME": str(home),
@@ -48,7 +48,7 @@ class Bridge:
             "BROWSER": "true",
         }
         self.proc = subprocess.Popen(
-            ["node", str(MCP_REMOTE), url],
+            ["node", str(MCP_REMOTE), url, *flags],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -88,6 +88,15 @@ class Bridge:
             assert line is not None, f"mcp-remote exited before asking for a sign-in: {self.err.seen[-25:]}"
             if line.strip().startswith("http") and "/authorize?" in line:
                 return line.strip()
+
+    def log(self) -> list[str]:
+        """Its log so far (stderr, every line it has written)."""
+        try:
+            while self.err.next(time.monotonic() + 0.5) is not None:
+                pass
+        except TimeoutError:
+            pass
+        return self.err.seen
 
     def close(self) -> None:
         if self.proc.poll() is None:
@@ -144,8 +153,9 @@ def test_mcp_remote_signs_in_then_lists_and_calls_a_tool(helix, tmp_path):
     finally:
         bridge.close()
 
-    # The host starts it again: the stored sign-in is reused, with no browser.
-    again = Bridge(url, tmp_path)
+    # The host starts it again, now letting it negotiate the protocol era (`--protocol auto`:
+    # `server/discover`, then 2026-07-28 requests): the stored sign-in is reused, no browser.
+    again = Bridge(url, tmp_path, "--protocol", "auto")
     try:
         answer = again.answer(again.request("initialize", {
             "protocolVersion": "2025-11-25", "capabilities": {},
@@ -154,6 +164,8 @@ def test_mcp_remote_signs_in_then_lists_and_calls_a_tool(helix, tmp_path):
         again.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         listed = again.answer(again.request("tools/list", {}), "tools/list again")
         assert set(RUN_TOOLS) <= {t["name"] for t in listed["result"]["tools"]}, listed
-        assert not any("/authorize?" in line for line in again.err.seen), again.err.seen[-10:]
+        log = again.log()
+        assert not any("/authorize?" in line for line in log), log[-10:]
+        assert any("speaks MCP 2026-07-28" in line for line in log), log[-10:]
     finally:
         again.close()
