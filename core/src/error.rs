@@ -125,6 +125,8 @@ pub enum ApiError {
     WorkflowNotResumable,
     #[error("rate limit exceeded")]
     RateLimited { retry_after_secs: u64 },
+    #[error("the server is at its connection limit; retry later")]
+    ServerBusy { retry_after_secs: u64 },
     #[error("service unavailable")]
     Unavailable(#[source] Box<dyn std::error::Error + Send + Sync>),
     #[error("internal error")]
@@ -204,6 +206,7 @@ impl ApiError {
             UnsupportedMediaType => "unsupported_media_type",
             IdempotencyConflict => "idempotency_conflict",
             RateLimited { .. } => "rate_limited",
+            ServerBusy { .. } => "server_busy",
             RoomFeatureLocked => "room_feature_locked",
             RunAlreadyBound => "run_already_bound",
             ClaimHandleInvalid => "claim_handle_invalid",
@@ -291,7 +294,7 @@ impl ApiError {
             SessionRequired => StatusCode::UNAUTHORIZED,
             GuestNotAllowed | CrossSiteRequest | IdentityMismatch => StatusCode::FORBIDDEN,
             SignInFailed { .. } => StatusCode::BAD_REQUEST,
-            SignInUnavailable => StatusCode::SERVICE_UNAVAILABLE,
+            SignInUnavailable | ServerBusy { .. } => StatusCode::SERVICE_UNAVAILABLE,
             Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -303,6 +306,7 @@ impl ApiError {
             ApiError::RunBusy
                 | ApiError::IdempotencyInProgress
                 | ApiError::RateLimited { .. }
+                | ApiError::ServerBusy { .. }
                 | ApiError::Unavailable(_)
         )
     }
@@ -314,7 +318,9 @@ impl ApiError {
             ApiError::RunNotContinuable { status } => Some(json!({ "completion_status": status })),
             ApiError::OutcomeUnknown { run_id: Some(id) } => Some(json!({ "run_id": id })),
             ApiError::PayloadTooLarge { limit } => Some(json!({ "limit_bytes": limit })),
-            ApiError::RateLimited { retry_after_secs } => Some(json!({ "retry_after_seconds": retry_after_secs })),
+            ApiError::RateLimited { retry_after_secs } | ApiError::ServerBusy { retry_after_secs } => {
+                Some(json!({ "retry_after_seconds": retry_after_secs }))
+            }
             ApiError::InvalidToken { reason } => Some(json!({ "reason": reason })),
             ApiError::DuplicateHeader { name } => Some(json!({ "header": name })),
             ApiError::SignInFailed { reason } => Some(json!({ "reason": reason })),
@@ -324,6 +330,16 @@ impl ApiError {
             ApiError::ConnectorRegistrationRefused { reason } => Some(json!({ "reason": reason })),
             ApiError::ConnectorEpochStale { current } => Some(json!({ "current_epoch": current })),
             ApiError::ActionRefused { reason } => Some(json!({ "reason": reason })),
+            _ => None,
+        }
+    }
+
+    /// Seconds for the `Retry-After` header of a refusal that says when to come back.
+    pub fn retry_after_secs(&self) -> Option<u64> {
+        match self {
+            ApiError::RateLimited { retry_after_secs } | ApiError::ServerBusy { retry_after_secs } => {
+                Some(*retry_after_secs)
+            }
             _ => None,
         }
     }

@@ -21,6 +21,7 @@ mod account_provider;
 mod approval;
 mod auth;
 mod chat_context;
+mod connection_cap;
 mod dev_issuer;
 mod embodiment;
 mod embodiment_authority;

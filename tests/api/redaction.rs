@@ -2,8 +2,8 @@
 //! snapshot carrying `name: value` credentials is stored redacted (`snapshot_redacted`),
 //! an observation summary carrying one is refused at ingress and never reaches a run's
 //! outputs or the chat, executor output carrying one is redacted before it is stored,
-//! REST refuses a credential-shaped run objective as MCP does, and a `400` never quotes
-//! a caller's question id.
+//! REST refuses a credential-shaped run objective as MCP does, MCP refuses one in a tool
+//! call's `_meta` as in its arguments, and a `400` never quotes a caller's question id.
 
 use std::sync::Arc;
 
@@ -176,6 +176,35 @@ async fn rest_refuses_a_credential_shaped_run_objective_as_mcp_does(backend: Bac
     assert_eq!(status, 201, "plain objectives still start: {v}");
 }
 
+/// A tool call whose `_meta` carries a credential gets the static refusal (`id: null`),
+/// nothing of it is echoed and nothing runs; an ordinary `_meta` still passes.
+async fn a_credential_in_a_tool_calls_meta_is_refused_like_one_in_its_arguments(backend: Backend) {
+    let app = TestApp::spawn_with(backend, &[]).await;
+    let token = app.token().await;
+    let start = |key: &str, meta: Value| {
+        json!({ "name": "helix_run_start", "_meta": meta,
+            "arguments": { "idempotency_key": key, "request": research_run() } })
+    };
+    for (i, form) in name_value_forms().into_iter().enumerate() {
+        for meta in [json!({ "note": form }), json!({ "vendor.example/context": { "auth": [form] } })] {
+            let (status, m) = app.rpc("/mcp", &token, "tools/call", start(&format!("mcp-meta-{i:04}"), meta)).await;
+            assert_eq!(status, 400, "{form:?} {m}");
+            assert_eq!(m["id"], Value::Null, "{m}");
+            assert_eq!(m["error"]["code"], -32600, "{m}");
+            assert_eq!(m["error"]["message"], "Invalid Request: _meta must not carry a credential");
+            assert_no_secret("the MCP error", &m.to_string());
+        }
+    }
+    let (status, v) = read(app.get("/api/v1/agent-runs", &token).send().await.unwrap()).await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["runs"].as_array().map(Vec::len), Some(0), "nothing ran: {v}");
+    let ordinary = json!({ "progressToken": 7,
+        "traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01" });
+    let (status, m) = app.rpc("/mcp", &token, "tools/call", start("mcp-meta-plain", ordinary)).await;
+    assert_eq!(status, 200, "{m}");
+    assert_eq!(m["result"]["isError"], false, "{m}");
+}
+
 async fn a_400_never_quotes_a_callers_question_id(backend: Backend) {
     let app = TestApp::spawn_with(backend, &[]).await;
     let token = app.token().await;
@@ -201,5 +230,6 @@ on_both_backends!(
     an_observation_summary_with_a_credential_never_reaches_a_run_or_the_chat,
     executor_output_carrying_credentials_is_redacted_before_it_is_stored,
     rest_refuses_a_credential_shaped_run_objective_as_mcp_does,
+    a_credential_in_a_tool_calls_meta_is_refused_like_one_in_its_arguments,
     a_400_never_quotes_a_callers_question_id,
 );

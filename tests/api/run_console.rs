@@ -197,7 +197,49 @@ async fn the_console_cancels_a_run_whose_turn_is_running(backend: Backend) {
     assert_eq!(kinds(&events), ["run_started", "run_cancelled"]);
 }
 
+/// An empty, repeated or unknown listing parameter is `invalid_request` saying which and
+/// why (an empty `status` lists the statuses), never quoting the caller's value.
+async fn a_listing_query_refusal_says_what_is_wrong(backend: Backend) {
+    let app = TestApp::spawn_with(backend, &[]).await;
+    let token = app.token_for("alice", "tenant-a", helix_integration_tests::support::rooms::ALL).await;
+    let cookie = app.session("alice").await;
+    let statuses = "give a lifecycle status (queued, running, waiting, completed, failed, cancelled) or a completion \
+                    status (pending, completed, needs_more_evidence, needs_input, conflict_detected, blocked, failed, \
+                    budget_exhausted, cancelled)";
+    let cursor = "give the next_cursor of the previous page, or no cursor for the first page";
+    let cases = [
+        ("?status=", format!("status: empty value; {statuses}")),
+        ("?status", format!("status: empty value; {statuses}")),
+        ("?status=nope-4242", format!("status: unknown value; {statuses}")),
+        ("?status=waiting&status=running", "status: give it once".to_owned()),
+        ("?cursor=", format!("cursor: empty value; {cursor}")),
+        ("?limit=5", "the only query parameters are status, cursor".to_owned()),
+    ];
+    for (query, want) in &cases {
+        let (status, err) = list(&app, &token, query).await;
+        assert_eq!((status, code(&err)), (400, "invalid_request"), "{query}: {err}");
+        assert_eq!(err["error"]["message"], format!("invalid request: {want}"), "{query}");
+        assert!(!err.to_string().contains("nope-4242"), "{err}");
+        // The console's JSON twin reads the same query by the same rule.
+        let (status, err) = browse(&app, &cookie, &format!("/api/account/runs{query}")).await;
+        assert_eq!((status, code(&err)), (400, "invalid_request"), "console {query}: {err}");
+        assert_eq!(err["error"]["message"], format!("invalid request: {want}"), "console {query}");
+    }
+    // The cursor-only listings say the same of an empty or repeated cursor.
+    for (query, want) in [
+        ("?cursor=", format!("cursor: empty value; {cursor}")),
+        ("?cursor", format!("cursor: empty value; {cursor}")),
+        ("?cursor=a&cursor=b", "cursor: give it once".to_owned()),
+        ("?status=running", "the only query parameter is cursor".to_owned()),
+    ] {
+        let (status, err) = read(app.get(&format!("/api/v1/rooms{query}"), &token).send().await.unwrap()).await;
+        assert_eq!((status, code(&err)), (400, "invalid_request"), "rooms {query}: {err}");
+        assert_eq!(err["error"]["message"], format!("invalid request: {want}"), "rooms {query}");
+    }
+}
+
 on_both_backends!(
+    a_listing_query_refusal_says_what_is_wrong,
     the_list_route_shows_each_binding_its_own_runs_newest_first,
     the_list_pages_by_cursor_and_a_cursor_is_its_callers_only,
     the_console_lists_every_binding_of_the_account_and_no_other_account,

@@ -158,19 +158,45 @@ pub fn decode_opt(
     raw.map(|r| decode(r, list, scope, of, valid_after)).transpose()
 }
 
+/// What to give as a `cursor`, said when it is empty.
+const CURSOR_HINT: &str = "give the next_cursor of the previous page, or no cursor for the first page";
+
+/// A listing's query string read against the parameters it takes: each value once, by
+/// position in `allowed`. A parameter without a value (`status=`, `status`) says so and
+/// `hint` (what to give) says what is allowed; a repeated one is "give it once"; any
+/// other name lists the ones taken. Nothing of the caller's query is quoted back.
+pub fn query_values<'a>(raw: Option<&'a str>, allowed: &[(&str, &str)]) -> Result<Vec<Option<&'a str>>, QueryInvalid> {
+    let mut values = vec![None; allowed.len()];
+    for pair in raw.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
+        let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+        let Some(at) = allowed.iter().position(|(n, _)| *n == name) else {
+            let names: Vec<&str> = allowed.iter().map(|(n, _)| *n).collect();
+            return Err(QueryInvalid(match names.as_slice() {
+                [one] => format!("the only query parameter is {one}"),
+                _ => format!("the only query parameters are {}", names.join(", ")),
+            }));
+        };
+        let (name, hint) = allowed[at];
+        if value.is_empty() {
+            return Err(QueryInvalid(format!("{name}: empty value; {hint}")));
+        }
+        if values[at].replace(value).is_some() {
+            return Err(QueryInvalid(format!("{name}: give it once")));
+        }
+    }
+    Ok(values)
+}
+
 /// The `cursor` of a query string that takes no other parameter (REST listings and the
 /// `/rooms` page): an empty query is the first page; an unknown, repeated or empty
 /// parameter is `invalid_request`.
 pub fn cursor_query(raw: Option<&str>) -> Result<Option<String>, QueryInvalid> {
-    let mut cursor = None;
-    for pair in raw.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
-        match pair.split_once('=') {
-            Some(("cursor", value)) if cursor.is_none() && !value.is_empty() => cursor = Some(value.to_owned()),
-            Some(("cursor", _)) => return Err(invalid()),
-            _ => return Err(QueryInvalid("the only query parameter is cursor".into())),
-        }
-    }
-    Ok(cursor)
+    Ok(query_values(raw, &[cursor_param()])?[0].map(str::to_owned))
+}
+
+/// The `cursor` parameter of a listing's query, for [`query_values`].
+pub fn cursor_param() -> (&'static str, &'static str) {
+    ("cursor", CURSOR_HINT)
 }
 
 #[cfg(test)]
@@ -216,6 +242,11 @@ mod tests {
         for bad in ["cursor=", "cursor=a&cursor=b", "owner=x", "cursor=a&limit=5", "cursor"] {
             assert!(cursor_query(Some(bad)).is_err(), "{bad}");
         }
+        let said = |q: &str| cursor_query(Some(q)).expect_err(q).0;
+        let empty = "cursor: empty value; give the next_cursor of the previous page, or no cursor for the first page";
+        assert_eq!((said("cursor="), said("cursor")), (empty.to_owned(), empty.to_owned()));
+        assert_eq!(said("cursor=a&cursor=b"), "cursor: give it once");
+        assert_eq!(said("owner=x"), "the only query parameter is cursor");
     }
 
     #[test]

@@ -8,6 +8,7 @@
 pub mod account;
 pub mod admission;
 pub mod agent_runs;
+mod connections;
 pub mod connector_credentials;
 pub mod connector_region;
 pub mod dev_auth;
@@ -190,14 +191,11 @@ pub fn render_error(err: &ApiError, request_id: &str, metadata_url: &str) -> Res
     if let Some(c) = challenge(err, metadata_url) {
         res.headers_mut().insert(WWW_AUTHENTICATE, HeaderValue::from_str(&c).expect("ascii challenge"));
     }
-    match err {
-        ApiError::MethodNotAllowed { allow } => {
-            res.headers_mut().insert(http::header::ALLOW, HeaderValue::from_static(allow));
-        }
-        ApiError::RateLimited { retry_after_secs } => {
-            res.headers_mut().insert(http::header::RETRY_AFTER, HeaderValue::from(*retry_after_secs));
-        }
-        _ => {}
+    if let ApiError::MethodNotAllowed { allow } = err {
+        res.headers_mut().insert(http::header::ALLOW, HeaderValue::from_static(allow));
+    }
+    if let Some(secs) = err.retry_after_secs() {
+        res.headers_mut().insert(http::header::RETRY_AFTER, HeaderValue::from(secs));
     }
     res
 }

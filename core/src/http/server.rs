@@ -2,10 +2,10 @@
 //! h2c on one port through hyper-util, under `ServerLimits`: a header-read timeout
 //! (from accept, or from the first byte of a later request head), an idle timeout (no
 //! request in flight, no bytes arriving), a body-read timeout, and a cap on concurrent
-//! connections. At the cap, a new connection takes the slot of the oldest one that has
-//! sent nothing yet (else of the oldest idle keep-alive one), so silent sockets cannot
-//! keep real requests out; when every connection is busy, it waits (and further ones
-//! wait in the listen backlog) until one ends. An HTTP/1 answer given before
+//! connections (`connections`: at the cap, a new connection takes the slot of a silent or
+//! idle one, which still answers a head that arrives in time: served when a slot frees,
+//! else `503 server_busy`); when every connection is busy, the next waits (and further
+//! ones wait in the listen backlog) until one ends. An HTTP/1 answer given before
 //! its request body was read to the end carries `Connection: close`, so a keep-alive
 //! client learns the connection ends instead of writing into a closed socket.
 //! `guard` (also used by the Lambda adapter) turns an escaped panic into a 500.
@@ -15,7 +15,7 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -35,6 +35,7 @@ use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 
 use super::admission::Transport;
+use super::connections::{Activity, Gate, Live};
 use super::{ClientIp, no_store};
 use crate::config::ServerLimits;
 use crate::domain::random_hex;
@@ -88,11 +89,22 @@ async fn request_span(mut req: axum::extract::Request, next: axum::middleware::N
 fn on_panic(_payload: Box<dyn Any + Send + 'static>) -> Response {
     let request_id = format!("req_{}", random_hex(12));
     tracing::error!(request_id, "request panicked outside the pipeline");
-    let err = ApiError::internal(Panicked);
-    let mut res = (err.status(), axum::Json(err.body(&request_id))).into_response();
-    no_store(res.headers_mut(), &request_id);
+    refusal(&ApiError::internal(Panicked), &request_id)
+}
+
+/// An answer given outside the pipeline, in the error schema (with `Retry-After` when
+/// the error has one).
+fn refusal(err: &ApiError, request_id: &str) -> Response {
+    let mut res = (err.status(), axum::Json(err.body(request_id))).into_response();
+    no_store(res.headers_mut(), request_id);
+    if let Some(secs) = err.retry_after_secs() {
+        res.headers_mut().insert(http::header::RETRY_AFTER, HeaderValue::from(secs));
+    }
     res
 }
+
+/// When a client refused at the connection cap is told to come back.
+const BUSY_RETRY_AFTER_SECS: u64 = 1;
 
 /// Replaces the default panic hook (which prints the payload) with a log line that
 /// names only the code location. Binaries call this once at start.
@@ -112,7 +124,7 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send,
 ) -> std::io::Result<()> {
     let app = guard(app);
-    let slots = Arc::new(Semaphore::new(limits.max_connections));
+    let gate = Arc::new(Gate::new(&limits));
     let live = Arc::new(Live::default());
     let stop = CancellationToken::new();
     let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
@@ -132,151 +144,55 @@ pub async fn serve(
                 }
             },
         };
-        // A free slot, else the slot of a connection that is doing nothing (evicted), else
-        // wait for one to end; meanwhile further connections wait in the backlog.
-        let permit = match slots.clone().try_acquire_owned() {
+        // A place among the open sockets, else the place of the oldest evicted socket that
+        // is still silent, else wait for a socket to end.
+        let open = match gate.open.clone().try_acquire_owned() {
+            Ok(permit) => permit,
+            Err(_) => {
+                live.close_oldest_evicted_silent();
+                tokio::select! {
+                    _ = &mut shutdown => break,
+                    permit = gate.open.clone().acquire_owned() => permit.expect("semaphore is never closed"),
+                }
+            }
+        };
+        // A free slot, else the slot of a connection that is doing nothing (evicted: it
+        // stays open without a slot), else wait for one to end; meanwhile further
+        // connections wait in the backlog.
+        let slot = match gate.slots.clone().try_acquire_owned() {
             Ok(permit) => permit,
             Err(_) => {
                 live.evict_one();
                 tokio::select! {
                     _ = &mut shutdown => break,
-                    permit = slots.clone().acquire_owned() => permit.expect("semaphore is never closed"),
+                    permit = gate.slots.clone().acquire_owned() => permit.expect("semaphore is never closed"),
                 }
             }
         };
         let _ = stream.set_nodelay(true);
-        let (app, builder, stop, live) = (app.clone(), builder.clone(), stop.clone(), live.clone());
+        let (app, builder, stop, live, slots) =
+            (app.clone(), builder.clone(), stop.clone(), live.clone(), gate.slots.clone());
         tokio::spawn(async move {
-            let (id, activity, evicted) = live.register();
-            connection(stream, peer, app, &builder, limits, Watch { activity, stop, evicted }).await;
+            let (id, activity, close) = live.register(slot);
+            connection(stream, peer, app, &builder, limits, Watch { activity, stop, close, slots }).await;
             live.remove(id);
-            drop(permit);
+            drop(open);
         });
     }
     stop.cancel();
-    // Every connection holds a slot until it ends.
-    let _ = slots.acquire_many(limits.max_connections as u32).await;
+    // Every socket holds its place until it ends.
+    gate.drained().await;
     Ok(())
 }
 
-/// Each open connection's activity and eviction token, by accept order (oldest first).
-type Conns = std::collections::BTreeMap<u64, (Arc<Activity>, CancellationToken)>;
-
-/// The open connections in the order they were accepted, for eviction at the cap.
-#[derive(Default)]
-struct Live {
-    next: AtomicU64,
-    conns: std::sync::Mutex<Conns>,
-}
-
-impl Live {
-    fn register(&self) -> (u64, Arc<Activity>, CancellationToken) {
-        let id = self.next.fetch_add(1, Ordering::SeqCst);
-        let (activity, evicted) = (Arc::new(Activity::new()), CancellationToken::new());
-        self.lock().insert(id, (activity.clone(), evicted.clone()));
-        (id, activity, evicted)
-    }
-    fn remove(&self, id: u64) {
-        self.lock().remove(&id);
-    }
-    fn lock(&self) -> std::sync::MutexGuard<'_, Conns> {
-        self.conns.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-    /// Closes the oldest connection that has sent nothing yet, else the oldest idle
-    /// keep-alive one; never one with a request (or its head) under way.
-    fn evict_one(&self) {
-        let conns = self.lock();
-        let silent = conns.values().find(|(a, t)| !t.is_cancelled() && a.is_silent());
-        let idle = || conns.values().find(|(a, t)| !t.is_cancelled() && a.is_idle());
-        if let Some((_, token)) = silent.or_else(idle) {
-            token.cancel();
-        }
-    }
-}
-
-/// What the watchdog of one connection needs to know.
-struct Activity {
-    start: Instant,
-    /// Whether any byte has arrived on the connection.
-    heard: AtomicBool,
-    in_flight: AtomicUsize,
-    /// Milliseconds since `start` at which the connection last became idle.
-    idle_since: AtomicU64,
-    /// Milliseconds since `start` (+1) of the first byte of a pending request head; 0 = none.
-    head_since: AtomicU64,
-    /// Wakes the watchdog when the deadline may have moved.
-    changed: tokio::sync::Notify,
-}
-
-impl Activity {
-    fn new() -> Self {
-        // Waiting for the first request head counts from accept.
-        Activity {
-            start: Instant::now(),
-            heard: false.into(),
-            in_flight: 0.into(),
-            idle_since: 0.into(),
-            head_since: 1.into(),
-            changed: tokio::sync::Notify::new(),
-        }
-    }
-    fn now_ms(&self) -> u64 {
-        self.start.elapsed().as_millis() as u64
-    }
-    /// Accepted, and not a byte since.
-    fn is_silent(&self) -> bool {
-        !self.heard.load(Ordering::SeqCst)
-    }
-    /// Between requests of a kept-alive connection: nothing in flight, no head started.
-    fn is_idle(&self) -> bool {
-        self.heard.load(Ordering::SeqCst)
-            && self.in_flight.load(Ordering::SeqCst) == 0
-            && self.head_since.load(Ordering::SeqCst) == 0
-    }
-    fn on_bytes(&self) {
-        self.heard.store(true, Ordering::SeqCst);
-        if self.in_flight.load(Ordering::SeqCst) == 0 && self.head_since.load(Ordering::SeqCst) == 0 {
-            self.head_since.store(self.now_ms() + 1, Ordering::SeqCst);
-            self.changed.notify_one();
-        }
-    }
-    fn begin(self: &Arc<Self>) -> InFlight {
-        self.in_flight.fetch_add(1, Ordering::SeqCst);
-        self.head_since.store(0, Ordering::SeqCst);
-        self.changed.notify_one();
-        InFlight(self.clone())
-    }
-    /// When this connection may be closed if nothing changes; None while a request runs.
-    fn deadline(&self, limits: &ServerLimits) -> Option<Instant> {
-        if self.in_flight.load(Ordering::SeqCst) > 0 {
-            return None;
-        }
-        let at = match self.head_since.load(Ordering::SeqCst) {
-            0 => Duration::from_millis(self.idle_since.load(Ordering::SeqCst)) + limits.idle_timeout,
-            head => Duration::from_millis(head - 1) + limits.header_read_timeout,
-        };
-        Some(self.start + at)
-    }
-}
-
-/// Marks one request in flight until dropped (the response has been produced).
-struct InFlight(Arc<Activity>);
-
-impl Drop for InFlight {
-    fn drop(&mut self) {
-        if self.0.in_flight.fetch_sub(1, Ordering::SeqCst) == 1 {
-            self.0.idle_since.store(self.0.now_ms(), Ordering::SeqCst);
-            self.0.changed.notify_one();
-        }
-    }
-}
-
-/// How a connection learns it should end: its watchdog's activity, the server's
-/// shutdown, and its own eviction at the connection cap.
+/// How a connection learns it should end (its watchdog's activity, the server's
+/// shutdown, its own close at the socket bound or after a `503`), and the slots it asks
+/// for again when it lost its own.
 struct Watch {
     activity: Arc<Activity>,
     stop: CancellationToken,
-    evicted: CancellationToken,
+    close: CancellationToken,
+    slots: Arc<Semaphore>,
 }
 
 async fn connection(
@@ -287,14 +203,22 @@ async fn connection(
     limits: ServerLimits,
     watch: Watch,
 ) {
-    let Watch { activity, stop, evicted } = watch;
+    let Watch { activity, stop, close, slots } = watch;
     let io = TokioIo::new(Watched { inner: stream, activity: activity.clone() });
-    let service_activity = activity.clone();
+    let (service_activity, service_close) = (activity.clone(), close.clone());
     let service = hyper::service::service_fn(move |req: Request<Incoming>| {
         let in_flight = service_activity.begin();
-        let app = app.clone();
+        let (app, activity, close, slots) =
+            (app.clone(), service_activity.clone(), service_close.clone(), slots.clone());
         async move {
-            let res = handle(app, req, peer, limits.body_read_timeout).await;
+            // A connection that gave up its slot is served once it gets one back, else
+            // told to come back; either way, never closed without an answer.
+            let res = if activity.admitted(&slots, limits.header_read_timeout).await {
+                handle(app, req, peer, limits.body_read_timeout).await
+            } else {
+                close.cancel();
+                busy()
+            };
             drop(in_flight);
             Ok::<_, std::convert::Infallible>(res)
         }
@@ -307,7 +231,7 @@ async fn connection(
         tokio::select! {
             _ = conn.as_mut() => return,
             _ = stop.cancelled() => break,
-            _ = evicted.cancelled() => break,
+            _ = close.cancelled() => break,
             _ = activity.changed.notified() => {}
             _ = tokio::time::sleep_until(wake) => {
                 if activity.deadline(&limits).is_some_and(|d| d <= Instant::now()) {
@@ -321,6 +245,15 @@ async fn connection(
     conn.as_mut().graceful_shutdown();
     let grace = if stop.is_cancelled() { Duration::from_secs(3600) } else { Duration::from_secs(1) };
     let _ = tokio::time::timeout(grace, conn.as_mut()).await;
+}
+
+/// `503 server_busy` with `Retry-After`, closing the connection.
+fn busy() -> Response {
+    let request_id = format!("req_{}", random_hex(12));
+    tracing::warn!(request_id, "request refused at the connection cap");
+    let mut res = refusal(&ApiError::ServerBusy { retry_after_secs: BUSY_RETRY_AFTER_SECS }, &request_id);
+    res.headers_mut().insert(CONNECTION, HeaderValue::from_static("close"));
+    res
 }
 
 async fn handle(app: Router, req: Request<Incoming>, peer: SocketAddr, body_timeout: Duration) -> Response {

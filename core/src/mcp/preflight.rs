@@ -13,7 +13,8 @@ use serde_json::{Map, Value};
 
 use super::catalog::{self, Catalog};
 use super::validate::{Violation, check as check_schema};
-use crate::http::redact::{identifier_carries_credential, looks_like_credential};
+use crate::domain::credential::secret_value;
+use crate::http::redact::{identifier_carries_credential, is_trace_context_id, looks_like_credential};
 
 /// Longest JSON-RPC string id admitted.
 pub const MAX_ID_CHARS: usize = 128;
@@ -60,6 +61,8 @@ pub enum Rejection {
     ToolName,
     /// Credential-shaped arguments: the static refusal the contract asks for.
     Arguments,
+    /// A credential-shaped `_meta` of a tool call: the same static refusal.
+    Meta,
     /// Arguments that do not match the tool's input schema: where and which rule.
     InvalidParams(Violation),
 }
@@ -90,6 +93,7 @@ impl Rejection {
             Rejection::CallParams => "Invalid Request: tools/call params admit only name, arguments and _meta",
             Rejection::ToolName => "Invalid Request: unknown tool",
             Rejection::Arguments => "Invalid Request: arguments do not match the tool's inputSchema",
+            Rejection::Meta => "Invalid Request: _meta must not carry a credential",
             Rejection::InvalidParams(v) => return Cow::Owned(format!("Invalid params: {v}")),
         })
     }
@@ -209,6 +213,9 @@ fn check_tool_call(params: &Map<String, Value>, tools: &'static Catalog) -> Resu
     if carries_credential(None, &without_admitted_claim(name, arguments)) {
         return Err(Rejection::Arguments);
     }
+    if params.get("_meta").and_then(Value::as_object).is_some_and(meta_carries_credential) {
+        return Err(Rejection::Meta);
+    }
     check_schema(schema, arguments).map_err(Rejection::InvalidParams)
 }
 
@@ -250,6 +257,21 @@ fn carries_credential(key: Option<&str>, value: &Value) -> bool {
         }
         _ => false,
     }
+}
+
+/// True when a tool call's `_meta` carries a credential: the arguments' rule, and a
+/// secret-named member with a value (`{"api_key": "…"}`). Two members are read by their
+/// own grammar: `progressToken` is an opaque identifier (random runs are what ids are made
+/// of) and a W3C `traceparent` is public by design (its trace id is a 32-digit hex run).
+fn meta_carries_credential(meta: &Map<String, Value>) -> bool {
+    meta.iter().any(|(key, value)| match (key.as_str(), value) {
+        ("traceparent", Value::String(s)) if is_trace_context_id(s) => false,
+        ("progressToken", Value::String(s)) => {
+            identifier_carries_credential(s) || crate::domain::room::is_claim_handle(s)
+        }
+        (_, Value::String(s)) if secret_value(key, s) => true,
+        _ => crate::domain::room::credential_shaped(key) || carries_credential(Some(key), value),
+    })
 }
 
 /// Parses JSON into a `Value`, refusing duplicate object keys at any depth (a
@@ -485,6 +507,52 @@ mod tests {
     }
 
     #[test]
+    fn a_credential_shaped_meta_of_a_tool_call_is_refused() {
+        let with_meta = |meta: Value| {
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                "params": {"name": "helix_run_inspect", "arguments": {"run_id": "run_abcdefgh"}, "_meta": meta}})
+        };
+        let jwt = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJl";
+        let handle = format!("hcc_{}", "ab".repeat(32));
+        for meta in [
+            json!({"note": jwt}),
+            json!({"authorization": "Bearer abcdefgh12345678"}),
+            json!({"api_key": "hunter2hunter2"}),
+            json!({"vendor/x": {"deep": ["sk-live-0123456789abcdef"]}}),
+            json!({jwt: 1}),
+            json!({"progressToken": jwt}),
+            json!({"progressToken": handle}),
+            json!({"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", "key": "ghp_0123456789abcdef"}),
+            json!({"traceparent": format!("Bearer {}", "a1".repeat(20))}),
+        ] {
+            let r = run(with_meta(meta.clone())).expect_err("refused");
+            assert_eq!(r, Rejection::Meta, "{meta}");
+            assert_eq!((r.code(), r.body()["id"].clone()), (-32600, Value::Null));
+            assert!(!r.body().to_string().contains("hunter2") && !r.body().to_string().contains("eyJ"));
+        }
+        // Credential-shaped arguments keep their own refusal, whatever `_meta` holds.
+        let both = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "helix_run_inspect", "arguments": {"run_id": jwt}, "_meta": {"note": jwt}}});
+        assert_eq!(run(both), Err(Rejection::Arguments));
+        // Credential-shaped `_meta` wins over arguments that are merely off the schema.
+        let off_schema = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "helix_run_inspect", "arguments": {}, "_meta": {"note": jwt}}});
+        assert_eq!(run(off_schema), Err(Rejection::Meta));
+        for meta in [
+            json!({}),
+            json!({"progressToken": 7}),
+            json!({"progressToken": "0123456789abcdef0123456789abcdef"}),
+            json!({"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}),
+            json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientInfo": {"name": "mcp", "version": "2.3.0"},
+                "io.modelcontextprotocol/clientCapabilities": {}}),
+            json!({"note": "the password policy is out of scope"}),
+        ] {
+            assert_eq!(run(with_meta(meta.clone())), Ok(Envelope::Request { method: "tools/call" }), "{meta}");
+        }
+    }
+
+    #[test]
     fn a_claim_handle_is_admitted_only_in_its_claim_tool_request() {
         let handle = format!("hcc_{}", "ab".repeat(32));
         let call_of = |name: &str, arguments: Value| json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name, "arguments": arguments}});
@@ -505,7 +573,7 @@ mod tests {
 
     #[test]
     fn messages_never_echo_input() {
-        for r in [Rejection::Parse, Rejection::Id, Rejection::ToolName, Rejection::Arguments] {
+        for r in [Rejection::Parse, Rejection::Id, Rejection::ToolName, Rejection::Arguments, Rejection::Meta] {
             assert!(matches!(r.message(), Cow::Borrowed(_)), "{r:?} has a fixed message");
             let body = r.body();
             assert_eq!(body["id"], Value::Null);

@@ -24,6 +24,22 @@ fn parse<T: for<'de> Deserialize<'de>>(name: &str) -> Option<T> {
     serde_json::from_value(serde_json::Value::String(name.to_owned())).ok()
 }
 
+/// The wire names of a status enum, from its JSON Schema (the same type the runs carry).
+fn names<T: schemars::JsonSchema>() -> String {
+    let schema = schemars::schema_for!(T);
+    let names: Vec<&str> =
+        schema.get("enum").and_then(|e| e.as_array()).into_iter().flatten().filter_map(|v| v.as_str()).collect();
+    names.join(", ")
+}
+
+/// What a `status` may be: every lifecycle and completion status, by name.
+fn allowed_statuses() -> &'static str {
+    static ALLOWED: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    ALLOWED.get_or_init(|| {
+        format!("give a lifecycle status ({}) or a completion status ({})", names::<Lifecycle>(), names::<Completion>())
+    })
+}
+
 impl StatusFilter {
     /// The filter a `status` value names; an unknown name is `invalid_request`.
     pub fn parse(name: &str) -> Result<Self, QueryInvalid> {
@@ -31,12 +47,7 @@ impl StatusFilter {
             (Some(l), Some(c)) => Ok(StatusFilter::Both(l, c)),
             (Some(l), None) => Ok(StatusFilter::Lifecycle(l)),
             (None, Some(c)) => Ok(StatusFilter::Completion(c)),
-            (None, None) => Err(QueryInvalid(
-                "status: must be a lifecycle status (queued, running, waiting, completed, failed, cancelled) or a \
-                 completion status (pending, needs_more_evidence, needs_input, conflict_detected, blocked, \
-                 budget_exhausted, ...)"
-                    .into(),
-            )),
+            (None, None) => Err(QueryInvalid(format!("status: unknown value; {}", allowed_statuses()))),
         }
     }
 
@@ -61,24 +72,14 @@ pub struct RunListQuery {
 
 impl RunListQuery {
     pub fn parse(raw: Option<&str>) -> Result<Self, QueryInvalid> {
-        let mut q = RunListQuery::default();
-        let (mut status_seen, mut cursor_seen) = (false, false);
-        for pair in raw.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
-            match pair.split_once('=') {
-                Some(("status", v)) if !status_seen && !v.is_empty() => {
-                    status_seen = true;
-                    q.status = StatusFilter::parse(v)?;
-                }
-                Some(("cursor", v)) if !cursor_seen && !v.is_empty() => {
-                    cursor_seen = true;
-                    q.cursor = Some(v.to_owned());
-                }
-                Some(("status", _)) => return Err(QueryInvalid("status: give it once".into())),
-                Some(("cursor", _)) => return Err(crate::domain::page::invalid()),
-                _ => return Err(QueryInvalid("the only query parameters are status and cursor".into())),
-            }
-        }
-        Ok(q)
+        let values = crate::domain::page::query_values(
+            raw,
+            &[("status", allowed_statuses()), crate::domain::page::cursor_param()],
+        )?;
+        Ok(RunListQuery {
+            status: values[0].map(StatusFilter::parse).transpose()?.unwrap_or_default(),
+            cursor: values[1].map(str::to_owned),
+        })
     }
 }
 
@@ -103,5 +104,25 @@ mod tests {
         for bad in ["status=", "status=nope", "status=running&status=waiting", "cursor=", "limit=5", "owner=x"] {
             assert!(RunListQuery::parse(Some(bad)).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn each_refusal_says_what_is_wrong_and_what_is_allowed() {
+        let said = |q: &str| RunListQuery::parse(Some(q)).expect_err(q).0;
+        let allowed = "give a lifecycle status (queued, running, waiting, completed, failed, cancelled) or a \
+                       completion status (pending, completed, needs_more_evidence, needs_input, conflict_detected, \
+                       blocked, failed, budget_exhausted, cancelled)";
+        for empty in ["status=", "status", "status=&cursor=hpc1_x"] {
+            assert_eq!(said(empty), format!("status: empty value; {allowed}"), "{empty}");
+        }
+        assert_eq!(said("status=nope"), format!("status: unknown value; {allowed}"));
+        assert_eq!(said("status=running&status=waiting"), "status: give it once");
+        assert_eq!(
+            said("cursor="),
+            "cursor: empty value; give the next_cursor of the previous page, or no cursor for the first page"
+        );
+        assert_eq!(said("cursor=a&cursor=b"), "cursor: give it once");
+        assert_eq!(said("limit=5"), "the only query parameters are status, cursor");
+        assert!(!said("status=secret-value-x").contains("secret-value-x"), "the value is not quoted back");
     }
 }
