@@ -3,19 +3,27 @@
 // independent observer bot confirms each effect in the world.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import {
-  agent, http, observer, pairedRoom, prepare, sleep, startConnector, startHelix, startWorld, until,
+  agent, form, haltedAt, http, observer, pairedRoom, prepare, proxy, sleep, startConnector, startHelix, startWorld, until,
 } from './lib/harness.mjs';
 
 const GRASS_Y = 4; // superflat: grass at y=4, players stand at y=5
-let world; let h; let room; let conn; let eye; let ai; let subjectRef;
+let world; let h; let room; let conn; let eye; let ai; let subjectRef; let net; let connArgs;
+const POLL_MS = 500; // the pairing's poll interval
 
 before(async () => {
   world = await startWorld();
   h = await startHelix({}, prepare);
   room = await pairedRoom(h);
   eye = await observer(world.port, 'Owner');
-  conn = startConnector(room, world.port, ['--username', 'Alex', '--owner-player', 'Owner']);
+  // The connector reaches Helix through a loopback proxy the partition test cuts.
+  net = await proxy(Number(new URL(h.baseUrl).port));
+  room.configPath = join(room.dir, 'via-proxy.json');
+  writeFileSync(room.configPath, JSON.stringify({ ...room.config, base_url: `http://127.0.0.1:${net.port}` }));
+  connArgs = ['--username', 'Alex', '--owner-player', 'Owner', '--ledger', join(room.dir, 'ledger.json')];
+  conn = startConnector(room, world.port, connArgs);
   await conn.waitLine(/registered environment .* at epoch 1/, 60_000);
   ai = await agent(h, room.roomId);
   const listing = await ai.ok('helix_environment_subject_list', { room_id: room.roomId });
@@ -30,6 +38,7 @@ before(async () => {
 after(async () => {
   await ai?.close().catch(() => {});
   await conn?.stop();
+  net?.close();
   eye?.quit();
   await h?.stop();
   await world?.stop();
@@ -57,4 +66,136 @@ test('full loop: move_to, break_block, place_block, equip and chat succeed, each
   const chat = await ai.queue({ type: 'chat', text: line });
   await ai.settle(chat, ['succeeded']);
   assert.ok(eye.chat.includes(`<Alex> ${line}`), `the observer read the line: ${eye.chat.slice(-5)}`);
+});
+
+/** Alex's block position as the observer sees it. */
+function alex() {
+  const p = eye.where('Alex');
+  return { x: Math.floor(p.x), y: Math.floor(p.y), z: Math.floor(p.z) };
+}
+
+/** Starts a long walk and answers once the observer sees Alex moving. */
+async function walking(dx = 24) {
+  const from = eye.where('Alex');
+  const ref = await ai.queue({ type: 'move_to', x: Math.floor(from.x) + dx, y: 5, z: Math.floor(from.z), range: 1 });
+  await until(() => eye.where('Alex').distanceTo(from) > 1, 10_000, 'Alex walking');
+  return ref;
+}
+
+test('refusals: a dig out of reach and an equip of an item not carried are rejected, the world unchanged', async () => {
+  const p = alex();
+  // Within Helix's 6 blocks of the reported position, beyond a survival player's reach.
+  const target = { x: p.x + 5, y: GRASS_Y, z: p.z };
+  assert.equal(eye.block(target.x, target.y, target.z), 'grass_block');
+  const far = await ai.queue({ type: 'break_block', ...target, expected_block: 'minecraft:grass_block' });
+  const s = await ai.settle(far, ['rejected', 'failed', 'succeeded']);
+  assert.equal(s.status, 'rejected', JSON.stringify(s));
+  assert.equal(s.reason, 'out_of_reach');
+  assert.equal(s.late_effects_possible, false);
+  await sleep(300);
+  assert.equal(eye.block(target.x, target.y, target.z), 'grass_block', 'the observer sees the block untouched');
+
+  const sword = await ai.queue({ type: 'equip', item: 'minecraft:diamond_sword', slot: 'mainhand' });
+  const e = await ai.settle(sword, ['rejected', 'failed', 'succeeded']);
+  assert.equal(e.status, 'rejected', JSON.stringify(e));
+  assert.equal(e.reason, 'not_in_inventory');
+  assert.ok(conn.lines.some((l) => l.includes(`rejected ${sword} step 0: not_in_inventory`)));
+});
+
+test('a chat line disguised as a command (a look-alike slash after white space) is refused by the connector too', async () => {
+  // Helix refuses a plain "/" before queuing; the connector refuses what reaches it anyway.
+  const r = await ai.act({ type: 'chat', text: '\u3000\u2215op Owner' });
+  if (r.isError) {
+    assert.equal(r.sc.error.code, 'action_refused', JSON.stringify(r.sc));
+    return;
+  }
+  const s = await ai.settle(r.sc.workflow_ref, ['rejected', 'failed', 'succeeded']);
+  assert.equal(s.status, 'rejected', JSON.stringify(s));
+  assert.equal(s.reason, 'chat_command');
+  assert.ok(!eye.chat.some((l) => l.includes('op Owner')), 'nothing reached the chat');
+});
+
+async function expectHalt(stop, label) {
+  const ref = await walking();
+  const t0 = Date.now();
+  await stop(ref);
+  const last = await haltedAt(() => eye.where('Alex'));
+  const ms = last - t0;
+  assert.ok(ms <= POLL_MS + 300, `${label}: the observer saw Alex move ${ms} ms after the stop`);
+  const s = await ai.status(ref);
+  assert.equal(s.status, 'stopped', JSON.stringify(s));
+  return ms;
+}
+
+test('Emergency Stop from MCP and from the room page halts a walking player within one poll interval', async () => {
+  await expectHalt(async (ref) => {
+    const r = await ai.control(ref, 'emergency_stop');
+    assert.ok(!r.isError, JSON.stringify(r.sc));
+  }, 'MCP');
+  let cleared = await http(h, 'POST', '/api/account/room-connectors/emergency-stop/clear',
+    { room_id: room.roomId, environment_binding_id: room.bindingId }, { cookie: h.tokens.cookie });
+  assert.equal(cleared.status, 200, JSON.stringify(cleared.body));
+
+  await expectHalt(async () => {
+    assert.equal(await form(h, '/rooms/emergency-stop', { room_id: room.roomId }), 303);
+  }, 'room page');
+  assert.equal(await form(h, '/rooms/emergency-stop/clear', { room_id: room.roomId }), 303);
+  cleared = await ai.ok('helix_environment_subject_list', { room_id: room.roomId });
+  assert.equal(cleared.environments[0].emergency_stop_active, false);
+});
+
+test("the owner's in-game `!helix pause` pauses the workflow (manual_override) and resume continues it", async () => {
+  const ref = await walking(-20);
+  eye.say('!helix pause');
+  const s = await ai.settle(ref, ['paused', 'succeeded', 'failed']);
+  assert.equal(s.status, 'paused', JSON.stringify(s));
+  assert.equal(s.reason, 'manual_override');
+  await haltedAt(() => eye.where('Alex'));
+  const r = await ai.control(ref, 'resume');
+  assert.ok(!r.isError, JSON.stringify(r.sc));
+  await ai.settle(ref, ['succeeded'], 30_000);
+});
+
+test('partition from Helix: the dead-man rule halts the walking player within dead_man_ms', async () => {
+  // A walk longer than dead_man_ms, with the observer half-way along to keep it in view.
+  const p = alex();
+  eye.say(`/teleport Owner ${p.x + 38} 5 ${p.z + 3}`);
+  await until(() => Math.abs(eye.bot.entity.position.x - (p.x + 38.5)) < 1, 5000, 'the observer half-way');
+  await until(() => eye.where('Alex'), 5000, 'the observer sees Alex');
+  const ref = await walking(75);
+  const t0 = Date.now();
+  net.cut();
+  const line = await conn.waitLine(/^dead-man: Helix not reached for (\d+) ms/, 15_000);
+  const deadMan = Number(/(\d+) ms/.exec(line)[1]);
+  const last = await haltedAt(() => eye.where('Alex'));
+  assert.ok(last - t0 <= deadMan + POLL_MS + 300, `halted ${last - t0} ms after the partition (dead_man_ms ${deadMan})`);
+  net.heal();
+  const s = await ai.settle(ref, ['paused', 'succeeded'], 10_000);
+  assert.equal(s.status, 'paused', JSON.stringify(s));
+  assert.equal(s.reason, 'dead_man_halted');
+  const c = await ai.control(ref, 'cancel');
+  assert.ok(!c.isError, JSON.stringify(c.sc));
+});
+
+test('kill -9 of the connector mid-dig: outcome_unknown after the restart, the block broken at most once', async () => {
+  const p = alex();
+  const target = { x: p.x + 1, y: GRASS_Y, z: p.z };
+  assert.equal(eye.block(target.x, target.y, target.z), 'grass_block');
+  let drops = 0;
+  const count = (e) => { try { if (e.name === 'item' && e.position.distanceTo(eye.bot.entity.position.constructor ? e.position : e.position) >= 0) drops += 1; } catch { /* guarded */ } };
+  eye.bot.on('entitySpawn', count);
+  const ref = await ai.queue({ type: 'break_block', ...target, expected_block: 'minecraft:grass_block' });
+  await conn.waitLine(new RegExp(`^command ${ref} step 0: break_block`), 10_000);
+  conn.proc.kill('SIGKILL');
+  await conn.exited;
+  conn = startConnector(room, world.port, connArgs);
+  await conn.waitLine(/restarted with ledger at epoch \d+: 1 interrupted command/, 60_000);
+  const s = await ai.settle(ref, ['outcome_unknown', 'succeeded', 'failed'], 20_000);
+  assert.equal(s.status, 'outcome_unknown', JSON.stringify(s));
+  await sleep(2000);
+  eye.bot.off('entitySpawn', count);
+  assert.ok(drops <= 1, `the observer counted ${drops} drops`);
+  assert.ok(!conn.lines.some((l) => l.startsWith(`command ${ref}`)), 'never executed again');
+  const r = await ai.control(ref, 'resume');
+  assert.ok(r.isError && r.sc.error.code === 'workflow_not_resumable', JSON.stringify(r.sc));
 });

@@ -147,3 +147,59 @@ export async function agent(h, roomId) {
     close: () => client.close(),
   };
 }
+
+/** A loopback TCP proxy in front of Helix: `cut()` partitions the connector from it
+ * (every connection dropped, new ones closed at once), `heal()` ends the partition. */
+export async function proxy(targetPort) {
+  const { createServer, connect } = await import('node:net');
+  const sockets = new Set();
+  let cut = false;
+  const server = createServer((client) => {
+    if (cut) return client.destroy();
+    const upstream = connect(targetPort, '127.0.0.1');
+    for (const s of [client, upstream]) {
+      sockets.add(s);
+      s.on('close', () => sockets.delete(s));
+      s.on('error', () => {});
+    }
+    client.pipe(upstream).pipe(client);
+  });
+  const port = await freePort();
+  await new Promise((r) => server.listen(port, '127.0.0.1', r));
+  return {
+    port,
+    cut: () => { cut = true; for (const s of sockets) s.destroy(); },
+    heal: () => { cut = false; },
+    close: () => { for (const s of sockets) s.destroy(); server.close(); },
+  };
+}
+
+/** A form post as the signed-in owner's page sends it. */
+export async function form(h, path, fields) {
+  const res = await fetch(`${h.baseUrl}${path}`, {
+    method: 'POST',
+    redirect: 'manual',
+    headers: {
+      'content-type': 'application/x-www-form-urlencoded', cookie: h.tokens.cookie, origin: h.baseUrl, 'sec-fetch-site': 'same-origin',
+    },
+    body: new URLSearchParams(fields).toString(),
+  });
+  await res.text();
+  return res.status;
+}
+
+/** Samples `where()` every 50 ms until it has not moved for `quietMs`; answers the time
+ * of its last change (epoch ms). */
+export async function haltedAt(where, quietMs = 600, ms = 15_000) {
+  let last = where();
+  let changed = Date.now();
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    await sleep(50);
+    const now = where();
+    if (now && last && now.distanceTo(last) > 0.01) changed = Date.now();
+    last = now;
+    if (Date.now() - changed >= quietMs) return changed;
+  }
+  throw new Error('the player never stopped moving');
+}
