@@ -199,3 +199,12 @@ test('kill -9 of the connector mid-dig: outcome_unknown after the restart, the b
   const r = await ai.control(ref, 'resume');
   assert.ok(r.isError && r.sc.error.code === 'workflow_not_resumable', JSON.stringify(r.sc));
 });
+
+test('a wrong credential exits at once with a clear message and does not retry', async () => {
+  const wrong = { ...room, credential: `hac_${'0'.repeat(64)}` };
+  const c = startConnector(wrong, world.port, ['--username', 'Mallory']);
+  const { code } = await c.exited;
+  assert.equal(code, 2, c.lines.join('\n'));
+  assert.ok(c.lines.some((l) => /register: 401 connector_credential_invalid: the credential is wrong/.test(l)), c.lines.join('\n'));
+  assert.ok(!c.lines.some((l) => l.includes(wrong.credential)), 'the credential is never printed');
+});
