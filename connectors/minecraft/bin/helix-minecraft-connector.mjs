@@ -5,17 +5,17 @@
 //
 //   HELIX_CONNECTOR_CREDENTIAL=hac_... node bin/helix-minecraft-connector.mjs \
 //     --config FILE --server HOST:PORT --username NAME[,NAME...] [--version V]
-//     [--auth offline|microsoft] [--ledger PATH] [--owner-player NAME]
+//     [--auth offline|microsoft] [--ledger PATH] [--owner-player NAME] [--source-config FILE]
 //
 // The credential is read only from the environment and never logged or written.
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { Connector, EXIT_REFUSED, Refused } from '../lib/connector.mjs';
 import { Player } from '../lib/player.mjs';
-import { startSource } from '../lib/source.mjs';
+import { sourceSettings, startSource } from '../lib/source.mjs';
 
 const USAGE = 'usage: helix-minecraft-connector --config FILE --server HOST:PORT --username NAME[,NAME...] '
-  + '[--version V] [--auth offline|microsoft] [--ledger PATH] [--owner-player NAME]';
+  + '[--version V] [--auth offline|microsoft] [--ledger PATH] [--owner-player NAME] [--source-config FILE]';
 const log = (line) => process.stdout.write(`${line}\n`);
 function fatal(status, message) {
   process.stderr.write(`helix-minecraft-connector: ${message}\n`);
@@ -34,6 +34,7 @@ try {
       auth: { type: 'string', default: 'offline' },
       ledger: { type: 'string' },
       'owner-player': { type: 'string' },
+      'source-config': { type: 'string' },
     },
     strict: true,
   }));
@@ -66,6 +67,14 @@ if (typeof config !== 'object' || config === null || Object.keys(config).some((k
   fatal(EXIT_REFUSED, 'the configuration is not the pairing page\'s helix.connector.v1 JSON');
 }
 
+let source;
+try {
+  source = sourceSettings(values['source-config']);
+} catch (e) {
+  fatal(EXIT_REFUSED, e.code ? `reading ${values['source-config']}: ${e.code}` : e.message);
+}
+if (source && source.bearer === credential) fatal(EXIT_REFUSED, 'the source bearer and the connector credential must differ');
+
 const players = names.map((username) => new Player({
   host: server[1], port: Number(server[2]), username, version: values.version, auth: values.auth, log,
 }));
@@ -85,7 +94,7 @@ const joined = await Promise.race([
   new Promise((r) => setTimeout(() => r(false), 60_000)),
 ]);
 if (!joined) log('not every player joined within 60 s: registering those that did (the others join later)');
-startSource({ players, log, fatal });
+startSource({ players, settings: source, log });
 try {
   await connector.run();
 } catch (e) {

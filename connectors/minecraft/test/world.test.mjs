@@ -6,24 +6,28 @@ import { after, before, test } from 'node:test';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
-  agent, form, haltedAt, http, observer, pairedRoom, prepare, proxy, sleep, startConnector, startHelix, startWorld, until,
+  agent, claimedSource, form, haltedAt, http, key, observer, pairedRoom, prepare, proxy, sleep, startConnector, startHelix, startWorld, until,
 } from './lib/harness.mjs';
 
 const GRASS_Y = 4; // superflat: grass at y=4, players stand at y=5
-let world; let h; let room; let conn; let eye; let ai; let subjectRef; let net; let connArgs;
+let world; let h; let room; let conn; let eye; let ai; let subjectRef; let net; let connArgs; let connEnv;
 const POLL_MS = 500; // the pairing's poll interval
 
 before(async () => {
   world = await startWorld();
-  h = await startHelix({}, prepare);
+  h = await startHelix({ HELIX_AGENT_DATABASE_SCOPES: 'research_library,bound_room_evidence' }, prepare);
   room = await pairedRoom(h);
   eye = await observer(world.port, 'Owner');
   // The connector reaches Helix through a loopback proxy the partition test cuts.
   net = await proxy(Number(new URL(h.baseUrl).port));
   room.configPath = join(room.dir, 'via-proxy.json');
   writeFileSync(room.configPath, JSON.stringify({ ...room.config, base_url: `http://127.0.0.1:${net.port}` }));
-  connArgs = ['--username', 'Alex', '--owner-player', 'Owner', '--ledger', join(room.dir, 'ledger.json')];
-  conn = startConnector(room, world.port, connArgs);
+  // The same process is the room's live source (its own bearer, its own lane).
+  const source = await claimedSource(h, room);
+  connArgs = ['--username', 'Alex', '--owner-player', 'Owner', '--ledger', join(room.dir, 'ledger.json'),
+    '--source-config', source.configPath];
+  connEnv = { HELIX_SOURCE_CREDENTIAL: source.bearer };
+  conn = startConnector(room, world.port, connArgs, connEnv);
   await conn.waitLine(/registered environment .* at epoch 1/, 60_000);
   ai = await agent(h, room.roomId);
   const listing = await ai.ok('helix_environment_subject_list', { room_id: room.roomId });
@@ -81,6 +85,28 @@ async function walking(dx = 24) {
   await until(() => eye.where('Alex').distanceTo(from) > 1, 10_000, 'Alex walking');
   return ref;
 }
+
+test("live evidence: the real world's observations reach a bound run's evidence bundle", async () => {
+  await conn.waitLine(/^source: manifest admitted for overworld/, 10_000);
+  const p = alex();
+  const bearer = h.tokens.sources;
+  const run = await http(h, 'POST', '/api/v1/agent-runs',
+    { objective: 'What is happening in the overworld?', database_scope: ['bound_room_evidence'] }, { bearer, idem: key('run') });
+  assert.equal(run.status, 201, JSON.stringify(run.body));
+  const runId = run.body.run_id;
+  const bound = await http(h, 'POST', '/api/v1/rooms/run-bindings', { room_id: room.roomId, run_id: runId }, { bearer });
+  assert.equal(bound.status, 201, JSON.stringify(bound.body));
+  await sleep(2500); // one source tick after the binding
+  const turn = await http(h, 'POST', `/api/v1/agent-runs/${runId}/continue`,
+    { expected_version: run.body.version, instruction: 'Report the live room.' }, { bearer, idem: key('turn') });
+  assert.ok([200, 202].includes(turn.status), JSON.stringify(turn.body));
+  const evidence = await http(h, 'GET', `/api/v1/agent-runs/${runId}/evidence`, undefined, { bearer });
+  assert.equal(evidence.status, 200, JSON.stringify(evidence.body));
+  const text = JSON.stringify(evidence.body);
+  assert.ok(text.includes('shared_live_room_evidence'), text.slice(0, 2000));
+  assert.ok(text.includes(`Alex at ${p.x} ${p.y} ${p.z}`), `the real player's position: ${text.slice(0, 2000)}`);
+  assert.ok(!text.includes(connEnv.HELIX_SOURCE_CREDENTIAL) && !text.includes(room.credential), 'no credential in the bundle');
+});
 
 test('refusals: a dig out of reach and an equip of an item not carried are rejected, the world unchanged', async () => {
   const p = alex();
@@ -188,7 +214,7 @@ test('kill -9 of the connector mid-dig: outcome_unknown after the restart, the b
   await conn.waitLine(new RegExp(`^command ${ref} step 0: break_block`), 10_000);
   conn.proc.kill('SIGKILL');
   await conn.exited;
-  conn = startConnector(room, world.port, connArgs);
+  conn = startConnector(room, world.port, connArgs, connEnv);
   await conn.waitLine(/restarted with ledger at epoch \d+: 1 interrupted command/, 60_000);
   const s = await ai.settle(ref, ['outcome_unknown', 'succeeded', 'failed'], 20_000);
   assert.equal(s.status, 'outcome_unknown', JSON.stringify(s));

@@ -76,6 +76,8 @@ const helix = (args) => execFileSync(helixBin(), args, { encoding: 'utf8', timeo
 /** `prepare` of startHelix: an embodiment token, the developer flag, a browser session. */
 export function prepare({ dataDir, tokens }) {
   tokens.embodiment = mintToken(dataDir, EMBODIMENT_SCOPE);
+  tokens.sources = mintToken(dataDir,
+    'helix.agent_runs.read helix.agent_runs.write helix.rooms.read helix.rooms.manage helix.room_sources.manage');
   helix(['account', 'policy', '--data-dir', dataDir, '--subject', SUBJECT, '--tenant', TENANT, '--developer', 'true']);
   tokens.cookie = `helix_session=${helix(['dev-session', '--data-dir', dataDir, '--subject', SUBJECT, '--tenant', TENANT]).trim()}`;
 }
@@ -202,4 +204,18 @@ export async function haltedAt(where, quietMs = 600, ms = 15_000) {
     if (Date.now() - changed >= quietMs) return changed;
   }
   throw new Error('the player never stopped moving');
+}
+
+/** A read-only `minecraft` source of the room, claimed on the cookie route: its bearer,
+ * and the plugin configuration written to a file. */
+export async function claimedSource(h, room) {
+  const created = await http(h, 'POST', `/api/v1/rooms/${room.roomId}/sources`,
+    { adapter_profile: 'minecraft', world_id: 'overworld' }, { bearer: h.tokens.sources, idem: key('src') });
+  assert.equal(created.status, 201, JSON.stringify(created.body));
+  const claim = await http(h, 'POST', '/api/account/room-sources/credential-claims',
+    { claim_handle: created.body.credential_delivery.claim_handle }, { cookie: h.tokens.cookie });
+  assert.equal(claim.status, 201, JSON.stringify(claim.body));
+  const path = join(room.dir, 'plugin.json');
+  writeFileSync(path, JSON.stringify(claim.body.plugin_config));
+  return { bearer: claim.body.source_bearer, configPath: path };
 }
