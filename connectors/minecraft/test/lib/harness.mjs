@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -13,7 +13,9 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import mineflayer from 'mineflayer';
 import { Vec3 } from 'vec3';
-import { freePort, helixBin, mintToken, SUBJECT, TENANT } from '../../../../conformance/node/lib/helix-server.mjs';
+import {
+  FULL_SCOPE, freePort, helixBin, mintToken, SUBJECT, TENANT,
+} from '../../../../conformance/node/lib/helix-server.mjs';
 
 export { startHelix } from '../../../../conformance/node/lib/helix-server.mjs';
 export const PKG = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -218,4 +220,39 @@ export async function claimedSource(h, room) {
   const path = join(room.dir, 'plugin.json');
   writeFileSync(path, JSON.stringify(claim.body.plugin_config));
   return { bearer: claim.body.source_bearer, configPath: path };
+}
+
+/**
+ * A `helix serve` this test can kill -9 and start again on the same port and data dir
+ * (the embedded store keeps everything): `{ baseUrl, mcpUrl, tokens, kill9(), restart(), stop() }`.
+ */
+export async function killableHelix(env = {}) {
+  const tmp = mkdtempSync(join(tmpdir(), 'helix-mc-serve-'));
+  const dataDir = join(tmp, 'data');
+  mkdirSync(dataDir);
+  const tokens = { full: mintToken(dataDir, FULL_SCOPE) };
+  prepare({ dataDir, tokens });
+  const port = await freePort();
+  const baseUrl = `http://127.0.0.1:${port}`;
+  let proc = null;
+  const start = async () => {
+    proc = child(helixBin(), ['serve', '--addr', `127.0.0.1:${port}`, '--data-dir', dataDir], env);
+    await until(async () => {
+      try {
+        const r = await fetch(`${baseUrl}/.well-known/oauth-protected-resource`, { signal: AbortSignal.timeout(2000) });
+        await r.arrayBuffer();
+        return r.status === 200;
+      } catch {
+        return false;
+      }
+    }, 60_000, 'helix serve ready', 100);
+  };
+  await start();
+  return {
+    baseUrl, mcpUrl: `${baseUrl}/mcp`, tokens, dataDir,
+    logTail: () => proc.lines.slice(-40).join('\n'),
+    kill9: () => proc.stop('SIGKILL'),
+    restart: start,
+    stop: async () => { await proc.stop(); rmSync(tmp, { recursive: true, force: true }); },
+  };
 }
