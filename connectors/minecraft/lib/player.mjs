@@ -83,10 +83,17 @@ export class Player extends EventEmitter {
     return p ? [Math.floor(p.x), Math.floor(p.y), Math.floor(p.z)] : null;
   }
 
-  /** Stops the player where it stands: pathfinding, digging and every control state. */
+  /** Stops the player where it stands: pathfinding, digging, every control state, and its
+   * horizontal momentum (it does not slide on for a few ticks). */
   halt() {
     const bot = this.bot;
     if (!bot) return;
+    try {
+      if (bot.entity?.velocity) {
+        bot.entity.velocity.x = 0;
+        bot.entity.velocity.z = 0;
+      }
+    } catch { /* not spawned */ }
     try {
       bot.pathfinder?.setGoal(null);
     } catch { /* not pathing */ }
