@@ -140,7 +140,7 @@ try {
   const kills = { connector: [], helix: [] };
   for (let i = 0; i < N_KILL + 3; i += 1) {
     const helixKill = i >= N_KILL;
-    const p = eye.where('Alex');
+    const p = await until(() => eye.where('Alex'), 15_000, 'the observer sees Alex again');
     // A fresh block next to the player's feet, well within reach.
     const target = { x: Math.floor(p.x) + (i % 5) - 2, y: GRASS_Y, z: Math.floor(p.z) + 1 + (Math.floor(i / 5) % 2) * -2 };
     const name = eye.block(target.x, target.y, target.z);
