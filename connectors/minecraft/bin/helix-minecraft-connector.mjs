@@ -87,13 +87,16 @@ function shutdown() {
 process.on('SIGTERM', shutdown);
 process.on('SIGINT', shutdown);
 
-// Join the world first: the registration reports each player's id and position.
+// A new registration joins the world first (it reports each player's id and position).
+// A restart with a ledger does not wait: its first poll answers what it was doing.
 for (const p of players) p.connect();
-const joined = await Promise.race([
-  Promise.all(players.map((p) => new Promise((r) => (p.online ? r() : p.once('online', r))))).then(() => true),
-  new Promise((r) => setTimeout(() => r(false), 60_000)),
-]);
-if (!joined) log('not every player joined within 60 s: registering those that did (the others join later)');
+if (connector.ledger.epoch === 0) {
+  const joined = await Promise.race([
+    Promise.all(players.map((p) => new Promise((r) => (p.online ? r() : p.once('online', r))))).then(() => true),
+    new Promise((r) => setTimeout(() => r(false), 60_000)),
+  ]);
+  if (!joined) log('not every player joined within 60 s: registering those that did (the others join later)');
+}
 startSource({ players, settings: source, log });
 try {
   await connector.run();

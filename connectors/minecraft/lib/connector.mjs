@@ -161,7 +161,10 @@ export class Connector {
     const body = { epoch: this.epoch, acks: this.ledger.outbox.slice(0, 32), dead_man_halted: this.deadManReport };
     const subjects = this.subjects();
     const reported = JSON.stringify(subjects);
-    if (this.sendSubjects || reported !== this.lastReported) body.subjects = subjects;
+    // A player that has not joined yet has no id: the directory waits for it (a partial
+    // one would drop that player and make every selection stale).
+    const known = this.players.every((p) => p.nativeId);
+    if (known && (this.sendSubjects || reported !== this.lastReported)) body.subjects = subjects;
     let answer;
     try {
       answer = await this.helix.poll(body);
@@ -183,8 +186,10 @@ export class Connector {
     this.lastContact = Date.now();
     this.deadManFired = false;
     this.deadManReport = false;
-    this.sendSubjects = false;
-    if (body.subjects) this.lastReported = reported;
+    if (body.subjects) {
+      this.sendSubjects = false;
+      this.lastReported = reported;
+    }
     this.ledger.outbox.splice(0, body.acks.length);
     for (const r of answer.acks) this.log(`ack ${r.workflow_ref} seq ${r.seq}: ${r.outcome}`);
     this.interval = answer.next_poll_ms || this.interval;
