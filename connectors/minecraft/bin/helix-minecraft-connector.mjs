@@ -10,7 +10,7 @@
 // The credential is read only from the environment and never logged or written.
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { Connector, EXIT_REFUSED, Refused } from '../lib/connector.mjs';
+import { Connector, EXIT_REFUSED, Refused, VERSION } from '../lib/connector.mjs';
 import { Player } from '../lib/player.mjs';
 import { sourceSettings, startSource } from '../lib/source.mjs';
 
@@ -79,6 +79,8 @@ const players = names.map((username) => new Player({
   host: server[1], port: Number(server[2]), username, version: values.version, auth: values.auth, log,
 }));
 const connector = new Connector({ config, credential, players, ledgerPath: values.ledger, ownerPlayer: owner, log, fatal });
+
+log(`helix-minecraft-connector ${VERSION}: ${names.length} player(s) on ${values.server}, ledger epoch ${connector.ledger.epoch}`);
 
 function shutdown() {
   for (const p of players) p.close();

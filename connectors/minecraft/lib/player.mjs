@@ -109,6 +109,8 @@ export class Player extends EventEmitter {
     this.closed = true;
     clearTimeout(this.timer);
     this.halt();
-    this.bot?.quit();
+    try {
+      this.bot?.quit();
+    } catch { /* never connected */ }
   }
 }

@@ -1,6 +1,7 @@
 // The connector's own checks and its command line, without a world.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { helixBin } from '../../../conformance/node/lib/helix-server.mjs';
@@ -33,8 +34,9 @@ test('ids: only canonical minecraft: ids name a block or item', () => {
 test('a missing credential or a bad command line exits at once with a clear message, never retrying', async () => {
   const bin = join(PKG, 'bin/helix-minecraft-connector.mjs');
   const h = await startHelix({}, prepare);
+  let room;
   try {
-    const room = await pairedRoom(h);
+    room = await pairedRoom(h);
     const base = ['--config', room.configPath, '--server', '127.0.0.1:1', '--username', 'Alex'];
     const none = child(process.execPath, [bin, ...base], { HELIX_CONNECTOR_CREDENTIAL: '' });
     assert.equal((await none.exited).code, 2);
@@ -45,5 +47,6 @@ test('a missing credential or a bad command line exits at once with a clear mess
     assert.equal((await unknown.exited).code, 2);
   } finally {
     await h.stop();
+    if (room) rmSync(room.dir, { recursive: true, force: true });
   }
 });

@@ -3,7 +3,7 @@
 // independent observer bot confirms each effect in the world.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   agent, claimedSource, form, haltedAt, http, key, killableHelix, observer, pairedRoom, proxy, sleep, startConnector, startWorld, until,
@@ -46,6 +46,7 @@ after(async () => {
   eye?.quit();
   await h?.stop();
   await world?.stop();
+  if (room) rmSync(room.dir, { recursive: true, force: true });
 });
 
 test('full loop: move_to, break_block, place_block, equip and chat succeed, each effect seen by the observer', async () => {

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -38,7 +38,10 @@ export async function until(fn, ms = 15_000, what = 'condition', every = 50) {
 export function child(cmd, args, env = {}) {
   const p = spawn(cmd, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   const lines = [];
-  const take = (chunk) => { for (const l of String(chunk).split('\n')) if (l) lines.push(l); };
+  const take = (chunk) => {
+    for (const l of String(chunk).split('\n')) if (l) lines.push(l);
+    if (process.env.MC_DEBUG_LOG) appendFileSync(process.env.MC_DEBUG_LOG, `[${p.pid}] ${chunk}`);
+  };
   p.stdout.on('data', take);
   p.stderr.on('data', take);
   const exited = new Promise((r) => p.on('exit', (code, sig) => r({ code, sig })));
