@@ -40,58 +40,66 @@ async fn another_tenants_session_reaches_no_pairing_stop_or_region_of_the_room(b
     let before = stored(&app, &w).await;
     assert_eq!(before.len(), 1);
     assert!(before[0].region.is_some() && !before[0].estop_active);
+    // Every route is tried; what any of them did wrong is reported together at the end.
+    let mut wrong: Vec<String> = vec![];
+    let mut expect = |route: &str, status: u16, same_as_missing: bool, unchanged: bool| {
+        if status != 404 || !same_as_missing || !unchanged {
+            wrong.push(format!("{route}: {status}, as for a missing room: {same_as_missing}, unchanged: {unchanged}"));
+        }
+    };
 
     // Pairing a connector for the room: as for a room that does not exist.
     let pair = |room: &str| json!({ "room_id": room, "world_id": "nether" });
     let pairings = "/api/account/room-connectors/pairings";
     let missing = refusal(json_post(&app, &b, pairings, pair(NO_ROOM)).await);
     let got = refusal(json_post(&app, &b, pairings, pair(&w.room_id)).await);
-    assert_eq!(got, missing);
-    assert_eq!(got.0, 404, "{got:?}");
-    assert_eq!(stored(&app, &w).await, before, "no binding was added");
+    expect("pairings", got.0, got == missing, stored(&app, &w).await == before);
 
     // The room-wide Emergency Stop on /rooms.
     let room = [("room_id", w.room_id.as_str())];
-    assert_eq!(app.form(&b, "/rooms/emergency-stop", &[("room_id", NO_ROOM)]).await.0, 404);
-    assert_eq!(app.form(&b, "/rooms/emergency-stop", &room).await.0, 404);
-    assert_eq!(stored(&app, &w).await, before, "no stop was pressed");
+    let missing = app.form(&b, "/rooms/emergency-stop", &[("room_id", NO_ROOM)]).await.0;
+    let got = app.form(&b, "/rooms/emergency-stop", &room).await.0;
+    expect("/rooms/emergency-stop", got, got == missing, stored(&app, &w).await == before);
 
     // Tenant A's owner presses it; tenant B clears it on neither page nor route.
     assert_eq!(app.form(&w.cookie, "/rooms/emergency-stop", &room).await.0, 303);
     let stopped = stored(&app, &w).await;
     assert!(stopped[0].estop_active);
-    assert_eq!(app.form(&b, "/rooms/emergency-stop/clear", &room).await.0, 404);
+    let got = app.form(&b, "/rooms/emergency-stop/clear", &room).await.0;
+    expect("/rooms/emergency-stop/clear", got, true, stored(&app, &w).await == stopped);
     let clear = "/api/account/room-connectors/emergency-stop/clear";
     let body = |room: &str| json!({ "room_id": room, "environment_binding_id": w.binding_id });
     let missing = refusal(json_post(&app, &b, clear, body(NO_ROOM)).await);
     let got = refusal(json_post(&app, &b, clear, body(&w.room_id)).await);
-    assert_eq!(got, missing);
-    assert_eq!(got.0, 404, "{got:?}");
-    assert_eq!(stored(&app, &w).await, stopped, "the stop is still active");
+    expect("emergency-stop/clear", got.0, got == missing, stored(&app, &w).await == stopped);
 
     // The region: neither the JSON route nor the pairing page's form clears it.
-    let got = refusal(json_post(&app, &b, &region_path, json!({ "room_id": w.room_id, "clear": true })).await);
-    assert_eq!(got.0, 404, "{got:?}");
+    let current = stored(&app, &w).await;
+    let got = json_post(&app, &b, &region_path, json!({ "room_id": w.room_id, "clear": true })).await.0;
+    expect("region (JSON)", got, true, stored(&app, &w).await == current);
+    let current = stored(&app, &w).await;
     let form = [("room_id", w.room_id.as_str()), ("environment_binding_id", &w.binding_id), ("op", "clear")];
-    assert_eq!(app.form(&b, "/account/room-connectors/region", &form).await.0, 404);
-    assert_eq!(stored(&app, &w).await, stopped, "the region is unchanged");
+    let got = app.form(&b, "/account/room-connectors/region", &form).await.0;
+    expect("region (form)", got, true, stored(&app, &w).await == current);
 
     // Rotation and revocation, on the JSON routes and the confirmed form.
     for op in ["rotate", "revoke"] {
+        let current = stored(&app, &w).await;
         let path = format!("/api/account/room-connectors/{}/{op}", w.binding_id);
-        let got = refusal(json_post(&app, &b, &path, json!({ "room_id": w.room_id })).await);
-        assert_eq!(got.0, 404, "{op}: {got:?}");
+        let got = json_post(&app, &b, &path, json!({ "room_id": w.room_id })).await.0;
+        expect(&format!("{op} (JSON)"), got, true, stored(&app, &w).await == current);
+        let current = stored(&app, &w).await;
         let form = [
             ("room_id", w.room_id.as_str()),
             ("environment_binding_id", &w.binding_id),
             ("op", op),
             ("confirm", "yes"),
         ];
-        let (status, html) = app.form(&b, "/account/room-connectors/credential", &form).await;
-        assert_eq!(status, 404, "{op}");
-        assert!(!html.contains("hac_"), "{op}: no credential shown");
-        assert_eq!(stored(&app, &w).await, stopped, "{op}: the pairing is unchanged");
+        let (got, html) = app.form(&b, "/account/room-connectors/credential", &form).await;
+        expect(&format!("{op} (form)"), got, !html.contains("hac_"), stored(&app, &w).await == current);
     }
+    assert!(wrong.is_empty(), "tenant B reached tenant A's room:\n{}", wrong.join("\n"));
+    assert_eq!(stored(&app, &w).await, stopped, "nothing changed");
 
     // The connector still polls with its credential, still stopped; tenant A's owner
     // still reaches everything (the same routes answer the right tenant).
