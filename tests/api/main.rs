@@ -28,6 +28,7 @@ mod embodiment_authority;
 mod embodiment_bounds;
 mod embodiment_lifecycle;
 mod embodiment_subject_stop;
+mod embodiment_tenant;
 mod embodiment_verifying;
 mod lambda_events;
 mod lanes;

@@ -29,7 +29,7 @@ impl std::fmt::Debug for Principal {
 impl Principal {
     /// The exact owner tuple, hashed: (tenant, issuer, provider subject, account profile).
     pub fn owner_hash(&self) -> String {
-        hash_parts(&["owner.v1", &self.tenant, &self.issuer, &self.provider, &self.subject, &self.account_id])
+        crate::domain::account::owner_hash(&self.tenant, &self.issuer, &self.provider, &self.subject, &self.account_id)
     }
 
     /// The token identity (issuer, tenant, provider, subject): known before the link is

@@ -33,7 +33,7 @@ pub enum PagedList {
     Sources,
     /// The runs of one agent binding (REST, the CLI).
     Runs,
-    /// The runs of every agent binding of an account (the `/runs` console).
+    /// The runs of a signed-in person's owner tuple (the `/runs` console).
     AccountRuns,
 }
 

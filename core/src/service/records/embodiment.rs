@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::BODY;
 use super::accounts::account_key;
 use super::attrs::{CONNECTOR_EPOCH, ESTOP_ACTIVE, REV, STATE};
-use super::rooms::{member_is_owner, member_key, room_active_and_owned_by, room_key, room_pk};
+use super::rooms::{RoomTenant, member_is_owner, member_key, room_active_and_owned_by, room_key, room_pk};
 use super::tx::{Role, Tx};
 use crate::domain::embodiment::{Action, RegionBox, Step, StepObservation, WorkflowState};
 use crate::domain::random_hex;
@@ -239,7 +239,8 @@ impl CredentialLookup {
 /// owner's account item: one BatchGetItem.
 pub struct BindingInRoom {
     pub binding: Option<EnvBinding>,
-    /// The room is active and owned by `account`, who is its owner member.
+    /// The room is active, of the caller's tenant and owned by `account`, who is its
+    /// owner member.
     pub owner_holds: bool,
     pub account: Option<Item>,
 }
@@ -249,6 +250,7 @@ pub async fn binding_in_room(
     room_id: &str,
     binding_id: &str,
     account: &str,
+    tenant: &RoomTenant,
     with_account: bool,
 ) -> Result<BindingInRoom, ApiError> {
     let mut keys = vec![env_key(room_id, binding_id), room_key(room_id), member_key(room_id, account)];
@@ -259,7 +261,8 @@ pub async fn binding_in_room(
     let (binding, room, member) = (got.next().flatten(), got.next().flatten(), got.next().flatten());
     Ok(BindingInRoom {
         binding: binding.as_ref().map(EnvBinding::from_item).transpose()?,
-        owner_holds: room_active_and_owned_by(account).holds(room.as_ref(), 0)
+        owner_holds: tenant.admits_item(room.as_ref())
+            && room_active_and_owned_by(account).holds(room.as_ref(), 0)
             && member_is_owner().holds(member.as_ref(), 0),
         account: got.next().flatten(),
     })

@@ -14,6 +14,7 @@ pub mod evidence;
 mod ingress;
 mod observations;
 pub mod probes;
+mod redelivery;
 #[allow(clippy::module_inception)]
 mod sources;
 
