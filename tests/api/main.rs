@@ -26,6 +26,7 @@ mod embodiment;
 mod embodiment_authority;
 mod embodiment_bounds;
 mod embodiment_lifecycle;
+mod embodiment_rules;
 mod embodiment_subject_stop;
 mod embodiment_verifying;
 mod lambda_events;

@@ -6,6 +6,8 @@
 
 pub mod action;
 pub mod bounds;
+pub mod chat;
+pub mod ids;
 pub mod protocol;
 pub mod workflow;
 

@@ -112,6 +112,8 @@ impl EmbodimentService {
         }
         let parsed = Action::parse(action).map_err(|e| ApiError::ActionRefused { reason: e.reason() })?;
         parsed.check(&Region::default()).map_err(|e| ApiError::ActionRefused { reason: e.reason() })?;
+        // What was checked is what is queued and delivered (a chat line normalised).
+        let parsed = parsed.normalized();
         let steps = parsed.steps();
         let changes = steps.iter().filter(|s| matches!(s, Step::BreakBlock(_) | Step::PlaceBlock(_))).count();
         if changes as u32 > MAX_BLOCK_CHANGES {
