@@ -25,6 +25,7 @@ mod dev_issuer;
 mod embodiment;
 mod embodiment_authority;
 mod embodiment_bounds;
+mod embodiment_late_effects;
 mod embodiment_lifecycle;
 mod embodiment_rules;
 mod embodiment_subject_stop;
