@@ -6,6 +6,8 @@
 
 pub mod action;
 pub mod bounds;
+pub mod chat;
+pub mod ids;
 pub mod protocol;
 pub mod workflow;
 
@@ -16,7 +18,7 @@ use serde::{Deserialize, Serialize, Serializer};
 
 pub use action::{Action, ActionRefusal, Region, Step};
 pub use bounds::{REACH_BLOCKS, RegionBox, within_reach};
-pub use workflow::{StepObservation, WorkflowState, postcondition_met};
+pub use workflow::{LateAck, StepObservation, WorkflowState, postcondition_met};
 
 use crate::domain::room::FalseFlags;
 use crate::domain::wire::constant;
@@ -186,8 +188,13 @@ pub struct WorkflowView {
     pub step: u32,
     pub budget: WorkflowBudget,
     pub last_observation_at: Option<String>,
-    /// A command is or may be at the connector: effects may still arrive.
+    /// A command is or may be at the connector, or was taken from it while it held a
+    /// mutating step: effects may still arrive (or arrived: `late_acknowledgements`).
     pub late_effects_possible: bool,
+    /// What the connector reported after Helix took its command (stop, cancel, pause,
+    /// deadline), oldest first.
+    #[serde(default)]
+    pub late_acknowledgements: Vec<LateAck>,
     /// When to ask again (null once terminal).
     pub poll_after_ms: Option<u64>,
     pub created_at: String,
