@@ -177,6 +177,49 @@ async fn server_discover_serves_the_2026_07_28_stateless_revision() {
     assert_eq!(reply.body["result"]["tools"][0]["securitySchemes"][0]["type"], "oauth2");
 }
 
+/// 2026-07-28 makes list, read and discover results cacheable (SEP-2549): they carry
+/// `ttlMs` and `cacheScope`, "private" because every MCP request is authenticated; the
+/// older revisions, whose results have no such fields, get none.
+#[tokio::test]
+async fn cacheable_results_carry_private_cache_hints_at_2026_07_28_only() {
+    let app = App::new();
+    let token = app.token("alice", FULL).await;
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "0"},
+        "io.modelcontextprotocol/clientCapabilities":
+            {"extensions": {"io.modelcontextprotocol/ui": {"mimeTypes": ["text/html;profile=mcp-app"]}}}
+    });
+    let ttl = json!(helix_core::mcp::server::CACHE_TTL_MS);
+    assert!(ttl.as_u64().unwrap() > 0);
+    for (id, method, params) in [
+        (1, "server/discover", json!({})),
+        (2, "tools/list", json!({})),
+        (3, "resources/list", json!({})),
+        (4, "resources/templates/list", json!({})),
+        (5, "resources/read", json!({"uri": "ui://helix/run-view.html"})),
+    ] {
+        let mut params = params;
+        params["_meta"] = meta.clone();
+        let msg = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let mut headers = vec![("mcp-protocol-version", "2026-07-28"), ("mcp-method", method)];
+        if let Some(uri) = params["uri"].as_str() {
+            headers.push(("mcp-name", uri));
+        }
+        let reply = app.post_raw(Some(&token), msg.to_string(), &headers).await;
+        assert_eq!(reply.status, StatusCode::OK, "{method}: {}", reply.body);
+        let result = &reply.body["result"];
+        assert_eq!((&result["ttlMs"], &result["cacheScope"]), (&ttl, &json!("private")), "{method}: {result}");
+    }
+    for version in ["2025-06-18", "2025-11-25"] {
+        let msg = json!({"jsonrpc": "2.0", "id": 6, "method": "tools/list"});
+        let reply = app.post_raw(Some(&token), msg.to_string(), &[("mcp-protocol-version", version)]).await;
+        assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+        let result = reply.body["result"].as_object().unwrap();
+        assert!(!result.contains_key("ttlMs") && !result.contains_key("cacheScope"), "{version}: {result:?}");
+    }
+}
+
 #[tokio::test]
 async fn tool_calls_frame_the_run_services() {
     let app = App::new();
