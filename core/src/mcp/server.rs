@@ -121,14 +121,37 @@ impl HelixMcp {
         let Some(principal) = cx.principal else {
             return self.error_output(&ApiError::AuthenticationRequired, &cx.request_id);
         };
+        // Arguments off the published input schema are a tool result the model can correct
+        // itself from (SEP-1303): the field and the rule, built from the schema alone.
+        if let Some(schema) = self.front.catalog.input_schema(spec.name)
+            && let Err(v) = super::validate::check(schema, arguments)
+        {
+            let err = ApiError::InvalidArgument { field: v.field(), rule: v.rule };
+            tracing::info!(request_id = %cx.request_id, tool = spec.name, "mcp tool arguments off the input schema");
+            return self.error_output(&err, &cx.request_id);
+        }
         let call = Call { services: &self.state.services, caller: &principal, arguments, invocation: cx.invocation };
         match (spec.call)(call).await {
             Ok(outcome) => framed(outcome),
             Err(err) => {
                 tracing::info!(request_id = %cx.request_id, tool = spec.name, code = err.code(), "mcp tool refused");
+                let err = with_row_scopes(spec, err);
                 self.error_output(&err, &cx.request_id)
             }
         }
+    }
+}
+
+/// A scope refusal names every scope the tool needs: the row's complete set (what its
+/// `securitySchemes` publish), then any the service added for this request.
+fn with_row_scopes(spec: &ToolSpec, err: ApiError) -> ApiError {
+    match err {
+        ApiError::InsufficientScope { required } => {
+            let mut all: Vec<String> = spec.scopes.iter().map(|s| s.to_string()).collect();
+            all.extend(required.into_iter().filter(|s| !spec.scopes.contains(&s.as_str())));
+            ApiError::InsufficientScope { required: all }
+        }
+        other => other,
     }
 }
 
@@ -258,7 +281,7 @@ impl ServerHandler for HelixMcp {
     ) -> Result<CallToolResponse, ErrorData> {
         // The preflight admitted only catalog names; anything else is a protocol error.
         let spec =
-            self.front.catalog.find(&request.name).ok_or_else(|| ErrorData::invalid_params("unknown tool", None))?;
+            self.front.catalog.find(&request.name).ok_or_else(|| ErrorData::invalid_params("Unknown tool", None))?;
         let arguments = Value::Object(request.arguments.unwrap_or_default());
         Ok(self.call(spec, &arguments, call_context(&context)).await.into_result().into())
     }
