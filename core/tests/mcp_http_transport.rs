@@ -142,6 +142,13 @@ async fn argument_errors_are_tool_results_naming_the_field_and_rule() {
             "must be at most 3",
             "97",
         ),
+        (act(json!({"type": "look_at", "x": 1, "y": 4321, "z": 1})), "action.y", "must be at most 320", "4321"),
+        (
+            act(json!({"type": "break_block", "x": -98765432, "y": 64, "z": 1, "expected_block": "minecraft:stone"})),
+            "action.x",
+            "must be at least -30000000",
+            "98765432",
+        ),
     ];
     for (msg, field, rule, caller) in cases {
         let name = msg["params"]["name"].as_str().unwrap().to_owned();

@@ -260,7 +260,6 @@ async fn every_typed_refusal_of_scope_membership_authority_and_bounds(backend: B
     // Bounds the service enforces (after the published schema): each a typed refusal.
     for (action, reason) in [
         (json!({"type": "chat", "text": "/op alice"}), "chat_command"),
-        (json!({"type": "move_to", "x": 1, "y": 400, "z": 1}), "out_of_region"),
         (json!({"type": "place_block", "x": 1, "y": 64, "z": 1, "item": "minecraft:tnt", "face": "up"}), "denied"),
         (json!({"type": "sequence", "steps": [{"type": "chat", "text": "/kill @a"}]}), "chat_command"),
     ] {
@@ -277,6 +276,7 @@ async fn every_typed_refusal_of_scope_membership_authority_and_bounds(backend: B
         json!({"type": "run_command", "command": "/op alice"}),
         json!({"type": "wait", "ticks": 0}),
         json!({"type": "move_to", "x": 1, "y": 64, "z": 1, "range": 4}),
+        json!({"type": "move_to", "x": 1, "y": 400, "z": 1}),
         json!({"type": "chat", "text": "x".repeat(257)}),
     ] {
         let args = json!({ "room_id": w.room_id, "idempotency_key": "refuse-key-06", "action": action });

@@ -61,6 +61,7 @@ const TOOL_RESULTS = [
   ['an unknown action type', act(13, { type: 'teleport', x: 1, y: 64, z: 1 }), 'action.type',
     'must be one of "move_to", "look_at", "stop", "break_block", "place_block", "equip", "craft", "chat", "wait", "sequence"'],
   ['an out-of-range field', act(14, { type: 'move_to', x: 1, y: 64, z: 1, range: 9 }), 'action.range', 'must be at most 3'],
+  ['an out-of-range coordinate', act(17, { type: 'look_at', x: 1, y: 4321, z: 1 }), 'action.y', 'must be at most 320'],
   ['an out-of-range tick count', act(15, { type: 'wait', ticks: 201 }), 'action.ticks', 'must be at most 200'],
   ['a nested wrong type', call(16, 'helix_run_start', { idempotency_key: 'conf-node-error-0002',
     request: { objective: 'x', budget: { max_steps: 'eight' } } }), 'request.budget.max_steps', 'must be an integer or null'],
