@@ -144,7 +144,9 @@ async fn a_member_stops_only_their_own_player_and_only_a_person_clears_it(backen
     let (code, body) = app
         .rpc("/mcp", &bob, "tools/call", json!({ "name": "helix_minecraft_workflow_control", "arguments": args }))
         .await;
-    assert_eq!((code, body["error"]["code"].as_i64()), (400, Some(-32602)), "{body}");
+    let refused = &body["result"]["structuredContent"]["error"];
+    assert_eq!((code, &body["result"]["isError"], &refused["code"]), (200, &json!(true), &json!("invalid_request")));
+    assert_eq!(refused["details"]["field"], "control", "{body}");
     let res = app
         .http
         .post(format!("{}/rooms/subject/emergency-stop/clear", app.base))

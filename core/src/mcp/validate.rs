@@ -70,6 +70,14 @@ impl Violation {
     }
 }
 
+impl Violation {
+    /// Where, as displayed: `request.budget.max_steps`, `action.type`; the root is `arguments`.
+    pub fn field(&self) -> String {
+        let text = self.to_string();
+        text[..text.len() - self.rule.len() - 2].to_owned()
+    }
+}
+
 impl fmt::Display for Violation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.path.is_empty() {
@@ -283,6 +291,9 @@ fn check_applicators(schema: &Map<String, Value>, value: &Value) -> Result<(), V
 /// the value (a nullable integer given `-1`: `must be at least 0`), else the union of the
 /// branches' types (given `"x"`: `must be an integer or null`).
 fn no_branch(branches: &[Value], results: Vec<Result<(), Violation>>, value: &Value) -> Violation {
+    if let Some(v) = tagged_violation(branches, &results, value) {
+        return v;
+    }
     let admits_type = |b: &Value| {
         b.as_object().and_then(declared_types).is_none_or(|types| types.iter().any(|t| type_matches(t, value)))
     };
@@ -303,6 +314,33 @@ fn no_branch(branches: &[Value], results: Vec<Result<(), Violation>>, value: &Va
         return first.clone();
     }
     Violation::here("matches none of the allowed forms")
+}
+
+/// The violation of a tagged union (every branch an object whose required property `tag`
+/// is a `const`, like a player action's `type`): a missing tag, a tag no branch has
+/// (`action.type: must be one of "move_to", ...`), or the tagged branch's own violation.
+fn tagged_violation(branches: &[Value], results: &[Result<(), Violation>], value: &Value) -> Option<Violation> {
+    let object = value.as_object()?;
+    let first = branches.first()?.get("properties")?.as_object()?;
+    let tag = first.keys().find(|name| branches.iter().all(|b| tag_of(b, name).is_some()))?;
+    let Some(given) = object.get(tag) else {
+        return Some(Violation::here("missing").under(Step::Field(tag.clone())));
+    };
+    match branches.iter().position(|b| tag_of(b, tag) == Some(given)) {
+        Some(i) => results[i].clone().err(),
+        None => {
+            let tags = listed(branches.iter().filter_map(|b| tag_of(b, tag)).map(Value::to_string));
+            let rule = tags.map_or("must be one of the listed values".into(), |l| format!("must be one of {l}"));
+            Some(Violation::here(rule).under(Step::Field(tag.clone())))
+        }
+    }
+}
+
+/// A branch's `const` for its required property `name`.
+fn tag_of<'a>(branch: &'a Value, name: &str) -> Option<&'a Value> {
+    let b = branch.as_object()?;
+    b.get("required")?.as_array()?.iter().any(|r| r == name).then_some(())?;
+    b.get("properties")?.get(name)?.get("const")
 }
 
 /// Every keyword of `schema` (recursively) that neither annotates nor is supported.
@@ -391,6 +429,28 @@ mod tests {
             assert_eq!(violation(value.clone()), want, "{value}");
         }
         assert_eq!(check(&schema(), &json!([1])).unwrap_err().to_string(), "arguments: must be an object");
+    }
+
+    #[test]
+    fn a_tagged_union_names_its_tag_or_the_tagged_branchs_rule() {
+        let point = |tag: &str| {
+            json!({"type": "object", "additionalProperties": false, "required": ["type", "x"],
+            "properties": {"type": {"type": "string", "const": tag}, "x": {"type": "integer", "maximum": 3}}})
+        };
+        let schema = json!({"type": "object", "required": ["action"], "additionalProperties": false,
+            "properties": {"action": {"oneOf": [point("move_to"), point("look_at"), {"type": "object",
+                "additionalProperties": false, "required": ["type"], "properties": {"type": {"const": "stop"}}}]}}});
+        for (action, want) in [
+            (json!({"type": "teleport", "x": 1}), r#"action.type: must be one of "move_to", "look_at", "stop""#),
+            (json!({"x": 1}), "action.type: missing"),
+            (json!({"type": "look_at", "x": 9}), "action.x: must be at most 3"),
+            (json!({"type": "stop", "x": 1}), "action: unknown field (allowed: type)"),
+        ] {
+            let v = check(&schema, &json!({"action": action})).expect_err("a violation");
+            assert_eq!(v.to_string(), want);
+            assert_eq!(format!("{}: {}", v.field(), v.rule), want);
+        }
+        assert!(validate(&schema, &json!({"action": {"type": "move_to", "x": 2}})));
     }
 
     #[test]

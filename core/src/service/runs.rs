@@ -29,6 +29,7 @@ use crate::domain::event::{Event, EventData, EventLog, RunStarted};
 use crate::domain::hash_parts;
 use crate::domain::ids::{IdempotencyKey, RunId};
 use crate::domain::run::{Run, StartRequest};
+use crate::domain::scopes::oauth_scopes_of;
 use crate::domain::scopes::{RUNS_READ, RUNS_WRITE};
 use crate::domain::wire::{EventPageView, EvidenceBundleView, RunJson};
 use crate::error::ApiError;
@@ -156,7 +157,8 @@ impl RunService {
     // ---------- start ----------
 
     pub async fn start_run(&self, p: &Caller, key: &IdempotencyKey, req: StartRequest) -> Result<Mutation, ApiError> {
-        p.require(&[RUNS_WRITE])?;
+        // A refusal names the data scopes' OAuth scopes too: the whole set the start needs.
+        p.require_all(&[RUNS_WRITE], &oauth_scopes_of(&req.database_scope, &self.config.database_scopes))?;
         let body = serde_json::to_value(&req).map_err(ApiError::internal)?;
         let hash = request_hash(&p.owner_hash(), OP_START, "", &body);
         let spec = req.validate()?;

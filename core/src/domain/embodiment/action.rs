@@ -16,8 +16,10 @@ pub const MAX_SEQUENCE_STEPS: usize = 16;
 /// The world's vertical bounds (a Minecraft overworld).
 pub const MIN_Y: i32 = -64;
 pub const MAX_Y: i32 = 320;
+/// The world's horizontal bounds (|x|, |z| at most this), published in the actions' schema.
+pub const WORLD_RADIUS: i32 = 30_000_000;
 /// The default horizontal region of an environment binding (|x|, |z| at most this).
-pub const DEFAULT_REGION_RADIUS: i32 = 30_000_000;
+pub const DEFAULT_REGION_RADIUS: i32 = WORLD_RADIUS;
 
 fn default_range() -> u8 {
     1
@@ -27,8 +29,11 @@ fn default_range() -> u8 {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MoveTo {
+    #[schemars(range(min = -WORLD_RADIUS, max = WORLD_RADIUS))]
     pub x: i32,
+    #[schemars(range(min = MIN_Y, max = MAX_Y))]
     pub y: i32,
+    #[schemars(range(min = -WORLD_RADIUS, max = WORLD_RADIUS))]
     pub z: i32,
     /// How close is close enough, in blocks (0-3, default 1).
     #[serde(default = "default_range")]
@@ -40,8 +45,11 @@ pub struct MoveTo {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Pos {
+    #[schemars(range(min = -WORLD_RADIUS, max = WORLD_RADIUS))]
     pub x: i32,
+    #[schemars(range(min = MIN_Y, max = MAX_Y))]
     pub y: i32,
+    #[schemars(range(min = -WORLD_RADIUS, max = WORLD_RADIUS))]
     pub z: i32,
 }
 
@@ -54,8 +62,11 @@ pub struct Stop {}
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BreakBlock {
+    #[schemars(range(min = -WORLD_RADIUS, max = WORLD_RADIUS))]
     pub x: i32,
+    #[schemars(range(min = MIN_Y, max = MAX_Y))]
     pub y: i32,
+    #[schemars(range(min = -WORLD_RADIUS, max = WORLD_RADIUS))]
     pub z: i32,
     /// The block id expected there (`minecraft:oak_log`).
     #[schemars(length(min = 3, max = 64))]
@@ -78,8 +89,11 @@ pub enum Face {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PlaceBlock {
+    #[schemars(range(min = -WORLD_RADIUS, max = WORLD_RADIUS))]
     pub x: i32,
+    #[schemars(range(min = MIN_Y, max = MAX_Y))]
     pub y: i32,
+    #[schemars(range(min = -WORLD_RADIUS, max = WORLD_RADIUS))]
     pub z: i32,
     #[schemars(length(min = 3, max = 64))]
     pub item: String,

@@ -67,7 +67,9 @@ impl SourceService {
         key: &IdempotencyKey,
         req: CreateSourceRequest,
     ) -> Result<Mutation, ApiError> {
-        p.require(&[ROOM_SOURCES_MANAGE])?;
+        // In production the developer scope is part of what the operation needs: a refusal names both.
+        let production = self.config.mode == crate::config::Mode::Production;
+        p.require_all(&[ROOM_SOURCES_MANAGE], if production { &[crate::domain::scopes::DEVELOPER] } else { &[] })?;
         developer(&self.config, &p.account_id, &p.policy, DeveloperLane::Bearer(p))?;
         let profile = req.validate()?;
         // Ownership is checked inside the transaction (room active, of the caller's tenant and
