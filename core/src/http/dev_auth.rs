@@ -7,6 +7,7 @@
 //! the routes and `dev_token` holds the issuer's state.
 
 use aws_lc_rs::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair};
+use aws_lc_rs::{hkdf, hmac};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
@@ -33,13 +34,19 @@ pub const METADATA_PATHS: [&str; 5] = [
     "/mcp/.well-known/openid-configuration",
 ];
 
-/// The development issuer's ES256 (P-256) signing key.
+/// The development issuer's ES256 (P-256) signing key, and the HMAC key derived from it
+/// that seals the values its pages carry from one request to the next (so they survive a
+/// restart as the key does).
 pub struct DevAuthKey {
     encoding: EncodingKey,
     x: String,
     y: String,
     kid: String,
+    seal: hmac::Key,
 }
+
+/// The longest sealed value [`DevAuthKey::open`] reads.
+const MAX_SEALED_CHARS: usize = 8 * 1024;
 
 impl std::fmt::Debug for DevAuthKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -66,7 +73,13 @@ impl DevAuthKey {
         if point.len() != 65 || point[0] != 4 {
             return Err("unexpected public key encoding".into());
         }
+        let seal = hkdf::Salt::new(hkdf::HKDF_SHA256, b"helix development issuer")
+            .extract(pkcs8)
+            .expand(&[b"sealed form values"], hmac::HMAC_SHA256)
+            .map(hmac::Key::from)
+            .map_err(|_| "key derivation failed".to_owned())?;
         Ok(Self {
+            seal,
             encoding: EncodingKey::from_ec_der(pkcs8),
             x: B64.encode(&point[1..33]),
             y: B64.encode(&point[33..]),
@@ -80,6 +93,24 @@ impl DevAuthKey {
             "kty": "EC", "crv": "P-256", "use": "sig", "alg": "ES256", "kid": self.kid,
             "x": self.x, "y": self.y,
         }] })
+    }
+
+    /// `payload` with its HMAC-SHA256 tag: `base64url(payload).base64url(tag)`. Readable
+    /// by whoever holds it (it carries nothing secret); only this key makes one.
+    pub fn seal(&self, payload: &[u8]) -> String {
+        let body = B64.encode(payload);
+        let tag = hmac::sign(&self.seal, body.as_bytes());
+        format!("{body}.{}", B64.encode(tag.as_ref()))
+    }
+
+    /// The payload of a value [`Self::seal`] made, or None (altered, another key's, too long).
+    pub fn open(&self, sealed: &str) -> Option<Vec<u8>> {
+        if sealed.len() > MAX_SEALED_CHARS {
+            return None;
+        }
+        let (body, tag) = sealed.split_once('.')?;
+        hmac::verify(&self.seal, body.as_bytes(), &B64.decode(tag).ok()?).ok()?;
+        B64.decode(body).ok()
     }
 
     /// A compact ES256 JWS of the claims.
@@ -142,5 +173,25 @@ mod tests {
         assert!(jsonwebtoken::decode::<Value>(&other.sign(&json!({ "sub": "s" })), &decoding, &v).is_err());
         assert!(DevAuthKey::from_pkcs8(b"not a key").is_err());
         assert!(!format!("{key:?}").contains(&key.x), "Debug shows the kid only");
+    }
+
+    #[test]
+    fn a_sealed_value_opens_only_unaltered_and_under_its_own_key() {
+        let pkcs8 = DevAuthKey::generate_pkcs8();
+        let key = DevAuthKey::from_pkcs8(&pkcs8).unwrap();
+        let sealed = key.seal(b"{\"a\":1}");
+        assert_eq!(key.open(&sealed).as_deref(), Some(&b"{\"a\":1}"[..]));
+        assert_eq!(DevAuthKey::from_pkcs8(&pkcs8).unwrap().open(&sealed).as_deref(), Some(&b"{\"a\":1}"[..]));
+        let (body, tag) = sealed.split_once('.').unwrap();
+        let other = DevAuthKey::from_pkcs8(&DevAuthKey::generate_pkcs8()).unwrap();
+        for bad in [
+            other.seal(b"{\"a\":1}"),
+            format!("{}.{tag}", B64.encode(b"{\"a\":2}")),
+            format!("{body}.{}", &tag[1..]),
+            body.to_owned(),
+            format!("{body}.{tag}{}", "A".repeat(MAX_SEALED_CHARS)),
+        ] {
+            assert!(key.open(&bad).is_none(), "{bad}");
+        }
     }
 }

@@ -44,7 +44,7 @@ pub fn router(state: AppState, key: Arc<DevAuthKey>) -> Option<Router> {
         .layer(axum::middleware::from_fn_with_state((state.clone(), Group::Account), pipeline))
         .layer(page_headers(Referrer::SameOrigin))
         .layer(SetResponseHeaderLayer::if_not_present(CONTENT_SECURITY_POLICY, policy))
-        .with_state(state.clone());
+        .with_state(issuer.clone());
     let mut all = router
         .layer(axum::middleware::from_fn_with_state((state.clone(), Group::Discovery), pipeline))
         .with_state(issuer)
