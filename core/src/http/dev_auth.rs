@@ -24,11 +24,13 @@ pub const AUTHORIZE_PATH: &str = "/authorize";
 pub const TOKEN_PATH: &str = "/token";
 pub const REGISTER_PATH: &str = "/register";
 
-/// Where clients look for the issuer's metadata: RFC 8414, its OpenID alias, and the
-/// path-suffixed forms clients derive from the MCP URL.
-pub const METADATA_PATHS: [&str; 5] = [
-    "/.well-known/oauth-authorization-server",
-    "/.well-known/oauth-authorization-server/mcp",
+/// Where clients look for the issuer's metadata: RFC 8414 and the path-suffixed form
+/// clients derive from the MCP URL.
+pub const METADATA_PATHS: [&str; 2] =
+    ["/.well-known/oauth-authorization-server", "/.well-known/oauth-authorization-server/mcp"];
+/// Its OpenID alias and the forms clients derive from the MCP URL: served only while the
+/// issuer is an OpenID provider (the browser's sign-in is on).
+pub const OPENID_METADATA_PATHS: [&str; 3] = [
     "/.well-known/openid-configuration",
     "/.well-known/openid-configuration/mcp",
     "/mcp/.well-known/openid-configuration",
@@ -121,6 +123,50 @@ impl DevAuthKey {
     }
 }
 
+/// The key the development issuer signs ID tokens with: RSA-2048, RS256, the algorithm
+/// OpenID Connect makes every provider support (and the default of a client that names
+/// none). Made when the process starts: ID tokens are verified within minutes of the
+/// sign-in they belong to, whose codes live in memory too.
+pub struct IdTokenKey {
+    pair: aws_lc_rs::rsa::KeyPair,
+    n: String,
+    e: String,
+    kid: String,
+}
+
+impl std::fmt::Debug for IdTokenKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IdTokenKey").field("kid", &self.kid).finish_non_exhaustive()
+    }
+}
+
+impl IdTokenKey {
+    pub fn generate() -> Self {
+        use aws_lc_rs::rsa::{KeyPair as RsaKeyPair, KeySize, PublicKeyComponents};
+        let pair = RsaKeyPair::generate(KeySize::Rsa2048).expect("RSA-2048 key generation");
+        let public: PublicKeyComponents<Vec<u8>> = pair.public_key().into();
+        let kid = format!("rs-{}", &sha256_hex(pair.public_key().as_ref())[..16]);
+        Self { n: B64.encode(&public.n), e: B64.encode(&public.e), kid, pair }
+    }
+
+    /// The public key as a JWK.
+    pub fn jwk(&self) -> Value {
+        json!({ "kty": "RSA", "use": "sig", "alg": "RS256", "kid": self.kid, "n": self.n, "e": self.e })
+    }
+
+    /// A compact RS256 JWS of the claims.
+    pub fn sign(&self, claims: &Value) -> String {
+        let header = json!({ "alg": "RS256", "typ": "JWT", "kid": self.kid });
+        let input = format!("{}.{}", B64.encode(header.to_string()), B64.encode(claims.to_string()));
+        let mut sig = vec![0; self.pair.public_modulus_len()];
+        let rng = aws_lc_rs::rand::SystemRandom::new();
+        self.pair
+            .sign(&aws_lc_rs::signature::RSA_PKCS1_SHA256, &rng, input.as_bytes(), &mut sig)
+            .expect("RS256 signing");
+        format!("{input}.{}", B64.encode(sig))
+    }
+}
+
 /// The issuer identifier: the local base URL.
 pub fn issuer_url(state: &AppState) -> String {
     state.services.config.public_base_url.clone()
@@ -128,11 +174,14 @@ pub fn issuer_url(state: &AppState) -> String {
 
 /// The RFC 8414 document. `authorization_response_iss_parameter_supported` is left out
 /// on purpose: a client that drops `iss` from the callback would otherwise be refused.
-pub fn metadata_document(state: &AppState) -> Value {
+/// With `openid` (the browser's sign-in is on: the issuer is then an OpenID provider too)
+/// it is also an OpenID Connect Discovery 1.0 document: its ID tokens are RS256, which
+/// that specification requires every provider to list.
+pub fn metadata_document(state: &AppState, openid: bool) -> Value {
     let iss = issuer_url(state);
     let mut scopes = all_oauth_scopes();
     scopes.push(OFFLINE_ACCESS);
-    json!({
+    let mut doc = json!({
         "issuer": iss,
         "authorization_endpoint": format!("{iss}{AUTHORIZE_PATH}"),
         "token_endpoint": format!("{iss}{TOKEN_PATH}"),
@@ -144,10 +193,13 @@ pub fn metadata_document(state: &AppState) -> Value {
         "code_challenge_methods_supported": ["S256"],
         "token_endpoint_auth_methods_supported": ["none"],
         "scopes_supported": scopes,
-        "subject_types_supported": ["public"],
-        "id_token_signing_alg_values_supported": ["ES256"],
         "service_documentation": format!("{iss}/agent-access"),
-    })
+    });
+    if openid {
+        doc["subject_types_supported"] = json!(["public"]);
+        doc["id_token_signing_alg_values_supported"] = json!(["RS256"]);
+    }
+    doc
 }
 
 /// The scope that asks for a refresh token.

@@ -14,7 +14,8 @@ use serde_json::Value;
 use tower_http::set_header::SetResponseHeaderLayer;
 
 use super::dev_auth::{
-    AUTHORIZE_PATH, DevAuthKey, JWKS_PATH, METADATA_PATHS, REGISTER_PATH, TOKEN_PATH, metadata_document,
+    AUTHORIZE_PATH, DevAuthKey, JWKS_PATH, METADATA_PATHS, OPENID_METADATA_PATHS, REGISTER_PATH, TOKEN_PATH,
+    metadata_document,
 };
 use super::dev_token::DevIssuer;
 use super::pages::{Csp, Referrer, page_headers_but_csp as page_headers};
@@ -27,13 +28,14 @@ pub fn router(state: AppState, key: Arc<DevAuthKey>) -> Option<Router> {
     if state.services.config.mode != Mode::Development {
         return None;
     }
-    let browser = super::dev_oidc::provider(&state, key.clone());
+    let browser = super::dev_oidc::provider(&state);
     let issuer = DevIssuer { app: state.clone(), key, browser: browser.clone() };
     let mut router = Router::new()
         .route(JWKS_PATH, get(jwks))
         .route(REGISTER_PATH, axum::routing::post(super::dev_register::register))
         .route(TOKEN_PATH, axum::routing::post(super::dev_token::token));
-    for path in METADATA_PATHS {
+    let openid = if browser.is_some() { &OPENID_METADATA_PATHS[..] } else { &[] };
+    for path in METADATA_PATHS.iter().chain(openid) {
         router = router.route(path, get(metadata));
     }
     // The pages: the account lane's pipeline and headers, except that the consent page
@@ -56,9 +58,14 @@ pub fn router(state: AppState, key: Arc<DevAuthKey>) -> Option<Router> {
 }
 
 async fn metadata(State(issuer): State<DevIssuer>) -> Json<Value> {
-    Json(metadata_document(&issuer.app))
+    Json(metadata_document(&issuer.app, issuer.browser.is_some()))
 }
 
+/// The access tokens' ES256 key and, with the browser's sign-in, the ID tokens' RS256 key.
 async fn jwks(State(issuer): State<DevIssuer>) -> Json<Value> {
-    Json(issuer.key.jwks())
+    let mut set = issuer.key.jwks();
+    if let (Some(browser), Some(keys)) = (&issuer.browser, set["keys"].as_array_mut()) {
+        keys.push(browser.id_token_key.jwk());
+    }
+    Json(set)
 }
