@@ -28,7 +28,7 @@ use crate::domain::random_hex;
 use crate::domain::scopes::all_oauth_scopes;
 use crate::error::ApiError;
 use crate::service::accounts::LinkIdentity;
-use crate::service::records::oauth_clients::{OAuthClient, get_client};
+use crate::service::records::oauth_clients::OAuthClient;
 use crate::service::records::oauth_grants::{
     Grant, PendingAuthorization, get_pending, put_code, put_pending, take_pending,
 };
@@ -68,10 +68,14 @@ pub fn redirect_matches(registered: &str, requested: &str) -> bool {
 #[template(path = "dev_authorize_error.html")]
 struct ErrorPage {
     code: &'static str,
-    description: &'static str,
+    description: String,
 }
 
 fn error_page(code: &'static str, description: &'static str) -> Response {
+    error_page_text(code, description.to_owned())
+}
+
+fn error_page_text(code: &'static str, description: String) -> Response {
     (StatusCode::BAD_REQUEST, Page(ErrorPage { code, description })).into_response()
 }
 
@@ -137,13 +141,17 @@ pub(super) async fn authorize(
         return error_page("invalid_request", "client_id and redirect_uri may be given once");
     };
     let Some(client_id) = client_id else { return error_page("invalid_request", "client_id is required") };
-    let client = match get_client(state.services.store.as_ref(), client_id).await {
-        Ok(Some(c)) => c,
-        Ok(None) => return error_page("invalid_client", "this client is not registered (or its registration expired)"),
-        Err(e) => return ApiError::from(e).into_response(),
+    let client = match issuer.client(client_id).await {
+        Ok(Ok(c)) => c,
+        Ok(Err(why)) => return error_page_text("invalid_client", why),
+        Err(e) => return e.into_response(),
     };
+    // A metadata document's redirect URIs are matched exactly; a registration's loopback
+    // ports are relaxed (RFC 8252 §7.3).
+    let exact = super::dev_client_metadata::is_metadata_url(&client.client_id);
+    let matches = |reg: &String, r: &str| if exact { reg == r } else { redirect_matches(reg, r) };
     let redirect_uri = match redirect_uri {
-        Some(r) if client.redirect_uris.iter().any(|reg| redirect_matches(reg, r)) => r.to_owned(),
+        Some(r) if client.redirect_uris.iter().any(|reg| matches(reg, r)) => r.to_owned(),
         Some(_) => return error_page("invalid_redirect_uri", "redirect_uri is not one the client registered"),
         None if client.redirect_uris.len() == 1 => client.redirect_uris[0].clone(),
         None => return error_page("invalid_request", "redirect_uri is required"),

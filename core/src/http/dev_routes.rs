@@ -29,7 +29,8 @@ pub fn router(state: AppState, key: Arc<DevAuthKey>) -> Option<Router> {
         return None;
     }
     let browser = super::dev_oidc::provider(&state);
-    let issuer = DevIssuer { app: state.clone(), key, browser: browser.clone() };
+    let clients = Arc::new(super::dev_client_metadata::ClientMetadata::new());
+    let issuer = DevIssuer { app: state.clone(), key, browser: browser.clone(), clients };
     let mut router = Router::new()
         .route(JWKS_PATH, get(jwks))
         .route(REGISTER_PATH, axum::routing::post(super::dev_register::register))
