@@ -298,17 +298,18 @@ async fn unticking_a_scope_leaves_it_out_of_the_token() {
 }
 
 #[tokio::test]
-async fn people_and_agents_sign_in_at_one_issuer_with_one_key() {
+async fn people_and_agents_sign_in_at_one_issuer_with_one_key_set() {
     let app = TestApp::spawn_dev_issuer(Backend::Embedded).await;
     let config = &app.state.services.config;
     let browser = config.browser.oidc.as_ref().unwrap();
     assert_eq!(browser.issuer, app.base, "the browser's sign-in is the development issuer");
     assert_eq!(config.oauth.issuer, app.base, "and agents' tokens are expected from it");
-    assert_eq!(browser.algorithms, vec!["ES256".to_owned()]);
+    assert_eq!(browser.algorithms, vec!["RS256".to_owned()], "ID tokens: RS256, as OpenID requires");
     let (_, meta) =
         read(app.http.get(format!("{}/.well-known/openid-configuration", app.base)).send().await.unwrap()).await;
     assert_eq!(meta["issuer"], app.base);
-    assert_eq!(meta["id_token_signing_alg_values_supported"], json!(["ES256"]));
+    assert_eq!(meta["id_token_signing_alg_values_supported"], json!(["RS256"]));
+    assert_eq!(meta["jwks_uri"], format!("{}{}", app.base, helix_core::http::dev_auth::JWKS_PATH));
     // The browser client's authorization request goes to the sign-in page, not to consent.
     let client = app.oauth_client(REDIRECT).await;
     let q = "response_type=code&client_id=helix-local-browser&state=s&nonce=n&code_challenge_method=S256";
