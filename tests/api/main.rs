@@ -37,6 +37,7 @@ mod lanes;
 mod lifecycle;
 mod lifecycle_races;
 mod limits;
+mod oauth_cimd;
 mod oauth_flow;
 mod page_flows;
 mod pipeline;

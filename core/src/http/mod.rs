@@ -13,6 +13,7 @@ pub mod connector_credentials;
 pub mod connector_region;
 pub mod dev_auth;
 pub mod dev_authorize;
+pub mod dev_client_metadata;
 pub mod dev_oidc;
 pub mod dev_register;
 pub mod dev_routes;
