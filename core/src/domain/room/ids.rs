@@ -12,6 +12,12 @@ pub(super) fn opaque(prefix: &str, hex_len: usize, raw: &str) -> bool {
         .is_some_and(|h| h.len() == hex_len && h.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
 }
 
+/// The JSON Schema of an [`opaque`] value: the prefix, then exactly `hex_len` lowercase hex digits.
+pub(crate) fn opaque_schema(prefix: &str, hex_len: usize) -> schemars::Schema {
+    let pattern = format!("^{prefix}[0-9a-f]{{{hex_len}}}$");
+    schemars::json_schema!({"type": "string", "pattern": pattern})
+}
+
 macro_rules! opaque_id {
     ($(#[$doc:meta])* $name:ident, $prefix:literal, $hex:literal) => {
         $(#[$doc])*
@@ -30,6 +36,16 @@ macro_rules! opaque_id {
             }
             pub fn as_str(&self) -> &str {
                 &self.0
+            }
+        }
+
+        /// The published schema: exactly the shape [`Self::parse`] takes.
+        impl schemars::JsonSchema for $name {
+            fn schema_name() -> std::borrow::Cow<'static, str> {
+                stringify!($name).into()
+            }
+            fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+                opaque_schema($prefix, $hex)
             }
         }
 
