@@ -75,7 +75,7 @@ pub struct BreakBlock {
     pub y: i32,
     pub z: i32,
     /// The block id expected there (`minecraft:oak_log`).
-    #[schemars(length(min = 3, max = 64))]
+    #[schemars(length(min = 3, max = 64), regex(pattern = ID_PATTERN))]
     pub expected_block: String,
 }
 
@@ -98,7 +98,7 @@ pub struct PlaceBlock {
     pub x: i32,
     pub y: i32,
     pub z: i32,
-    #[schemars(length(min = 3, max = 64))]
+    #[schemars(length(min = 3, max = 64), regex(pattern = ID_PATTERN))]
     pub item: String,
     pub face: Face,
 }
@@ -119,7 +119,7 @@ pub enum Slot {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Equip {
-    #[schemars(length(min = 3, max = 64))]
+    #[schemars(length(min = 3, max = 64), regex(pattern = ID_PATTERN))]
     pub item: String,
     pub slot: Slot,
 }
@@ -128,7 +128,7 @@ pub struct Equip {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Craft {
-    #[schemars(length(min = 3, max = 64))]
+    #[schemars(length(min = 3, max = 64), regex(pattern = ID_PATTERN))]
     pub item: String,
     #[schemars(range(min = 1, max = 8))]
     pub times: u8,
@@ -245,6 +245,9 @@ impl Region {
             && (MIN_Y..=MAX_Y).contains(&y)
     }
 }
+
+/// [`valid_id`]'s rule as the published pattern (a unit test holds the two together).
+pub const ID_PATTERN: &str = "^[a-z0-9_./]+:[a-z0-9_./]+$";
 
 /// A block or item id: `namespace:name`, lower-case ASCII letters, digits, `_`, `.`, `/`.
 pub fn valid_id(id: &str) -> bool {
@@ -407,5 +410,26 @@ mod tests {
             assert_eq!(check(v.clone()).err(), Some(want), "{v}");
         }
         assert!(check(json!({"type": "chat", "text": "é".repeat(256)})).is_ok(), "characters, not bytes");
+    }
+
+    #[test]
+    fn the_published_id_pattern_is_valid_ids_rule() {
+        let pattern = jsonschema::validator_for(&json!({"type": "string", "pattern": ID_PATTERN})).unwrap();
+        for id in [
+            "minecraft:oak_log",
+            "a:b",
+            "minecraft:./tnt",
+            "x/y:z.w",
+            ":oak",
+            "minecraft:",
+            "Minecraft:oak",
+            "minecraft:oak log",
+            "minecraft:oak:log",
+            "mine-craft:oak",
+            "minecraft:\u{e9}",
+            "000",
+        ] {
+            assert_eq!(pattern.is_valid(&json!(id)), valid_id(id), "{id}");
+        }
     }
 }

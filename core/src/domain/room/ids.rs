@@ -74,6 +74,9 @@ opaque_id!(
     ObserverRef, "obs_", 24
 );
 
+/// Hex digits of a chat claim handle.
+const CLAIM_HANDLE_HEX: usize = 64;
+
 /// The browser-issued chat claim handle: show-once, short-lived, stored only as a hash.
 /// Its `Debug` is redacted.
 #[derive(Clone, PartialEq, Eq)]
@@ -83,10 +86,10 @@ impl ClaimHandle {
     pub const PREFIX: &'static str = "hcc_";
 
     pub fn generate() -> Self {
-        Self(format!("{}{}", Self::PREFIX, random_hex(32)))
+        Self(format!("{}{}", Self::PREFIX, random_hex(CLAIM_HANDLE_HEX / 2)))
     }
     pub fn parse(raw: &str) -> Option<Self> {
-        opaque(Self::PREFIX, 64, raw).then(|| Self(raw.to_owned()))
+        opaque(Self::PREFIX, CLAIM_HANDLE_HEX, raw).then(|| Self(raw.to_owned()))
     }
     pub fn expose(&self) -> &str {
         &self.0
@@ -94,6 +97,16 @@ impl ClaimHandle {
     /// The stored form (the key of the claim item).
     pub fn hash(&self) -> String {
         hash_parts(&["room-chat-claim.v1", &self.0])
+    }
+}
+
+/// The published schema: exactly the shape [`ClaimHandle::parse`] takes.
+impl schemars::JsonSchema for ClaimHandle {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "ClaimHandle".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        opaque_schema(Self::PREFIX, CLAIM_HANDLE_HEX)
     }
 }
 
@@ -105,7 +118,7 @@ impl std::fmt::Debug for ClaimHandle {
 
 /// True for the shape of a claim handle (the preflight admits it only to its claim tool).
 pub fn is_claim_handle(s: &str) -> bool {
-    opaque(ClaimHandle::PREFIX, 64, s)
+    opaque(ClaimHandle::PREFIX, CLAIM_HANDLE_HEX, s)
 }
 
 /// The server's own identifiers, which redaction leaves alone: they are opaque, minted

@@ -92,7 +92,7 @@ pub const DEFAULT_EVENT_LIMIT: u32 = 50;
 #[schemars(deny_unknown_fields)]
 pub struct EventQuery {
     /// Only events after this sequence number.
-    #[schemars(range(min = 0))]
+    #[schemars(range(min = 0, max = u64::MAX))]
     pub after_seq: u64,
     /// The most events one page holds.
     #[schemars(range(min = *EVENT_LIMIT.start(), max = *EVENT_LIMIT.end()))]
@@ -169,7 +169,10 @@ mod tests {
     #[test]
     fn the_event_query_defaults_bounds_the_limit_and_refuses_unknown_parameters() {
         assert_eq!(EventQuery::parse(None).unwrap(), EventQuery { after_seq: 0, limit: 50 });
-        assert_eq!(EventQuery::parse(Some("after_seq=41&limit=100")).unwrap(), EventQuery { after_seq: 41, limit: 100 });
+        assert_eq!(
+            EventQuery::parse(Some("after_seq=41&limit=100")).unwrap(),
+            EventQuery { after_seq: 41, limit: 100 }
+        );
         assert_eq!(EventQuery::parse(Some("limit=200")).unwrap().limit, 200);
         for bad in ["after_seq=-1", "limit=0", "limit=201", "cursor=9", "chat_id=x"] {
             assert!(EventQuery::parse(Some(bad)).is_err(), "{bad}");

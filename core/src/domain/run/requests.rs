@@ -57,6 +57,10 @@ pub struct BudgetRequest {
 
 #[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(extend("anyOf" = [
+    {"required": ["instruction"], "properties": {"instruction": {"type": "string", "pattern": NOT_BLANK}}},
+    {"required": ["answers"], "properties": {"answers": {"type": "array", "minItems": 1}}},
+]))]
 pub struct ContinueRequest {
     #[schemars(range(min = 1))]
     pub expected_version: u64,
@@ -179,7 +183,8 @@ impl StartRequest {
             max_unresolved_requirements: c.max_unresolved_requirements.unwrap_or(0),
             allow_conflicts: c.allow_conflicts.unwrap_or(false),
         };
-        if contract.min_evidence_refs > MAX_CONTRACT_COUNT || contract.max_unresolved_requirements > MAX_CONTRACT_COUNT {
+        if contract.min_evidence_refs > MAX_CONTRACT_COUNT || contract.max_unresolved_requirements > MAX_CONTRACT_COUNT
+        {
             return Err(invalid("completion_contract", format!("counts are 0-{MAX_CONTRACT_COUNT}")));
         }
         let b = self.budget.unwrap_or(BudgetRequest { max_steps: None, expires_in_seconds: None });

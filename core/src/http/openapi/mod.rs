@@ -3,6 +3,7 @@
 //! the handlers and the MCP schemas. A committed copy lives in `docs/openapi.json`.
 
 mod examples;
+mod links;
 pub mod routes;
 
 use axum::Router;
@@ -146,11 +147,12 @@ fn operation(r: &Route, schemas: &mut Map<String, Value>) -> Value {
     }
     let mut responses = Map::new();
     for (status, schema) in r.ok {
-        responses.insert(
-            status.to_string(),
-            json!({"description": "Success", "headers": headers(),
-            "content": {"application/json": {"schema": named(*schema, schemas)}}}),
-        );
+        let mut ok = json!({"description": "Success", "headers": headers(),
+            "content": {"application/json": {"schema": named(*schema, schemas)}}});
+        if let Some(links) = links::of(r.operation_id) {
+            ok["links"] = links;
+        }
+        responses.insert(status.to_string(), ok);
     }
     let error = json!({"application/json": {"schema": {"$ref": "#/components/schemas/ErrorEnvelope"},
         "example": examples::error()}});

@@ -10,11 +10,11 @@ use crate::domain::embodiment::protocol::{PollRequest, PollResponse, RegisterRec
 use crate::domain::embodiment::{
     PairingCreated, PairingRequest, StopCleared, SubjectList, SubjectSelection, WorkflowView,
 };
+use crate::domain::ids::RunId;
+use crate::domain::page::PageQuery;
 use crate::domain::room::{ChatBindingReceipt, RevocationReceipt, RoomList, RoomView, RunBindingReceipt};
 use crate::domain::room::{ChatClaimRequest, CreateRoomRequest, RunBindingRequest};
 use crate::domain::room::{ObserverCreated, ObserverDisconnect, ObserverEventPage, ObserverRequest, ObserverView};
-use crate::domain::ids::RunId;
-use crate::domain::page::PageQuery;
 use crate::domain::run::{CancelRequest, ContinueRequest, EventQuery, RunListParams, StartRequest};
 use crate::domain::scopes::{ENV_ACTIONS_READ, ENV_ACTIONS_WRITE};
 use crate::domain::scopes::{ROOM_SOURCES_MANAGE, ROOMS_MANAGE, ROOMS_READ, RUNS_READ, RUNS_WRITE};
