@@ -414,7 +414,7 @@ mod tests {
             ),
             (
                 start(json!({"objective": "x", "budget": {"max_steps": -3}})),
-                "request.budget.max_steps: must be at least 0".into(),
+                "request.budget.max_steps: must be at least 1".into(),
             ),
             (start(json!({"constraints": []})), "request.objective: missing".into()),
             (
