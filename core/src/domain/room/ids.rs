@@ -100,16 +100,6 @@ impl ClaimHandle {
     }
 }
 
-/// The published schema: exactly the shape [`ClaimHandle::parse`] takes.
-impl schemars::JsonSchema for ClaimHandle {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        "ClaimHandle".into()
-    }
-    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        opaque_schema(Self::PREFIX, CLAIM_HANDLE_HEX)
-    }
-}
-
 impl std::fmt::Debug for ClaimHandle {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("ClaimHandle(<redacted>)")

@@ -81,8 +81,9 @@ pub struct RunBindingRequest {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ChatClaimRequest {
-    /// The one-time claim handle the signed-in browser issued (hcc_...).
-    #[schemars(with = "super::ClaimHandle")]
+    /// The one-time claim handle the signed-in browser issued (hcc_...). Published as any
+    /// string, not its pattern: a wrong shape is the same `claim_handle_invalid` (404) as an
+    /// unknown handle, so the answer reveals nothing.
     pub claim_handle: String,
     /// The caller's own run (run_...) to bind the chat to.
     #[schemars(with = "crate::domain::ids::RunId")]
