@@ -36,6 +36,8 @@ pub(crate) const SUPPORTED: &[&str] = &[
     "maxLength",
     "minItems",
     "maxItems",
+    "uniqueItems",
+    "pattern",
 ];
 
 /// Longest schema-derived text (an enum, a const, the allowed field names) put in a rule.
@@ -156,8 +158,8 @@ pub fn validate(schema: &Value, value: &Value) -> bool {
 
 /// `Ok` when `value` satisfies `schema`, else its first violation. Implements exactly:
 /// type, enum, const, properties, required, additionalProperties, items, anyOf, oneOf,
-/// allOf, not, minimum, maximum, minLength, maxLength, minItems, maxItems (other keywords
-/// are ignored). For an object, unknown fields are reported first, then missing ones,
+/// allOf, not, minimum, maximum, minLength, maxLength, pattern, minItems, maxItems,
+/// uniqueItems (other keywords are ignored). For an object, unknown fields are reported first, then missing ones,
 /// then the fields' values (in name order).
 pub fn check(schema: &Value, value: &Value) -> Result<(), Violation> {
     let schema = match schema {
@@ -205,6 +207,13 @@ pub fn check(schema: &Value, value: &Value) -> Result<(), Violation> {
         if let Some(max) = count(schema, "maxLength").filter(|max| len > *max) {
             return Err(Violation::here(format!("must be at most {max} characters")));
         }
+        if let Some(pattern) = schema.get("pattern").and_then(Value::as_str)
+            && !matches_pattern(pattern, s)
+        {
+            let rule = listed([pattern.to_owned()])
+                .map_or("must match the published pattern".into(), |p| format!("must match the pattern {p}"));
+            return Err(Violation::here(rule));
+        }
     }
     if let Some(items) = value.as_array() {
         check_items(schema, items)?;
@@ -215,12 +224,35 @@ pub fn check(schema: &Value, value: &Value) -> Result<(), Violation> {
     check_applicators(schema, value)
 }
 
+/// Whether `text` matches a schema's `pattern` (ECMA-262 regular expression, unanchored),
+/// by the JSON Schema library's own regex engine; each pattern is compiled once.
+fn matches_pattern(pattern: &str, text: &str) -> bool {
+    use std::collections::HashMap;
+    use std::sync::{Arc, LazyLock, Mutex};
+    static COMPILED: LazyLock<Mutex<HashMap<String, Option<Arc<jsonschema::Validator>>>>> =
+        LazyLock::new(Default::default);
+    let validator = {
+        let mut compiled = COMPILED.lock().unwrap_or_else(|e| e.into_inner());
+        compiled
+            .entry(pattern.to_owned())
+            .or_insert_with(|| jsonschema::validator_for(&serde_json::json!({"pattern": pattern})).ok().map(Arc::new))
+            .clone()
+    };
+    // A pattern that does not compile admits nothing (fail closed).
+    validator.is_some_and(|v| v.is_valid(&Value::from(text)))
+}
+
 fn check_items(schema: &Map<String, Value>, items: &[Value]) -> Result<(), Violation> {
     if let Some(min) = count(schema, "minItems").filter(|min| items.len() < *min) {
         return Err(Violation::here(format!("must have at least {min} items")));
     }
     if let Some(max) = count(schema, "maxItems").filter(|max| items.len() > *max) {
         return Err(Violation::here(format!("must have at most {max} items")));
+    }
+    if schema.get("uniqueItems") == Some(&Value::Bool(true))
+        && items.iter().enumerate().any(|(i, a)| items[..i].contains(a))
+    {
+        return Err(Violation::here("must have distinct items"));
     }
     if let Some(item_schema) = schema.get("items") {
         for (i, item) in items.iter().enumerate() {
@@ -476,5 +508,17 @@ mod tests {
                 assert!(!text.contains(echoed), "{text} repeats {echoed}");
             }
         }
+    }
+
+    #[test]
+    fn patterns_and_distinct_items_are_checked_without_echoing_the_value() {
+        let id = json!({"type": "string", "pattern": "^room_[0-9a-f]{20}$"});
+        assert!(validate(&id, &json!("room_0123456789abcdef0123")));
+        let e = check(&id, &json!("room_SECRET")).unwrap_err().to_string();
+        assert_eq!(e, "arguments: must match the pattern ^room_[0-9a-f]{20}$");
+        let distinct = json!({"type": "array", "uniqueItems": true});
+        assert!(validate(&distinct, &json!(["a", "b"])));
+        assert_eq!(check(&distinct, &json!(["a", "a"])).unwrap_err().rule, "must have distinct items");
+        assert!(!validate(&json!({"pattern": "("}), &json!("x")), "a broken pattern admits nothing");
     }
 }

@@ -46,7 +46,7 @@ use super::{Caller, Ctx, Mutation, SourceService};
 const OP_START: &str = "run.start";
 const OP_CONTINUE: &str = "run.continue";
 const OP_CANCEL: &str = "run.cancel";
-pub const DEFAULT_EVENT_LIMIT: u32 = 50;
+pub use crate::domain::run::DEFAULT_EVENT_LIMIT;
 
 /// Optional per-invocation limits the transport knows (Lambda remaining time).
 #[derive(Debug, Clone, Copy, Default)]
@@ -209,9 +209,7 @@ impl RunService {
         limit: u32,
     ) -> Result<EventPageView, ApiError> {
         p.require(&[RUNS_READ])?;
-        if !(1..=200).contains(&limit) {
-            return Err(ApiError::InvalidRequest("limit: must be 1-200".into()));
-        }
+        crate::domain::run::check_event_limit(limit)?;
         let run = self.owned_run(p, run_id).await?;
         let page = events_after(&*self.store, &run.run_id, after_seq, limit as usize).await?;
         Ok(EventPageView::new(&run.run_id, page.events, after_seq, page.has_more))

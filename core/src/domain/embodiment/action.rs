@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 pub use super::chat::MAX_CHAT_CHARS;
 use super::chat::chat_text;
-use super::ids::check_id;
+use super::ids::{ID_PATTERN, check_id};
 
 /// Most steps in one `sequence`.
 pub const MAX_SEQUENCE_STEPS: usize = 16;
@@ -69,7 +69,7 @@ pub struct BreakBlock {
     #[schemars(range(min = -WORLD_RADIUS, max = WORLD_RADIUS))]
     pub z: i32,
     /// The block id expected there (`minecraft:oak_log`).
-    #[schemars(length(min = 3, max = 64))]
+    #[schemars(length(min = 3, max = 64), regex(pattern = ID_PATTERN))]
     pub expected_block: String,
 }
 
@@ -95,7 +95,7 @@ pub struct PlaceBlock {
     pub y: i32,
     #[schemars(range(min = -WORLD_RADIUS, max = WORLD_RADIUS))]
     pub z: i32,
-    #[schemars(length(min = 3, max = 64))]
+    #[schemars(length(min = 3, max = 64), regex(pattern = ID_PATTERN))]
     pub item: String,
     pub face: Face,
 }
@@ -116,7 +116,7 @@ pub enum Slot {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Equip {
-    #[schemars(length(min = 3, max = 64))]
+    #[schemars(length(min = 3, max = 64), regex(pattern = ID_PATTERN))]
     pub item: String,
     pub slot: Slot,
 }
@@ -125,7 +125,7 @@ pub struct Equip {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Craft {
-    #[schemars(length(min = 3, max = 64))]
+    #[schemars(length(min = 3, max = 64), regex(pattern = ID_PATTERN))]
     pub item: String,
     #[schemars(range(min = 1, max = 8))]
     pub times: u8,

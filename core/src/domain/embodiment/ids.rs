@@ -50,6 +50,17 @@ pub const DENIED_PATHS: &[&str] = &[
 /// Path suffixes no action may name (every spawn egg).
 pub const DENIED_SUFFIXES: &[&str] = &["_spawn_egg"];
 
+/// One path segment (or the namespace) that is neither `.` nor `..`, as a regular expression.
+macro_rules! segment {
+    () => {
+        r"(?:[a-z0-9_-][a-z0-9_.-]*|\.[a-z0-9_-][a-z0-9_.-]*|\.\.[a-z0-9_.-]+)"
+    };
+}
+
+/// [`canonical_id`]'s rule as the published pattern (the length is the schema's `maxLength`;
+/// a unit test holds the two together).
+pub const ID_PATTERN: &str = concat!("^", segment!(), ":", segment!(), "(?:/", segment!(), ")*$");
+
 /// Whether `id` is canonical: `namespace:path`, at most 64 bytes; the namespace of
 /// `[a-z0-9_.-]`, the path of `[a-z0-9_./-]`, both non-empty; no path segment (between
 /// `/`) empty, `.` or `..`, and the namespace neither `.` nor `..`.
@@ -144,6 +155,40 @@ mod tests {
         assert_eq!(check_id(&format!("minecraft:{}", "a".repeat(55))), Err(InvalidId), "65 bytes");
     }
 
+    /// The published pattern (with the schema's 64-byte `maxLength`) admits exactly the canonical ids.
+    fn published_rule(id: &str) -> bool {
+        let pattern = jsonschema::validator_for(&serde_json::json!({"type": "string", "pattern": ID_PATTERN})).unwrap();
+        id.len() <= MAX_ID_LEN && pattern.is_valid(&serde_json::json!(id))
+    }
+
+    #[test]
+    fn the_published_id_pattern_is_the_canonical_rule() {
+        for id in [
+            "minecraft:oak_log",
+            "a:b",
+            "minecraft:./tnt",
+            "x/y:z.w",
+            ":oak",
+            "minecraft:",
+            "Minecraft:oak",
+            "minecraft:oak log",
+            "minecraft:oak:log",
+            "mine-craft:oak",
+            "minecraft:\u{e9}",
+            "000",
+            "minecraft:a/..",
+            "minecraft:a/...",
+            "..:a",
+            "...:a",
+            ".a:.b",
+            "minecraft:tnt/",
+            "minecraft:a//b",
+            "a:.-/..x/.y",
+        ] {
+            assert_eq!(published_rule(id), canonical_id(id), "{id:?}");
+        }
+    }
+
     fn segment() -> impl Strategy<Value = String> {
         prop_oneof![
             Just(String::new()),
@@ -181,6 +226,7 @@ mod tests {
                 }
                 prop_assert!(!DENIED_PATHS.contains(&p) && !p.ends_with("_spawn_egg"), "{id:?}");
             }
+            prop_assert_eq!(published_rule(&id), canonical_id(&id), "{:?}", id);
             if DENIED_PATHS.contains(&path.as_str()) || path.ends_with("_spawn_egg") {
                 prop_assert!(check_id(&id).is_err(), "{id:?}");
             }

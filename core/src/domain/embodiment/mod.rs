@@ -44,9 +44,12 @@ constant!(
     WorkflowSchemaName = WORKFLOW_SCHEMA
 );
 
+/// Hex digits after the prefix of an embodiment reference.
+const OPAQUE_HEX: usize = 20;
+
 fn opaque(prefix: &str, raw: &str) -> bool {
     raw.strip_prefix(prefix)
-        .is_some_and(|h| h.len() == 20 && h.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
+        .is_some_and(|h| h.len() == OPAQUE_HEX && h.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
 }
 
 macro_rules! opaque_id {
@@ -65,6 +68,16 @@ macro_rules! opaque_id {
             }
             pub fn as_str(&self) -> &str {
                 &self.0
+            }
+        }
+
+        /// The published schema: exactly the shape [`Self::parse`] takes.
+        impl schemars::JsonSchema for $name {
+            fn schema_name() -> std::borrow::Cow<'static, str> {
+                stringify!($name).into()
+            }
+            fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+                crate::domain::room::opaque_schema($prefix, OPAQUE_HEX)
             }
         }
     };

@@ -113,9 +113,7 @@ impl RunService {
         after_seq: u64,
         limit: u32,
     ) -> Result<EventPageView, ApiError> {
-        if !(1..=200).contains(&limit) {
-            return Err(ApiError::InvalidRequest("limit: must be 1-200".into()));
-        }
+        crate::domain::run::check_event_limit(limit)?;
         let run = self.person_run(s, run_id).await?;
         let page = events_after(&*self.store, &run.run_id, after_seq, limit as usize).await?;
         Ok(EventPageView::new(&run.run_id, page.events, after_seq, page.has_more))
