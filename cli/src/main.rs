@@ -3,6 +3,7 @@
 
 mod conformance;
 mod connector_sim;
+mod dev_control;
 mod local;
 mod room_acceptance;
 mod runs;
@@ -126,7 +127,7 @@ enum Command {
     /// Provider conformance probe: check a deployment as MCP clients and providers see it and
     /// print a typed, credential-redacted JSON report; non-zero exit on any failed check.
     /// Configured only by environment (CASIMIRBOT_MCP_PUBLIC_BASE_URL, CASIMIRBOT_MCP_ACCESS_TOKEN,
-    /// OPENAI_API_KEY, GEMINI_API_KEY, ...; see the README).
+    /// OPENAI_API_KEY, GEMINI_API_KEY, ...; see docs/tour/connect-agents.md).
     Conformance,
     /// The reference Helix Ask turn service and its terminal-authority keys.
     Solver {
