@@ -273,7 +273,13 @@ fn default_scopes() -> Vec<String> {
 }
 
 /// Links the principal through the trusted path, then mints its token.
-pub(crate) async fn mint(state: &AppState, subject: &str, tenant: &str, scopes: &[String], ttl: i64) -> anyhow::Result<String> {
+pub(crate) async fn mint(
+    state: &AppState,
+    subject: &str,
+    tenant: &str,
+    scopes: &[String],
+    ttl: i64,
+) -> anyhow::Result<String> {
     let config = &state.services.config;
     let secret: &Secret = config.oauth.local_hs256_secret.as_ref().context("the local HS256 path is not enabled")?;
     let (issuer, audience) = (&config.oauth.issuer, &config.oauth.audience);

@@ -77,11 +77,8 @@ fn the_configuration_table_names_every_variable_the_config_reads_and_no_other() 
 #[test]
 fn the_readmes_function_table_names_every_function_of_the_template_and_no_other() {
     let template = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../infra/template.yaml")).unwrap();
-    let deployed: BTreeSet<String> = template
-        .lines()
-        .filter_map(|l| l.trim().strip_prefix("Binary: "))
-        .map(|b| b.trim().to_owned())
-        .collect();
+    let deployed: BTreeSet<String> =
+        template.lines().filter_map(|l| l.trim().strip_prefix("Binary: ")).map(|b| b.trim().to_owned()).collect();
     assert!(!deployed.is_empty(), "the template names its binaries");
     let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap();
     let listed: BTreeSet<String> = readme

@@ -469,8 +469,9 @@ mod tests {
         let readme = std::fs::read_to_string(path).expect("docs/clients.md");
         let expected = readme_section();
         let begin = readme.find(README_BEGIN).expect("docs/clients.md has the clients:begin marker");
-        let end =
-            readme[begin..].find(README_END).expect("docs/clients.md has the clients:end marker") + begin + README_END.len();
+        let end = readme[begin..].find(README_END).expect("docs/clients.md has the clients:end marker")
+            + begin
+            + README_END.len();
         if std::env::var_os("HELIX_UPDATE_README").is_some() {
             std::fs::write(path, format!("{}{expected}{}", &readme[..begin], &readme[end..])).unwrap();
             return;
