@@ -201,4 +201,36 @@ mod tests {
             }
         }
     }
+    /// `docs/connector-protocol/chat-rule.json` is this rule as data for connectors (the
+    /// look-alike slashes, the invisible ranges stripped at the start, the length, and
+    /// every documented vector with its outcome); the Minecraft connector's test checks
+    /// its own rule against it. `HELIX_UPDATE_PROTOCOL_SCHEMAS=1` rewrites it.
+    #[test]
+    fn the_committed_chat_rule_file_is_current() {
+        let vectors: Vec<serde_json::Value> = VECTORS
+            .iter()
+            .map(|(input, want)| match want {
+                Ok(text) => serde_json::json!({"input": input, "delivered": text}),
+                Err(e) => serde_json::json!({"input": input, "refused": e.reason()}),
+            })
+            .collect();
+        let rule = serde_json::json!({
+            "description": "The chat rule of a chat step (docs/embodiment.md): NFKC, strip the leading characters that are White_Space, Cc, Cf, Default_Ignorable_Code_Point or U+2800, refuse a leading slash_like character as chat_command; refuse an empty line, more than max_chars characters, or any Cc character, U+00A7 or U+007F in the text or the delivered text as chat_text. Generated from core/src/domain/embodiment/chat.rs.",
+            "max_chars": MAX_CHAT_CHARS,
+            "slash_like": SLASH_LIKE.iter().map(|c| u32::from(*c)).collect::<Vec<_>>(),
+            "default_ignorable": DEFAULT_IGNORABLE,
+            "also_blank": [0x2800],
+            "vectors": vectors,
+        });
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/connector-protocol/chat-rule.json");
+        let want = serde_json::to_string_pretty(&rule).unwrap() + "\n";
+        if std::env::var_os("HELIX_UPDATE_PROTOCOL_SCHEMAS").is_some() {
+            std::fs::write(&path, &want).unwrap();
+        }
+        assert!(
+            std::fs::read_to_string(&path).unwrap_or_default() == want,
+            "docs/connector-protocol/chat-rule.json is stale: run \
+             HELIX_UPDATE_PROTOCOL_SCHEMAS=1 cargo test -p helix-core --lib chat_rule_file"
+        );
+    }
 }
