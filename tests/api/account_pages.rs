@@ -39,7 +39,7 @@ async fn the_pages_are_server_rendered_with_a_strict_policy() {
     assert!(!page.contains("&#34;never&#34;") && !page.contains("&quot;never&quot;"), "no call runs without approval");
     let manifest: Value = browser.get("/agent-access.json").await.json().await.unwrap();
     assert_eq!(manifest["resource"], resource.as_str());
-    assert_eq!(manifest["clients"].as_object().unwrap().len(), 6);
+    assert_eq!(manifest["clients"].as_object().unwrap().len(), 9);
     let unreachable = page.matches(r#"class="needs-https" data-available="no""#).count();
     assert_eq!(unreachable, 3, "ChatGPT, Responses and Gemini Interactions cannot reach a loopback server");
     let meta: Value = browser.get("/.well-known/oauth-protected-resource/mcp").await.json().await.unwrap();

@@ -65,7 +65,12 @@ async fn chat_and_id_rules_refuse_every_disguise_and_queue_nothing(backend: Back
     for (i, (action, reason)) in refused.iter().enumerate() {
         let (is_error, e) = act(&app, &w, &w.token, &format!("rules-key-{i:03}"), action.clone()).await;
         let got = (is_error, err(&e), e["error"]["details"]["reason"].as_str());
-        if got != (true, "action_refused", Some(*reason)) {
+        // A non-canonical id already breaks the published input schema (its `pattern`): an
+        // argument error naming the field, before the service's own `invalid_id`.
+        let by_schema = *reason == "invalid_id"
+            && (is_error, err(&e)) == (true, "invalid_request")
+            && e["error"]["details"]["field"].as_str().is_some_and(|f| f.ends_with(".item"));
+        if got != (true, "action_refused", Some(*reason)) && !by_schema {
             wrong.push(format!("{action} -> {}", e["status"].as_str().unwrap_or(err(&e))));
         }
     }

@@ -341,7 +341,11 @@ async fn the_direct_tools_call_path_keeps_every_check() {
         &[v],
     )
     .await;
-    assert_eq!(bad_args, 400, "the preflight still checks the arguments: {body}");
+    let bad: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(bad_args, 200, "arguments off the schema are a tool result: {body}");
+    assert_eq!(bad["result"]["isError"], true, "{body}");
+    assert_eq!(bad["result"]["structuredContent"]["error"]["code"], "invalid_request", "{body}");
+    assert_eq!(bad["result"]["structuredContent"]["error"]["details"]["field"], "arguments", "{body}");
     let reader = app.token_for("reader-less", "tenant-a", &["helix.agent_runs.write"]).await;
     let (status, body) = tools_call(&app, &reader, inspect_call(serde_json::json!(1), id), &[v]).await;
     let body: Value = serde_json::from_str(&body).unwrap();

@@ -239,8 +239,9 @@ async fn device_check_publishes_one_tool_and_reports_source_health_only(backend:
     assert_eq!(tools[0]["securitySchemes"][0]["scopes"], json!(["helix.rooms.read"]));
     assert_eq!(tools[0]["annotations"]["readOnlyHint"], true);
     // Another server's tool is not callable here.
-    let (status, _) = app.rpc(dc, &reader, "tools/call", json!({ "name": "helix_run_start", "arguments": {} })).await;
-    assert_eq!(status, 400);
+    let (status, v) = app.rpc(dc, &reader, "tools/call", json!({ "name": "helix_run_start", "arguments": {} })).await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["error"]["code"], -32602, "an unknown tool is a protocol error with the request's id: {v}");
 
     let call = json!({ "name": "helix_environment_device_check", "arguments": {} });
     let (_, v) = app.rpc(dc, &reader, "tools/call", call.clone()).await;
