@@ -23,13 +23,14 @@ export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 export const key = (p) => `mc-${p}-${randomUUID()}`;
 const EMBODIMENT_SCOPE = 'helix.rooms.read helix.rooms.manage helix.environment_actions.read helix.environment_actions.write';
 
-/** Waits until `fn()` is truthy (polled every `every` ms); answers its value. */
+/** Waits until `fn()` is truthy (polled every `every` ms); answers its value. `what`
+ * (or what it answers, read at the time-out) names what was awaited. */
 export async function until(fn, ms = 15_000, what = 'condition', every = 50) {
   const end = Date.now() + ms;
   for (;;) {
     const v = await fn();
     if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${typeof what === 'function' ? what() : what}`);
     await sleep(every);
   }
 }
@@ -47,7 +48,8 @@ export function child(cmd, args, env = {}) {
   const exited = new Promise((r) => p.on('exit', (code, sig) => r({ code, sig })));
   return {
     proc: p, lines, exited,
-    waitLine: (re, ms = 20_000) => until(() => lines.find((l) => re.test(l)), ms, `a line ${re} in:\n${lines.slice(-30).join('\n')}`),
+    // The lines are read when it times out (not when it starts waiting).
+    waitLine: (re, ms = 20_000) => until(() => lines.find((l) => re.test(l)), ms, () => `a line ${re} in:\n${lines.slice(-30).join('\n')}`),
     stop: async (sig = 'SIGTERM') => { if (p.exitCode === null && p.signalCode === null) p.kill(sig); await exited; },
   };
 }

@@ -1,0 +1,56 @@
+// The ledger rule without a world: a command the connector reports taking is already
+// in the ledger file, so a kill -9 at that moment cannot lose it.
+import assert from 'node:assert/strict';
+import { EventEmitter } from 'node:events';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { Connector } from '../lib/connector.mjs';
+import { key } from '../lib/ledger.mjs';
+
+/** A joined player as the connector sees it (no server: a `wait` step needs none). */
+function standIn(nativeId) {
+  const p = new EventEmitter();
+  Object.assign(p, {
+    username: 'Alex', nativeId, online: true, bot: { entity: {} }, position: () => [0, 5, 0], halt: () => {},
+  });
+  return p;
+}
+
+test('a command is written durably before the connector reports taking it (a kill then finds it in the ledger)', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'helix-mc-ledger-'));
+  try {
+    const ledgerPath = join(dir, 'ledger.json');
+    const onDisk = [];
+    const log = (line) => {
+      const m = /^command (\S+) step (\d+)/.exec(line);
+      if (!m) return;
+      // What a kill -9 at this line would leave behind.
+      const saved = existsSync(ledgerPath) ? JSON.parse(readFileSync(ledgerPath, 'utf8')) : { entries: {}, outbox: [] };
+      onDisk.push({ ref: m[1], saved });
+    };
+    const c = new Connector({
+      config: { base_url: 'http://127.0.0.1:9', world_id: 'overworld', poll_interval_ms: 500 },
+      credential: `hac_${'1'.repeat(64)}`, players: [standIn('uuid-alex'), standIn('uuid-steve')], ledgerPath, log,
+      fatal: (s, m) => { throw new Error(m); },
+    });
+    const cmd = (ref, nativeId) => ({
+      workflow_ref: ref, step_index: 0, lease_token: `lease-${ref}`, native_id: nativeId, step: { type: 'wait', ticks: 1 },
+    });
+    const accepted = cmd('wf_accepted', 'uuid-alex');
+    const offline = cmd('wf_offline', 'uuid-nobody');
+    c.take({ commands: [accepted, offline] });
+    assert.deepEqual(onDisk.map((d) => d.ref), ['wf_accepted', 'wf_offline']);
+    for (const [d, c0, status] of [[onDisk[0], accepted, 'accepted'], [onDisk[1], offline, 'rejected']]) {
+      assert.ok(d.saved.entries[key(c0)], `${d.ref} is in the ledger file when it is reported`);
+      assert.ok(d.saved.outbox.some((a) => a.workflow_ref === d.ref && a.status === status), JSON.stringify(d.saved.outbox));
+    }
+    // Delivered again (Helix is at-least-once): never taken twice.
+    c.take({ commands: [accepted] });
+    assert.equal(onDisk.length, 2);
+    await new Promise((r) => setTimeout(r, 200)); // the wait step finishes
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
