@@ -8,6 +8,8 @@ import pathfinderPkg from 'mineflayer-pathfinder';
 const { pathfinder, Movements } = pathfinderPkg;
 
 const BACKOFF_MS = [1000, 2000, 4000, 8000, 15000, 30000];
+const SETTLE_MS = 1000;
+const SETTLE_MAX_MS = 5000;
 /** `<name> text`, as a server shows a player's chat line. */
 const CHAT_LINE = /^<([A-Za-z0-9_]{1,16})> (.*)$/s;
 
@@ -41,6 +43,7 @@ export class Player extends EventEmitter {
       version: this.version || false, hideErrors: true, checkTimeoutInterval: 30_000,
     });
     this.bot = bot;
+    let settle = null;
     bot.loadPlugin(pathfinder);
     bot.once('spawn', this.guard(() => {
       const moves = new Movements(bot);
@@ -49,10 +52,21 @@ export class Player extends EventEmitter {
       moves.scafoldingBlocks = [];
       bot.pathfinder.setMovements(moves);
       this.nativeId = bot.player?.uuid ?? bot._client.uuid ?? this.nativeId;
-      this.online = true;
       this.failures = 0;
-      this.log(`player ${this.username} joined ${this.host}:${this.port}`);
-      this.emit('online');
+      // The server may still correct the login position after the spawn (flying-squid
+      // sends it again once the rest of the chunks are out): that is no person taking
+      // over. The player is online once no such move came for SETTLE_MS (at most SETTLE_MAX_MS).
+      const spawned = Date.now();
+      let moved = spawned;
+      settle = setInterval(this.guard(() => {
+        const now = Date.now();
+        if (now - moved < SETTLE_MS && now - spawned < SETTLE_MAX_MS) return;
+        clearInterval(settle);
+        this.online = true;
+        this.log(`player ${this.username} joined ${this.host}:${this.port}`);
+        this.emit('online');
+      }), 100);
+      bot.on('forcedMove', this.guard(() => { moved = Date.now(); }));
     }));
     bot.on('messagestr', this.guard((text) => {
       const m = CHAT_LINE.exec(text);
@@ -66,6 +80,7 @@ export class Player extends EventEmitter {
     bot.on('kicked', this.guard((reason) => this.log(`player ${this.username} kicked: ${String(reason).slice(0, 200)}`)));
     bot.on('error', this.guard((e) => this.log(`player ${this.username}: ${e?.code ?? e?.message ?? e}`)));
     bot.on('end', this.guard(() => {
+      clearInterval(settle);
       const was = this.online;
       this.online = false;
       if (was) this.emit('offline');
