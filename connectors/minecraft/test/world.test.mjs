@@ -6,7 +6,8 @@ import { after, before, test } from 'node:test';
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
-  agent, claimedSource, form, haltedAt, http, key, killableHelix, observer, pairedRoom, proxy, sleep, startConnector, startWorld, until,
+  agent, claimedSource, form, haltedAt, http, key, killableHelix, observer, pairedRoom, proxy, secondMember, sleep, startConnector,
+  startWorld, until,
 } from './lib/harness.mjs';
 
 const GRASS_Y = 4; // superflat: grass at y=4, players stand at y=5
@@ -140,6 +141,30 @@ test('a chat line disguised as a command (a look-alike slash after white space) 
   assert.equal(s.status, 'rejected', JSON.stringify(s));
   assert.equal(s.reason, 'chat_command');
   assert.ok(!eye.chat.some((l) => l.includes('op Owner')), 'nothing reached the chat');
+});
+
+test("another member of the room cannot select or drive the owner's player", async () => {
+  const member = await secondMember(h, room);
+  const other = await agent(h, room.roomId, member.bearer);
+  try {
+    const before = eye.where('Alex').clone();
+    const chatBefore = eye.chat.length;
+    const sel = await other.call('helix_environment_subject_select',
+      { room_id: room.roomId, environment_binding_id: room.bindingId, subject_ref: subjectRef });
+    assert.ok(sel.isError, `the owner's player was selectable by another member: ${JSON.stringify(sel.sc)}`);
+    for (const action of [{ type: 'move_to', x: 0, y: 5, z: 0, range: 1 }, { type: 'chat', text: 'not mine' }]) {
+      const r = await other.act(action);
+      assert.ok(r.isError, `another member's action was accepted: ${JSON.stringify(r.sc)}`);
+    }
+    await sleep(500);
+    assert.ok(eye.where('Alex').distanceTo(before) < 0.5, 'Alex did not move');
+    assert.ok(!eye.chat.slice(chatBefore).some((l) => l.startsWith('<Alex>')), 'Alex said nothing');
+    // The owner still drives the player.
+    const mine = await ai.queue({ type: 'look_at', x: 0, y: 5, z: 0 });
+    await ai.settle(mine, ['succeeded']);
+  } finally {
+    await other.close().catch(() => {});
+  }
 });
 
 async function expectHalt(stop, label) {

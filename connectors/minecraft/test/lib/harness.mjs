@@ -87,6 +87,35 @@ export function prepare({ dataDir, tokens }) {
     'helix.agent_runs.read helix.agent_runs.write helix.rooms.read helix.rooms.manage helix.room_sources.manage');
   helix(['account', 'policy', '--data-dir', dataDir, '--subject', SUBJECT, '--tenant', TENANT, '--developer', 'true']);
   tokens.cookie = `helix_session=${helix(['dev-session', '--data-dir', dataDir, '--subject', SUBJECT, '--tenant', TENANT]).trim()}`;
+  // A second person of the same tenant, who may join the developer's room.
+  tokens.member = mintToken(dataDir, EMBODIMENT_SCOPE, MEMBER);
+  tokens.memberCookie = `helix_session=${helix(['dev-session', '--data-dir', dataDir, '--subject', MEMBER, '--tenant', TENANT]).trim()}`;
+}
+
+const MEMBER = 'dev-member';
+
+/** A form post with a session cookie as a same-origin page sends it: `{ status, html }`. */
+async function page(h, path, fields, cookie) {
+  const res = await fetch(`${h.baseUrl}${path}`, {
+    method: 'POST', redirect: 'manual', body: new URLSearchParams(fields).toString(),
+    headers: { 'content-type': 'application/x-www-form-urlencoded', cookie, origin: h.baseUrl, 'sec-fetch-site': 'same-origin' },
+  });
+  return { status: res.status, html: await res.text() };
+}
+
+/** The second person joins the room on the pages, with the owner's invite (no action
+ * authority is granted). */
+export async function secondMember(h, room) {
+  const invite = await page(h, '/rooms/invite', { room_id: room.roomId }, h.tokens.cookie);
+  const code = /id="invite-code"[^>]*>\s*([^<\s]+)\s*</.exec(invite.html)?.[1];
+  assert.ok(code, `an invite code: ${invite.status} ${invite.html.slice(0, 300)}`);
+  const preview = await page(h, '/rooms/join/preview', { code }, h.tokens.memberCookie);
+  const consent = /name="consent_version"[^>]*value="(\d+)"/.exec(preview.html)?.[1]
+    ?? /value="(\d+)"[^>]*name="consent_version"/.exec(preview.html)?.[1];
+  assert.ok(consent, `the consent version: ${preview.status} ${preview.html.slice(0, 300)}`);
+  const joined = await page(h, '/rooms/join', { code, consent_version: consent }, h.tokens.memberCookie);
+  assert.ok([200, 303].includes(joined.status), `join: ${joined.status} ${joined.html.slice(0, 300)}`);
+  return { bearer: h.tokens.member };
 }
 
 /** One HTTP request: `{ status, body }`; a bearer, or the cookie as a same-origin page sends it. */
@@ -123,10 +152,10 @@ export function startConnector(room, port, args = [], env = {}) {
 }
 
 /** The agent: the official MCP SDK over Streamable HTTP with a bearer. */
-export async function agent(h, roomId) {
+export async function agent(h, roomId, bearer = h.tokens.embodiment) {
   const client = new Client({ name: 'helix-minecraft-test', version: '1.0.0' });
   await client.connect(new StreamableHTTPClientTransport(new URL(h.mcpUrl), {
-    requestInit: { headers: { authorization: `Bearer ${h.tokens.embodiment}` } },
+    requestInit: { headers: { authorization: `Bearer ${bearer}` } },
   }));
   await client.listTools();
   const call = async (name, args) => {
