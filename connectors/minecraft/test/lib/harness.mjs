@@ -178,10 +178,13 @@ export async function agent(h, roomId, bearer = h.tokens.embodiment) {
     },
     control: (ref, control) => call('helix_minecraft_workflow_control', { room_id: roomId, workflow_ref: ref, control }),
     /** Waits until the workflow is in one of `states`; answers its status. */
-    settle: (ref, states, ms = 20_000) => until(async () => {
-      const s = await status(ref);
-      return states.includes(s.status) ? s : null;
-    }, ms, `${ref} in ${states}`, 100),
+    settle: (ref, states, ms = 20_000) => {
+      let last = null;
+      return until(async () => {
+        last = await status(ref);
+        return states.includes(last.status) ? last : null;
+      }, ms, () => `${ref} in ${states} (last: ${last?.status} ${last?.reason ?? ''})`, 100);
+    },
     close: () => client.close(),
   };
 }
