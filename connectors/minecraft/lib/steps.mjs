@@ -8,6 +8,8 @@ import { DESTINATIONS, FACES, REACH, chatRefusal, minecraftName } from './rules.
 
 const { goals } = pathfinderPkg;
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+/** The longest a step waits on the world. */
+export const STEP_LIMIT_MS = 60_000;
 const ns = (name) => `minecraft:${name}`;
 
 /** The distance from the player's eyes to the centre of block `v`. */
@@ -76,7 +78,18 @@ export function refusal(player, step) {
  */
 export async function execute(player, step, run) {
   const bot = player.bot;
-  const until = (p) => Promise.race([p, run.halted]);
+  // Every wait on the world is bounded: a path, a dig or a placement that never ends (a
+  // server that never answers) halts the player after `run.limitMs` and the world decides.
+  const until = (p) => {
+    let timer;
+    const limit = new Promise((resolve, reject) => {
+      timer = setTimeout(() => {
+        player.halt();
+        reject(new Error('step_timeout'));
+      }, run.limitMs ?? STEP_LIMIT_MS);
+    });
+    return Promise.race([p, run.halted, limit]).finally(() => clearTimeout(timer));
+  };
   const position = () => player.position();
   switch (step.type) {
     case 'move_to': {

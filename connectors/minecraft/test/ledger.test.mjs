@@ -1,5 +1,6 @@
-// The ledger rule without a world: a command the connector reports taking is already
-// in the ledger file, so a kill -9 at that moment cannot lose it.
+// The ledger rule and the bound on every step, without a world: a command the connector
+// reports taking is already in the ledger file (a kill -9 then cannot lose it), and a wait
+// on the world that never ends is cut off.
 import assert from 'node:assert/strict';
 import { EventEmitter } from 'node:events';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -8,6 +9,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { Connector } from '../lib/connector.mjs';
 import { key } from '../lib/ledger.mjs';
+import { execute } from '../lib/steps.mjs';
 
 /** A joined player as the connector sees it (no server: a `wait` step needs none). */
 function standIn(nativeId) {
@@ -53,4 +55,21 @@ test('a command is written durably before the connector reports taking it (a kil
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test('a step whose wait on the world never ends is bounded: the player is halted and the step answered', async () => {
+  let halted = 0;
+  const player = standIn('uuid-alex');
+  player.halt = () => { halted += 1; };
+  player.bot = { entity: {}, pathfinder: { goto: () => new Promise(() => {}) } }; // a path that never ends
+  const run = { halted: new Promise(() => {}), stopped: null, limitMs: 200 };
+  const t0 = Date.now();
+  const result = await Promise.race([
+    execute(player, { type: 'move_to', x: 5, y: 5, z: 5, range: 1 }, run),
+    new Promise((r) => setTimeout(() => r('still waiting'), 3000)),
+  ]);
+  assert.notEqual(result, 'still waiting', 'the step never ended');
+  assert.equal(result.status, 'failed', JSON.stringify(result));
+  assert.ok(halted >= 1, 'the player was halted');
+  assert.ok(Date.now() - t0 < 2000);
 });
