@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { Connector } from '../lib/connector.mjs';
 import { key } from '../lib/ledger.mjs';
+import { Player } from '../lib/player.mjs';
 import { execute } from '../lib/steps.mjs';
 
 /** A joined player as the connector sees it (no server: a `wait` step needs none). */
@@ -72,4 +73,26 @@ test('a step whose wait on the world never ends is bounded: the player is halted
   assert.equal(result.status, 'failed', JSON.stringify(result));
   assert.ok(halted >= 1, 'the player was halted');
   assert.ok(Date.now() - t0 < 2000);
+});
+
+test('a join the server never answers is given up and tried again (no wait on the world is unbounded)', async () => {
+  const { createServer } = await import('node:net');
+  const sockets = [];
+  const silent = createServer((s) => { sockets.push(s); s.on('error', () => {}); }); // accepts, never answers
+  await new Promise((r) => silent.listen(0, '127.0.0.1', r));
+  const lines = [];
+  const p = new Player({
+    host: '127.0.0.1', port: silent.address().port, username: 'Alex', version: '1.19.4', auth: 'offline', log: (l) => lines.push(l), joinMs: 300,
+  });
+  try {
+    p.connect();
+    const end = Date.now() + 5000;
+    while (!lines.some((l) => /joining again in \d+ ms/.test(l)) && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
+    assert.ok(lines.some((l) => l.includes('not joined within 300 ms')), lines.join('\n'));
+    assert.ok(lines.some((l) => /disconnected: joining again in 1000 ms/.test(l)), lines.join('\n'));
+  } finally {
+    p.close();
+    for (const s of sockets) s.destroy();
+    silent.close();
+  }
 });
