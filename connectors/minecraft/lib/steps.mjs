@@ -99,7 +99,10 @@ export async function execute(player, step, run) {
       try {
         await until(bot.pathfinder.goto(goal));
       } catch (e) {
-        if (!run.stopped) return { status: 'failed', reason: 'no_path' };
+        if (!run.stopped) {
+          player.log(`player ${player.username}: move_to failed: ${String(e?.message ?? e).slice(0, 120)}`);
+          return { status: 'failed', reason: 'no_path' };
+        }
       }
       if (run.stopped) return null;
       await sleep(100); // the last position packet

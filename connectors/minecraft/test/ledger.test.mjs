@@ -16,7 +16,7 @@ import { execute } from '../lib/steps.mjs';
 function standIn(nativeId) {
   const p = new EventEmitter();
   Object.assign(p, {
-    username: 'Alex', nativeId, online: true, bot: { entity: {} }, position: () => [0, 5, 0], halt: () => {},
+    username: 'Alex', nativeId, online: true, bot: { entity: {} }, position: () => [0, 5, 0], halt: () => {}, log: () => {},
   });
   return p;
 }
