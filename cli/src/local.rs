@@ -17,6 +17,7 @@ use helix_core::http::dev_routes;
 use helix_core::service::accounts::LinkIdentity;
 use helix_core::store::Store;
 
+use crate::dev_control::{self, ControlRequest};
 use crate::{AccountArgs, StoreArgs, StoreKind, require_table};
 
 pub const DEV_SUBJECT: &str = "dev-user";
@@ -218,8 +219,16 @@ pub async fn serve(addr: SocketAddr, args: &StoreArgs, corpus: Option<PathBuf>) 
     let token = mint(&state, DEV_SUBJECT, DEV_TENANT, &default_scopes(), 12 * 3600).await?;
 
     let limits = state.services.config.server;
-    let app = with_dev_provider(compose(state.clone()), &state, addr, &args.data_dir)?;
+    let mut app = with_dev_provider(compose(state.clone()), &state, addr, &args.data_dir)?;
     let url = format!("http://{addr}");
+    // `helix dev-token`, `dev-session` and `account policy` ask this server while it runs
+    // (development, loopback only; the file goes when the server stops).
+    let mut _control_file = None;
+    if addr.ip().is_loopback() {
+        let (control, guard) = dev_control::mount(state.clone(), &args.data_dir, &url)?;
+        app = control.merge(app);
+        _control_file = Some(guard);
+    }
     println!("Helix Agent API (development, {} store) listening on {url}", store_name(args));
     println!("Development bearer token (subject {DEV_SUBJECT}, tenant {DEV_TENANT}, valid 12 h):");
     println!("  export HELIX_TOKEN='{token}'");
@@ -264,7 +273,13 @@ fn default_scopes() -> Vec<String> {
 }
 
 /// Links the principal through the trusted path, then mints its token.
-async fn mint(state: &AppState, subject: &str, tenant: &str, scopes: &[String], ttl: i64) -> anyhow::Result<String> {
+pub(crate) async fn mint(
+    state: &AppState,
+    subject: &str,
+    tenant: &str,
+    scopes: &[String],
+    ttl: i64,
+) -> anyhow::Result<String> {
     let config = &state.services.config;
     let secret: &Secret = config.oauth.local_hs256_secret.as_ref().context("the local HS256 path is not enabled")?;
     let (issuer, audience) = (&config.oauth.issuer, &config.oauth.audience);
@@ -285,8 +300,15 @@ pub async fn dev_token(
 ) -> anyhow::Result<String> {
     let config = local_config(&args.data_dir, None)?;
     refuse_production(&config)?;
-    if !(60..=7 * 24 * 3600).contains(&ttl) {
-        bail!("--ttl-seconds must be 60-604800");
+    dev_control::check_ttl(ttl)?;
+    let request = ControlRequest::Token {
+        subject: subject.to_owned(),
+        tenant: tenant.to_owned(),
+        scopes: scopes.to_vec(),
+        ttl_seconds: ttl,
+    };
+    if let Some(answer) = dev_control::ask(&args.data_dir, &request).await? {
+        return answer.secret.context("the running helix serve sent no token");
     }
     let store = open_store(args).await?;
     let state = helix_core::wiring::app_state(config, store, Arc::new(helix_core::executor::Unconfigured));
@@ -317,6 +339,10 @@ pub async fn link_account(
 pub async fn dev_session(args: &StoreArgs, subject: &str, tenant: &str) -> anyhow::Result<String> {
     let config = local_config(&args.data_dir, None)?;
     refuse_production(&config)?;
+    let request = ControlRequest::Session { subject: subject.to_owned(), tenant: tenant.to_owned() };
+    if let Some(answer) = dev_control::ask(&args.data_dir, &request).await? {
+        return answer.secret.context("the running helix serve sent no session");
+    }
     let store = open_store(args).await?;
     let state = helix_core::wiring::app_state(config, store, Arc::new(helix_core::executor::Unconfigured));
     let o = &state.services.config.oauth;
@@ -361,6 +387,23 @@ pub async fn account_policy(
     args: &AccountArgs,
     change: &helix_core::domain::account::PolicyChange,
 ) -> anyhow::Result<()> {
+    // A running development server holds the embedded store: it applies the change.
+    let config = local_config(&args.store.data_dir, None)?;
+    if config.mode != Mode::Production {
+        let request = ControlRequest::Policy {
+            subject: args.subject.clone(),
+            provider: args.provider.clone(),
+            rooms_locked: change.rooms_locked,
+            developer: change.developer,
+            guest: change.guest,
+            denied_capabilities: change.denied_capabilities.clone(),
+        };
+        if let Some(answer) = dev_control::ask(&args.store.data_dir, &request).await? {
+            let policy = answer.policy.context("the running helix serve sent no policy")?;
+            println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "policy": policy }))?);
+            return Ok(());
+        }
+    }
     let state = operator_state(args).await?;
     let provider = provider_of(&state, args);
     let policy = match state.services.accounts.set_policy(&provider, &args.subject, change).await {

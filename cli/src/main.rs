@@ -3,6 +3,7 @@
 
 mod conformance;
 mod connector_sim;
+mod dev_control;
 mod local;
 mod room_acceptance;
 mod runs;
@@ -126,7 +127,7 @@ enum Command {
     /// Provider conformance probe: check a deployment as MCP clients and providers see it and
     /// print a typed, credential-redacted JSON report; non-zero exit on any failed check.
     /// Configured only by environment (CASIMIRBOT_MCP_PUBLIC_BASE_URL, CASIMIRBOT_MCP_ACCESS_TOKEN,
-    /// OPENAI_API_KEY, GEMINI_API_KEY, ...; see the README).
+    /// OPENAI_API_KEY, GEMINI_API_KEY, ...; see docs/tour/connect-agents.md).
     Conformance,
     /// The reference Helix Ask turn service and its terminal-authority keys.
     Solver {
@@ -246,5 +247,31 @@ fn require_table(store: &StoreArgs) -> anyhow::Result<String> {
         (StoreKind::Dynamodb, Some(t)) => Ok(t.clone()),
         (StoreKind::Dynamodb, None) => bail!("--store dynamodb needs --table NAME"),
         (StoreKind::Embedded, _) => bail!("not a DynamoDB store"),
+    }
+}
+
+#[cfg(test)]
+mod command_table {
+    use std::collections::BTreeSet;
+
+    use clap::CommandFactory;
+
+    /// docs/cli.md lists every `helix` command, and nothing that is not one.
+    #[test]
+    fn the_command_table_names_every_subcommand_and_no_other() {
+        let commands: BTreeSet<String> =
+            super::Cli::command().get_subcommands().map(|c| c.get_name().to_owned()).collect();
+        let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/cli.md")).unwrap();
+        let mut listed = BTreeSet::new();
+        for row in doc.lines().filter(|l| l.starts_with("| `")) {
+            let first = row.split(" | ").next().unwrap();
+            for (i, _) in first.match_indices("helix ") {
+                let name: String = first[i + 6..].chars().take_while(|c| c.is_ascii_lowercase() || *c == '-').collect();
+                if !name.is_empty() {
+                    listed.insert(name);
+                }
+            }
+        }
+        assert_eq!(listed, commands, "docs/cli.md's command table and the `helix` subcommands differ");
     }
 }

@@ -16,8 +16,6 @@ from typing import Any, AsyncIterator
 import httpx2
 import pytest
 from mcp import ClientSession
-from mcp.shared.exceptions import MCPError
-from mcp_types import INVALID_PARAMS
 from mcp.client.streamable_http import streamable_http_client
 
 pytestmark = pytest.mark.anyio
@@ -458,8 +456,8 @@ async def test_cancel_then_continue_is_rejected(helix):
 
 
 async def test_argument_errors_name_the_path_and_rule(helix):
-    """Arguments off the input schema come back as JSON-RPC -32602 naming the path and the
-    rule, which the SDK raises as MCPError; nothing the caller sent is repeated."""
+    """Arguments off the input schema come back as a tool result (SEP-1303): isError, and the
+    invalid_request error naming the field and the rule; nothing the caller sent is repeated."""
     async with mcp_session(helix.mcp_url, helix.tokens["full"]) as (session, _):
         cases = [
             ("helix_run_inspect", {}, "run_id: missing", None),
@@ -484,12 +482,15 @@ async def test_argument_errors_name_the_path_and_rule(helix):
             ),
         ]
         for name, args, want, caller in cases:
-            with pytest.raises(MCPError) as raised:
-                await session.call_tool(name, args)
-            assert raised.value.code == INVALID_PARAMS, (name, raised.value.code, raised.value.message)
-            assert raised.value.message == f"Invalid params: {want}", raised.value.message
+            result = await session.call_tool(name, args)
+            assert result.is_error, (name, result)
+            error = result.structured_content["error"]
+            assert error["code"] == "invalid_request", error
+            field, rule = want.split(": ", 1)
+            assert error["details"] == {"field": field, "rule": rule}, error
+            assert error["message"] == f"invalid request: {want}", error
             if caller is not None:
-                assert caller not in raised.value.message
+                assert caller not in json.dumps(result.structured_content)
         # The session is still usable after an argument error.
         listing = await session.list_tools()
         assert any(t.name == "helix_run_inspect" for t in listing.tools)

@@ -1,10 +1,15 @@
 """Schemathesis against a real `helix serve`: the bearer routes of /openapi.json with a
-token holding every scope, a bounded number of examples per operation.
+token holding every scope, 100 examples per operation (HELIX_SCHEMATHESIS_EXAMPLES).
 
     python fuzz.py SCHEMATHESIS_BIN [MAX_EXAMPLES]
 
-Checks: no 5xx, responses conform to their documented schema and status codes, and
-`Cache-Control: no-store` and `X-Request-Id` on every response (hooks.py)."""
+Every phase (the documented examples, the coverage of each bound, fuzzing, and the
+stateful phase that follows the document's links: a started run to its inspect,
+continue, cancel, events and evidence; a created room to its routes) and every check
+(`--checks all`: no 5xx, schema and status conformance, negative data rejected,
+positive data accepted, a missing credential refused, use after free, resource
+availability, ...), plus `Cache-Control: no-store` and `X-Request-Id` on every
+response (hooks.py). Where a check is configured around, schemathesis.toml says why."""
 
 import os
 import subprocess
@@ -32,7 +37,7 @@ EVERY_SCOPE = " ".join(
 
 def main() -> int:
     st = sys.argv[1]
-    examples = sys.argv[2] if len(sys.argv) > 2 else os.environ.get("HELIX_SCHEMATHESIS_EXAMPLES", "20")
+    examples = sys.argv[2] if len(sys.argv) > 2 else os.environ.get("HELIX_SCHEMATHESIS_EXAMPLES", "100")
     # The fuzzer sends far more than a client would in a minute: raise the per-address and
     # per-principal limits of the bearer lanes so it reaches the handlers, not the 429.
     for lane in ("AGENT", "MCP", "ROOM_AGENT"):
@@ -44,11 +49,13 @@ def main() -> int:
     try:
         report = server.tmp / "schemathesis"
         cmd = [
-            st, "run", f"{server.base_url}/openapi.json",
+            st, "--config-file", str(HERE / "schemathesis.toml"), "run", f"{server.base_url}/openapi.json",
             "--header", f"Authorization: Bearer {token['t']}",
             "--include-path-regex", "^/api/v1/",
-            "--checks", "not_a_server_error,response_schema_conformance,status_code_conformance,no_store_and_request_id",
+            "--checks", "all",
+            "--phases", "examples,coverage,fuzzing,stateful",
             "--max-examples", str(examples),
+            "--workers", "1",
             "--seed", os.environ.get("HELIX_SCHEMATHESIS_SEED", "1"),
             "--report", "junit", "--report-dir", str(report),
         ]

@@ -13,6 +13,10 @@ pub const ERROR_SCHEMA: &str = crate::domain::wire::ERROR_SCHEMA;
 pub enum ApiError {
     #[error("invalid request: {0}")]
     InvalidRequest(String),
+    /// Tool arguments off the published input schema: where (a path of the schema's own
+    /// names, `arguments` for the root) and which rule, never a value of the call.
+    #[error("invalid request: {field}: {rule}")]
+    InvalidArgument { field: String, rule: String },
     #[error("Idempotency-Key must be 8-200 visible ASCII characters")]
     InvalidIdempotencyKey,
     #[error("host not allowed")]
@@ -182,7 +186,7 @@ impl ApiError {
     pub fn code(&self) -> &'static str {
         use ApiError::*;
         match self {
-            InvalidRequest(_) => "invalid_request",
+            InvalidRequest(_) | InvalidArgument { .. } => "invalid_request",
             InvalidIdempotencyKey => "invalid_idempotency_key",
             HostNotAllowed => "host_not_allowed",
             DuplicateHeader { .. } => "duplicate_header",
@@ -248,9 +252,12 @@ impl ApiError {
     pub fn status(&self) -> StatusCode {
         use ApiError::*;
         match self {
-            InvalidRequest(_) | InvalidIdempotencyKey | HostNotAllowed | DuplicateHeader { .. } | HttpsRequired => {
-                StatusCode::BAD_REQUEST
-            }
+            InvalidRequest(_)
+            | InvalidArgument { .. }
+            | InvalidIdempotencyKey
+            | HostNotAllowed
+            | DuplicateHeader { .. }
+            | HttpsRequired => StatusCode::BAD_REQUEST,
             RequestTimeout => StatusCode::REQUEST_TIMEOUT,
             AuthenticationRequired | InvalidToken { .. } | TenantMismatch => StatusCode::UNAUTHORIZED,
             AccountNotLinked | InsufficientScope { .. } | OriginNotAllowed | DataScopeNotAdmitted(_) => {
@@ -314,6 +321,7 @@ impl ApiError {
     fn details(&self) -> Option<Value> {
         match self {
             ApiError::VersionConflict { current } => Some(json!({ "current_version": current })),
+            ApiError::InvalidArgument { field, rule } => Some(json!({ "field": field, "rule": rule })),
             ApiError::InsufficientScope { required } => Some(json!({ "required_scopes": required })),
             ApiError::RunNotContinuable { status } => Some(json!({ "completion_status": status })),
             ApiError::OutcomeUnknown { run_id: Some(id) } => Some(json!({ "run_id": id })),

@@ -21,6 +21,6 @@ pub mod wiring;
 /// The allocator of every binary that links the core (the Lambda functions, the CLI, the
 /// tests). glibc's malloc spends a measurable share of each request consolidating its
 /// fast bins once responses of a few KB are built (most of all on `/mcp`, whose result
-/// carries the content twice); mimalloc does not (README, "MCP call path").
+/// carries the content twice); mimalloc does not (docs/performance.md, "MCP call path").
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;

@@ -50,26 +50,40 @@ async fn no_bearer_is_401_with_the_mcp_resource_metadata_challenge() {
     assert!(reply.headers["www-authenticate"].to_str().unwrap().contains("error=\"invalid_token\""));
 }
 
+/// The preflight answers as the TypeScript SDK's stateless server does: a body that is not
+/// one valid JSON-RPC message is `400`, `-32700`, `id: null`; a well-formed request for an
+/// unknown method or tool is a JSON-RPC error with its own id; the contract's
+/// credential-shaped refusals are `400`, `-32600`, `id: null`. Nothing of the call is echoed.
 #[tokio::test]
-async fn preflight_refuses_bad_envelopes_with_a_static_error_and_null_id() {
+async fn preflight_refuses_bad_envelopes_as_the_sdk_does_and_credentials_statically() {
     let app = App::new();
     let token = app.token("alice", FULL).await;
     let jwt_id = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJzZWNyZXQifQ.c2lnbmF0dXJlLXZhbHVl";
     let cases = [
-        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "owner": "me"}),
-        json!({"jsonrpc": "2.0", "id": jwt_id, "method": "tools/list"}),
-        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "helix_shell_exec", "arguments": {}}}),
-        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "helix_run_inspect",
-            "arguments": {"run_id": "run_0123456789", "token_id": "sk-live-0123456789abcdef"}}}),
-        json!([{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}]),
+        (json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "owner": "me"}), 400, -32700, Value::Null),
+        (json!([{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}]), 400, -32700, Value::Null),
+        (json!({"jsonrpc": "2.0", "id": jwt_id, "method": "tools/list"}), 400, -32600, Value::Null),
+        (
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "helix_run_inspect",
+                "arguments": {"run_id": "run_0123456789", "token_id": "sk-live-0123456789abcdef"}}}),
+            400,
+            -32600,
+            Value::Null,
+        ),
+        (
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "helix_shell_exec", "arguments": {}}}),
+            200,
+            -32602,
+            json!(1),
+        ),
+        (json!({"jsonrpc": "2.0", "id": "m-2", "method": "owner/exec"}), 200, -32601, json!("m-2")),
     ];
-    for msg in cases {
+    for (msg, status, code, id) in cases {
         for token in [Some(token.as_str()), None] {
             let reply = app.post(token, msg.clone()).await;
-            assert_eq!(reply.status, StatusCode::BAD_REQUEST, "{msg}");
+            assert_eq!(reply.status.as_u16(), status, "{msg}");
             assert_eq!(reply.body["jsonrpc"], "2.0");
-            assert_eq!(reply.body["id"], Value::Null);
-            assert_eq!(reply.body["error"]["code"], -32600);
+            assert_eq!((&reply.body["id"], &reply.body["error"]["code"]), (&id, &json!(code)), "{msg}");
             let text = reply.body.to_string();
             for echoed in ["owner", jwt_id, "helix_shell_exec", "token_id", "sk-live"] {
                 assert!(!text.contains(echoed), "{text} echoes {echoed}");
@@ -78,41 +92,74 @@ async fn preflight_refuses_bad_envelopes_with_a_static_error_and_null_id() {
     }
     let reply = app.post_raw(Some(&token), "{not json".into(), &[]).await;
     assert_eq!((reply.status, reply.body["error"]["code"].clone()), (StatusCode::BAD_REQUEST, json!(-32700)));
+    // Without an id a message is a notification, whatever its method: accepted, unanswered.
+    let reply = app.post(Some(&token), json!({"jsonrpc": "2.0", "method": "tools/call"})).await;
+    assert_eq!(reply.status, StatusCode::ACCEPTED);
 }
 
-/// Arguments off the input schema are `-32602 Invalid params` naming the path and the rule
-/// (so a client, or a model, can correct the call), before authentication, with `id: null`
-/// and nothing of the call repeated: not a value, not an unknown key.
+/// Arguments off the input schema are a tool result (SEP-1303): `isError`, and the
+/// `invalid_request` error naming the field and the rule (so a model can correct the
+/// call), with the request's id; nothing of the call is repeated: not a value, not an
+/// unknown key. An unauthenticated caller gets the `401`, as for any call.
 #[tokio::test]
-async fn argument_errors_name_the_path_and_rule_with_invalid_params() {
+async fn argument_errors_are_tool_results_naming_the_field_and_rule() {
     let app = App::new();
     let token = app.token("alice", FULL).await;
+    let tools = app.tools(&token).await;
     let call = |name: &str, arguments: Value| json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": name, "arguments": arguments}});
     let start =
         |request: Value| call("helix_run_start", json!({"idempotency_key": "mcp-args-0001", "request": request}));
+    let act = |action: Value| {
+        call(
+            "helix_minecraft_player_action",
+            json!({"room_id": "room_1", "idempotency_key": "mcp-act-0001", "action": action}),
+        )
+    };
     let cases = [
-        (call("helix_room_inspect", json!({"note": 1})), "arguments: unknown field (allowed: room_id)", "note"),
+        (call("helix_room_inspect", json!({"note": 1})), "arguments", "unknown field (allowed: room_id)", "note"),
         (
             start(json!({"objective": "x", "budget": {"max_steps": "lots_of_steps"}})),
-            "request.budget.max_steps: must be an integer or null",
+            "request.budget.max_steps",
+            "must be an integer or null",
             "lots_of_steps",
         ),
         (
             start(json!({"objective": "x", "tenant_override": "t-9"})),
-            "request: unknown field (allowed: budget, completion_contract, constraints, database_scope, objective)",
+            "request",
+            "unknown field (allowed: budget, completion_contract, constraints, database_scope, objective)",
             "tenant_override",
         ),
-        (call("helix_room_bind_run", json!({"request": {"room_id": "room_1"}})), "request.run_id: missing", "room_1"),
+        (call("helix_room_bind_run", json!({"request": {"room_id": "room_1"}})), "request.run_id", "missing", "room_1"),
+        (
+            act(json!({"type": "teleport_far", "x": 1, "y": 64, "z": 1})),
+            "action.type",
+            r#"must be one of "move_to", "look_at", "stop", "break_block", "place_block", "equip", "craft", "chat", "wait", "sequence""#,
+            "teleport_far",
+        ),
+        (
+            act(json!({"type": "move_to", "x": 1, "y": 64, "z": 1, "range": 97})),
+            "action.range",
+            "must be at most 3",
+            "97",
+        ),
+        (act(json!({"type": "look_at", "x": 1, "y": 4321, "z": 1})), "action.y", "must be at most 320", "4321"),
+        (
+            act(json!({"type": "break_block", "x": -98765432, "y": 64, "z": 1, "expected_block": "minecraft:stone"})),
+            "action.x",
+            "must be at least -30000000",
+            "98765432",
+        ),
     ];
-    for (msg, want, caller) in cases {
-        for token in [Some(token.as_str()), None] {
-            let reply = app.post(token, msg.clone()).await;
-            assert_eq!(reply.status, StatusCode::BAD_REQUEST, "{msg}");
-            assert_eq!(reply.body["id"], Value::Null);
-            assert_eq!(reply.body["error"]["code"], -32602);
-            assert_eq!(reply.body["error"]["message"], format!("Invalid params: {want}"));
-            assert!(!reply.body.to_string().contains(caller), "{} repeats {caller}", reply.body);
-        }
+    for (msg, field, rule, caller) in cases {
+        let name = msg["params"]["name"].as_str().unwrap().to_owned();
+        let reply = app.post(Some(&token), msg.clone()).await;
+        assert_eq!((reply.status, &reply.body["id"]), (StatusCode::OK, &json!(3)), "{msg}: {}", reply.body);
+        let error = assert_error(&reply.body["result"], output_schema(&tools, &name), "invalid_request");
+        assert_eq!(error["details"], json!({"field": field, "rule": rule}), "{msg}");
+        assert_eq!(error["message"], format!("invalid request: {field}: {rule}"));
+        assert!(!error.to_string().contains(caller), "{error} repeats {caller}");
+        let anonymous = app.post(None, msg.clone()).await;
+        assert_eq!(anonymous.status, StatusCode::UNAUTHORIZED);
     }
 }
 
@@ -177,6 +224,49 @@ async fn server_discover_serves_the_2026_07_28_stateless_revision() {
     assert_eq!(reply.body["result"]["tools"][0]["securitySchemes"][0]["type"], "oauth2");
 }
 
+/// 2026-07-28 makes list, read and discover results cacheable (SEP-2549): they carry
+/// `ttlMs` and `cacheScope`, "private" because every MCP request is authenticated; the
+/// older revisions, whose results have no such fields, get none.
+#[tokio::test]
+async fn cacheable_results_carry_private_cache_hints_at_2026_07_28_only() {
+    let app = App::new();
+    let token = app.token("alice", FULL).await;
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "0"},
+        "io.modelcontextprotocol/clientCapabilities":
+            {"extensions": {"io.modelcontextprotocol/ui": {"mimeTypes": ["text/html;profile=mcp-app"]}}}
+    });
+    let ttl = json!(helix_core::mcp::server::CACHE_TTL_MS);
+    assert!(ttl.as_u64().unwrap() > 0);
+    for (id, method, params) in [
+        (1, "server/discover", json!({})),
+        (2, "tools/list", json!({})),
+        (3, "resources/list", json!({})),
+        (4, "resources/templates/list", json!({})),
+        (5, "resources/read", json!({"uri": "ui://helix/run-view.html"})),
+    ] {
+        let mut params = params;
+        params["_meta"] = meta.clone();
+        let msg = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let mut headers = vec![("mcp-protocol-version", "2026-07-28"), ("mcp-method", method)];
+        if let Some(uri) = params["uri"].as_str() {
+            headers.push(("mcp-name", uri));
+        }
+        let reply = app.post_raw(Some(&token), msg.to_string(), &headers).await;
+        assert_eq!(reply.status, StatusCode::OK, "{method}: {}", reply.body);
+        let result = &reply.body["result"];
+        assert_eq!((&result["ttlMs"], &result["cacheScope"]), (&ttl, &json!("private")), "{method}: {result}");
+    }
+    for version in ["2025-06-18", "2025-11-25"] {
+        let msg = json!({"jsonrpc": "2.0", "id": 6, "method": "tools/list"});
+        let reply = app.post_raw(Some(&token), msg.to_string(), &[("mcp-protocol-version", version)]).await;
+        assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+        let result = reply.body["result"].as_object().unwrap();
+        assert!(!result.contains_key("ttlMs") && !result.contains_key("cacheScope"), "{version}: {result:?}");
+    }
+}
+
 #[tokio::test]
 async fn tool_calls_frame_the_run_services() {
     let app = App::new();
@@ -226,21 +316,35 @@ async fn tool_calls_frame_the_run_services() {
     assert_error(&range, output_schema(&tools, "helix_run_list_events"), "invalid_request");
 }
 
+/// One challenge names every scope the operation needs, not only the first missing one: a
+/// start over `research_library` needs `helix.agent_runs.write` and that data scope's OAuth
+/// scope, whichever of them the token already holds, so one re-authorization is enough.
 #[tokio::test]
 async fn a_call_without_the_tool_scope_is_an_error_result_with_the_challenge() {
     let app = App::new();
-    let token = app.token("bob", READ_ONLY).await;
-    let tools = app.tools(&token).await;
-    let result = app.call(&token, "helix_run_start", start_args("mcp-scope-0001")).await;
-    let error = assert_error(&result, output_schema(&tools, "helix_run_start"), "insufficient_scope");
-    assert_eq!(error["details"]["required_scopes"], json!(["helix.agent_runs.write"]));
-    let challenge = result["_meta"]["mcp/www_authenticate"][0].as_str().unwrap();
-    assert!(result["structuredContent"]["request_id"].as_str().unwrap().starts_with("req_"));
-    assert_eq!(
-        challenge,
-        "Bearer resource_metadata=\"http://127.0.0.1:9000/.well-known/oauth-protected-resource/mcp\", \
-         error=\"insufficient_scope\", scope=\"helix.agent_runs.write\""
-    );
+    let metadata = "http://127.0.0.1:9000/.well-known/oauth-protected-resource/mcp";
+    let all = ["helix.agent_runs.write", "helix.data.research_library.read"];
+    for (subject, scopes) in [("bob", READ_ONLY), ("carol", &["helix.agent_runs.read"][..])] {
+        let token = app.token(subject, scopes).await;
+        let tools = app.tools(&token).await;
+        let result = app.call(&token, "helix_run_start", start_args("mcp-scope-0001")).await;
+        let error = assert_error(&result, output_schema(&tools, "helix_run_start"), "insufficient_scope");
+        assert_eq!(error["details"]["required_scopes"], json!(all), "{scopes:?}");
+        let challenge = result["_meta"]["mcp/www_authenticate"][0].as_str().unwrap();
+        assert!(result["structuredContent"]["request_id"].as_str().unwrap().starts_with("req_"));
+        assert_eq!(
+            challenge,
+            format!(
+                "Bearer resource_metadata=\"{metadata}\", error=\"insufficient_scope\", scope=\"{}\"",
+                all.join(" ")
+            )
+        );
+    }
+    // Without a data scope the start needs only the run scope.
+    let token = app.token("dave", &["helix.agent_runs.read"]).await;
+    let args = json!({"idempotency_key": "mcp-scope-0002", "request": {"objective": "x", "database_scope": []}});
+    let result = app.call(&token, "helix_run_start", args).await;
+    assert_eq!(result["structuredContent"]["error"]["details"]["required_scopes"], json!(["helix.agent_runs.write"]));
 }
 
 #[tokio::test]

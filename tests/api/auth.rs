@@ -137,10 +137,12 @@ async fn a_missing_scope_is_403_insufficient_scope_with_challenge() {
     let (status, challenge, body) = error_of(res).await;
     assert_eq!(status, 403);
     assert_eq!(body["error"]["code"], "insufficient_scope");
-    assert_eq!(body["error"]["details"]["required_scopes"], json!(["helix.agent_runs.write"]));
+    // One challenge names every scope the start needs, its data scope's included.
+    let all = ["helix.agent_runs.write", "helix.data.research_library.read"];
+    assert_eq!(body["error"]["details"]["required_scopes"], json!(all));
     let challenge = challenge.unwrap();
     assert!(challenge.contains("error=\"insufficient_scope\""));
-    assert!(challenge.contains("scope=\"helix.agent_runs.write\""));
+    assert!(challenge.contains(&format!("scope=\"{}\"", all.join(" "))), "{challenge}");
     assert!(challenge.contains("resource_metadata=\""));
     let writer = app.token_for("carol", "tenant-a", &["helix.agent_runs.write"]).await;
     let res = app.get("/api/v1/agent-runs/run_abcdefgh12", &writer).send().await.unwrap();

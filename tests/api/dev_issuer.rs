@@ -23,15 +23,52 @@ async fn status_with(app: &TestApp, token: &str) -> (u16, Value) {
 }
 
 #[tokio::test]
-async fn the_dev_issuer_publishes_one_es256_public_key() {
+async fn the_dev_issuer_publishes_its_es256_access_token_key_and_its_rs256_id_token_key() {
     let app = TestApp::spawn_dev_issuer(Backend::Embedded).await;
     let (status, set) = read(app.http.get(format!("{}{JWKS_PATH}", app.base)).send().await.unwrap()).await;
     assert_eq!(status, 200);
     let keys = set["keys"].as_array().unwrap();
-    assert_eq!(keys.len(), 1);
+    assert_eq!(keys.len(), 2, "{set}");
     assert_eq!((keys[0]["kty"].as_str(), keys[0]["crv"].as_str()), (Some("EC"), Some("P-256")));
     assert_eq!(keys[0]["alg"], "ES256");
-    assert!(keys[0].get("d").is_none(), "no private part");
+    assert_eq!(
+        (keys[1]["kty"].as_str(), keys[1]["alg"].as_str(), keys[1]["use"].as_str()),
+        (Some("RSA"), Some("RS256"), Some("sig"))
+    );
+    assert_ne!(keys[0]["kid"], keys[1]["kid"]);
+    for key in keys {
+        for private in ["d", "p", "q", "dp", "dq", "qi"] {
+            assert!(key.get(private).is_none(), "no private part: {private}");
+        }
+    }
+    let parsed: Result<openidconnect::core::CoreJsonWebKeySet, _> = serde_json::from_value(set.clone());
+    assert!(parsed.is_ok(), "a JWK set the openidconnect crate reads: {parsed:?}");
+}
+
+/// OpenID Connect Discovery 1.0 §3, read by a third party's types (the `openidconnect`
+/// crate's `CoreProviderMetadata`): the required fields, and RS256 among the ID token
+/// algorithms ("The algorithm RS256 MUST be included").
+#[tokio::test]
+async fn the_openid_configuration_is_a_valid_openid_connect_discovery_document() {
+    use openidconnect::core::{CoreJwsSigningAlgorithm, CoreProviderMetadata, CoreSubjectIdentifierType};
+    let app = TestApp::spawn_dev_issuer(Backend::Embedded).await;
+    for path in [
+        "/.well-known/openid-configuration",
+        "/.well-known/openid-configuration/mcp",
+        "/mcp/.well-known/openid-configuration",
+    ] {
+        let (status, doc) = read(app.http.get(format!("{}{path}", app.base)).send().await.unwrap()).await;
+        assert_eq!(status, 200, "{path}");
+        let m: CoreProviderMetadata =
+            serde_json::from_value(doc.clone()).unwrap_or_else(|e| panic!("{path}: {e}: {doc}"));
+        assert_eq!(m.issuer().as_str(), app.base, "{path}");
+        assert_eq!(m.jwks_uri().as_str(), format!("{}{JWKS_PATH}", app.base));
+        assert!(m.subject_types_supported().contains(&CoreSubjectIdentifierType::Public), "{path}");
+        assert!(
+            m.id_token_signing_alg_values_supported().contains(&CoreJwsSigningAlgorithm::RsaSsaPkcs1V15Sha256),
+            "{path}: RS256 is required: {doc}"
+        );
+    }
 }
 
 #[tokio::test]

@@ -260,7 +260,6 @@ async fn every_typed_refusal_of_scope_membership_authority_and_bounds(backend: B
     // Bounds the service enforces (after the published schema): each a typed refusal.
     for (action, reason) in [
         (json!({"type": "chat", "text": "/op alice"}), "chat_command"),
-        (json!({"type": "move_to", "x": 1, "y": 400, "z": 1}), "out_of_region"),
         (json!({"type": "place_block", "x": 1, "y": 64, "z": 1, "item": "minecraft:tnt", "face": "up"}), "denied"),
         (json!({"type": "sequence", "steps": [{"type": "chat", "text": "/kill @a"}]}), "chat_command"),
     ] {
@@ -272,18 +271,22 @@ async fn every_typed_refusal_of_scope_membership_authority_and_bounds(backend: B
         );
     }
     // An unknown type or an out-of-range field never reaches the service: the published
-    // schema refuses it (invalid params), and nothing is queued.
+    // schema refuses it (a tool result naming the field and the rule), and nothing is queued.
     for action in [
         json!({"type": "run_command", "command": "/op alice"}),
         json!({"type": "wait", "ticks": 0}),
         json!({"type": "move_to", "x": 1, "y": 64, "z": 1, "range": 4}),
+        json!({"type": "move_to", "x": 1, "y": 400, "z": 1}),
         json!({"type": "chat", "text": "x".repeat(257)}),
     ] {
         let args = json!({ "room_id": w.room_id, "idempotency_key": "refuse-key-06", "action": action });
-        let (_, body) = app
+        let (code, body) = app
             .rpc("/mcp", &w.token, "tools/call", json!({ "name": "helix_minecraft_player_action", "arguments": args }))
             .await;
-        assert_eq!(body["error"]["code"], -32602, "{body}");
+        let result = &body["result"];
+        assert_eq!((code, &result["isError"]), (200, &json!(true)), "{body}");
+        assert_eq!(result["structuredContent"]["error"]["code"], "invalid_request", "{body}");
+        assert!(result["structuredContent"]["error"]["details"]["field"].as_str().unwrap().starts_with("action"));
     }
     let (_, p) = poll(&app, &w, 1, json!([])).await;
     assert!(p["commands"].as_array().unwrap().is_empty(), "nothing was queued: {p}");

@@ -10,7 +10,7 @@ use serde_json::json;
 use super::embodiment::{World, ack, act, err, join_bob, paired, poll, register, select_first, status};
 
 /// The owner's `/rooms` page and the member reference of bob (the one member row with a form).
-async fn bob_ref(app: &TestApp, w: &World) -> (String, String) {
+pub(crate) async fn bob_ref(app: &TestApp, w: &World) -> (String, String) {
     let res = app.browser(reqwest::Method::GET, "/rooms", &w.cookie).send().await.unwrap();
     assert_eq!(res.status(), 200);
     let html = res.text().await.unwrap();
@@ -18,7 +18,13 @@ async fn bob_ref(app: &TestApp, w: &World) -> (String, String) {
     (between(&row, "name=\"account_ref\" value=\"", "\"").to_owned(), html)
 }
 
-async fn set_authority(app: &TestApp, w: &World, member: &str, authority: &str, confirm: bool) -> (u16, String) {
+pub(crate) async fn set_authority(
+    app: &TestApp,
+    w: &World,
+    member: &str,
+    authority: &str,
+    confirm: bool,
+) -> (u16, String) {
     let mut form = vec![("room_id", w.room_id.as_str()), ("account_ref", member), ("authority", authority)];
     if confirm {
         form.push(("confirm", "yes"));

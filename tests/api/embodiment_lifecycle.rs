@@ -144,13 +144,17 @@ async fn a_dead_man_halt_pauses_held_moves_and_marks_held_mutations_unknown(back
     );
     assert!(p["commands"].as_array().unwrap().is_empty(), "nothing is redelivered after the halt: {p}");
     assert_eq!(p["cancel"], json!([mv["workflow_ref"]]), "the paused move is in the cancel list: {p}");
-    // The paused move resumes under a fresh lease; the halted command's late acknowledgement is refused.
+    // The paused move resumes under a fresh lease; the halted command's late acknowledgement
+    // is recorded (not applied) and answered as final.
     let args = json!({ "room_id": w.room_id, "workflow_ref": mv["workflow_ref"], "control": "resume" });
     let (_, v) = super::embodiment::tool(&app, &w.token, "helix_minecraft_workflow_control", args).await;
     assert_eq!(v["status"], "queued", "{v}");
     let (_, p) = poll(&app, &w, epoch, json!([ack(&cmd, 2, "completed", json!({"position": [90, 64, 0]}))])).await;
-    assert_eq!(p["acks"][0]["outcome"], "not_at_connector", "{p}");
+    assert_eq!(p["acks"][0]["outcome"], "recorded_late", "{p}");
     assert_ne!(p["commands"][0]["lease_token"], cmd["lease_token"], "{p}");
+    let resumed = status(&app, &w, mv["workflow_ref"].as_str().unwrap()).await;
+    assert_eq!(resumed["status"], "dispatched", "{resumed}");
+    assert_eq!(resumed["late_acknowledgements"][0]["status"], "completed", "{resumed}");
 }
 
 async fn the_cancel_list_names_what_helix_took_from_the_connector_and_a_new_epoch_never_resumes_a_held_mutation(

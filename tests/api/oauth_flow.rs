@@ -2,7 +2,8 @@
 //! registration, the browser's sign-in and consent, codes, tokens verified through the
 //! JWKS path, refresh rotation and family revocation, and every refusal on the way.
 
-use helix_integration_tests::support::oauth::{OAuthClient, pkce};
+use helix_core::service::records::oauth_grants::get_pending;
+use helix_integration_tests::support::oauth::{OAuthClient, input_value, pkce};
 use helix_integration_tests::*;
 use serde_json::{Value, json};
 
@@ -10,6 +11,7 @@ on_both_backends!(
     an_mcp_client_connects_by_oauth_and_refreshes_with_rotation,
     the_issuers_state_survives_a_restart,
     step_up_a_token_without_rooms_manage_is_refused_until_reauthorized,
+    an_anonymous_authorize_keeps_nothing_in_the_store,
 );
 
 /// A changed token-request field: (name, value).
@@ -296,21 +298,54 @@ async fn unticking_a_scope_leaves_it_out_of_the_token() {
 }
 
 #[tokio::test]
-async fn people_and_agents_sign_in_at_one_issuer_with_one_key() {
+async fn people_and_agents_sign_in_at_one_issuer_with_one_key_set() {
     let app = TestApp::spawn_dev_issuer(Backend::Embedded).await;
     let config = &app.state.services.config;
     let browser = config.browser.oidc.as_ref().unwrap();
     assert_eq!(browser.issuer, app.base, "the browser's sign-in is the development issuer");
     assert_eq!(config.oauth.issuer, app.base, "and agents' tokens are expected from it");
-    assert_eq!(browser.algorithms, vec!["ES256".to_owned()]);
+    assert_eq!(browser.algorithms, vec!["RS256".to_owned()], "ID tokens: RS256, as OpenID requires");
     let (_, meta) =
         read(app.http.get(format!("{}/.well-known/openid-configuration", app.base)).send().await.unwrap()).await;
     assert_eq!(meta["issuer"], app.base);
-    assert_eq!(meta["id_token_signing_alg_values_supported"], json!(["ES256"]));
+    assert_eq!(meta["id_token_signing_alg_values_supported"], json!(["RS256"]));
+    assert_eq!(meta["jwks_uri"], format!("{}{}", app.base, helix_core::http::dev_auth::JWKS_PATH));
     // The browser client's authorization request goes to the sign-in page, not to consent.
     let client = app.oauth_client(REDIRECT).await;
     let q = "response_type=code&client_id=helix-local-browser&state=s&nonce=n&code_challenge_method=S256";
     let res = client.http.get(format!("{}?{q}", client.authorize)).send().await.unwrap();
     assert_eq!(res.status(), 303);
     assert!(res.headers()["location"].to_str().unwrap().starts_with("/dev-oidc/authorize?"));
+}
+
+/// `GET /authorize` answers the sign-in page with the request sealed into the form: nothing
+/// is kept until a person signs in, so anonymous requests cannot grow the store.
+async fn an_anonymous_authorize_keeps_nothing_in_the_store(backend: Backend) {
+    let app = TestApp::spawn_dev_issuer(backend).await;
+    let client = app.oauth_client(REDIRECT).await;
+    let (_, challenge) = pkce();
+    let q = client.authorize_query("helix.agent_runs.read", &challenge);
+    let store = app.state.services.store.as_ref();
+    let mut seen = std::collections::HashSet::new();
+    for _ in 0..20 {
+        let page = client.get_authorize(&q).await;
+        assert_eq!(page.status, 200, "{page:?}");
+        let pending = input_value(&page.body, "pending").expect("the sealed request");
+        assert!(get_pending(store, &pending).await.unwrap().is_none(), "nothing stored before the sign-in");
+        assert!(seen.insert(pending), "each request its own value");
+    }
+    // An altered or made-up value is refused at the sign-in, with nothing written.
+    let sealed = seen.into_iter().next().unwrap();
+    let (body, tag) = sealed.split_once('.').unwrap();
+    let altered = format!("{}x.{tag}", &body[..body.len() - 1]);
+    for bad in [altered.as_str(), "0123456789abcdef0123456789abcdef"] {
+        let form = [("pending", bad), ("subject", WHO.0), ("tenant", WHO.1)];
+        let res = client.post_form(&client.authorize, &form).header("Origin", app.base.clone()).send().await.unwrap();
+        assert_eq!(res.status(), 400, "{bad}");
+        assert!(res.headers().get("set-cookie").is_none(), "no sign-in for {bad}");
+        assert!(get_pending(store, bad).await.unwrap().is_none());
+    }
+    // The sealed request still leads through sign-in and consent to a code.
+    let back = client.browser(&q, WHO, Some(&["helix.agent_runs.read"])).await;
+    assert!(back.param("code").is_some(), "{back:?}");
 }

@@ -113,13 +113,15 @@ async fn source_operations_make_the_documented_store_calls() {
     let (status, created) = app.create_source(&token, &room_id, "rt-source-0001", body.clone()).await;
     assert_eq!(status, 201, "{created}");
     table.push(("create source", app.faults.take_log()));
-    let (status, _) = app.create_source(&token, &room_id, "rt-source-0001", body).await;
+    let (status, replayed) = app.create_source(&token, &room_id, "rt-source-0001", body).await;
     assert_eq!(status, 201);
     table.push(("create source, replayed", app.faults.take_log()));
     let (status, _) = read(app.get(&format!("/api/v1/rooms/{room_id}/sources"), &token).send().await.unwrap()).await;
     assert_eq!(status, 200);
     table.push(("list sources", app.faults.take_log()));
-    let handle = created["credential_delivery"]["claim_handle"].as_str().unwrap();
+    // The replay's fresh handle (it voided the first one).
+    assert_ne!(replayed["credential_delivery"]["claim_handle"], created["credential_delivery"]["claim_handle"]);
+    let handle = replayed["credential_delivery"]["claim_handle"].as_str().unwrap();
     let (status, cred) = read(
         app.browser(reqwest::Method::POST, "/api/account/room-sources/credential-claims", &cookie)
             .json(&json!({ "claim_handle": handle }))
@@ -186,8 +188,9 @@ async fn source_operations_make_the_documented_store_calls() {
     let expected: Vec<(&str, Vec<&str>)> = vec![
         // principal; one transaction that also checks the room's owner and membership
         ("create source", vec!["batch_get", "transact"]),
-        // the failed transaction's ALL_OLD receipt answers
-        ("create source, replayed", vec!["batch_get", "transact"]),
+        // the failed transaction's ALL_OLD receipt answers; the source; a fresh delivery
+        // in place of the old one (one transaction with the room check)
+        ("create source, replayed", vec!["batch_get", "transact", "get", "transact"]),
         ("list sources", vec!["batch_get", "batch_get", "query"]),
         // session + account; delivery; room + membership + source; one transaction
         ("credential claim", vec!["get", "get", "get", "batch_get", "transact"]),

@@ -1,8 +1,9 @@
 //! Runs listed by their owners, on both store backends: `GET /api/v1/agent-runs` lists the
 //! caller's own runs (its agent binding's), newest first, paged by cursor and filtered by
 //! status; the console's JSON twins (`/api/account/runs…`, cookie, same-origin) list and
-//! open the runs of every agent binding of the signed-in account and cancel one through
-//! the run's own cancel, even while its turn runs; another account's run is not found.
+//! open the runs of the agent bindings of the signed-in account under the owner tuple the
+//! browser signed in with (the bearer routes' tuple) and cancel one through the run's own
+//! cancel, even while its turn runs; another tenant's or another account's run is not found.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -110,43 +111,60 @@ async fn the_list_pages_by_cursor_and_a_cursor_is_its_callers_only(backend: Back
     assert_eq!(status, 400, "a bearer list's cursor is not the console's");
 }
 
-async fn the_console_lists_every_binding_of_the_account_and_no_other_account(backend: Backend) {
+async fn the_console_lists_the_runs_of_the_owner_tuple_it_signed_in_with_and_no_other(backend: Backend) {
     let app = TestApp::spawn_with(backend, &[]).await;
     let o = owners(&app).await;
     let of_a = started(&app, &o.a, "watch the lab").await;
     let of_b = started(&app, &o.b, "read the papers").await;
     let of_bob = started(&app, &o.bob, "bob's own").await;
-    let cookie = app.session("alice").await;
+    // alice's account under tenant a, and the same account under tenant b.
+    let (cookie, cookie_b) = (app.session("alice").await, app.session_in("alice", "tenant-b").await);
 
     let (status, page) = browse(&app, &cookie, "/api/account/runs").await;
     assert_eq!(status, 200, "{page}");
-    assert_eq!(ids(&page), [of_b.clone(), of_a.clone()], "both of alice's agents, newest first; not bob's");
-    let (status, run) = browse(&app, &cookie, &format!("/api/account/runs/{of_b}")).await;
+    assert_eq!(ids(&page), std::slice::from_ref(&of_a), "tenant a's run only: not tenant b's, not bob's");
+    assert_eq!(ids(&browse(&app, &cookie_b, "/api/account/runs").await.1), std::slice::from_ref(&of_b));
+    assert_eq!(ids(&browse(&app, &cookie_b, "/api/account/runs?status=waiting").await.1), std::slice::from_ref(&of_b));
+    let (status, run) = browse(&app, &cookie_b, &format!("/api/account/runs/{of_b}")).await;
     assert_eq!((status, run["objective"].as_str()), (200, Some("read the papers")));
-    for path in [
-        format!("/api/account/runs/{of_bob}"),
-        format!("/api/account/runs/{of_bob}/events"),
-        format!("/api/account/runs/{of_bob}/evidence"),
-        "/api/account/runs/run_missing0000".to_owned(),
-    ] {
-        let (status, err) = browse(&app, &cookie, &path).await;
-        assert_eq!((status, code(&err)), (404, "not_found"), "{path}");
+    // The bearer routes answer the same for the same tenant's run of the other tenant.
+    let (status, err) = read(app.get(&format!("/api/v1/agent-runs/{of_b}"), &o.a).send().await.unwrap()).await;
+    assert_eq!((status, code(&err)), (404, "not_found"), "REST: tenant a does not see tenant b's run");
+    for (cookie, other) in [(&cookie, &of_b), (&cookie, &of_bob), (&cookie_b, &of_a)] {
+        for path in [
+            format!("/api/account/runs/{other}"),
+            format!("/api/account/runs/{other}/events"),
+            format!("/api/account/runs/{other}/evidence"),
+        ] {
+            let (status, err) = browse(&app, cookie, &path).await;
+            assert_eq!((status, code(&err)), (404, "not_found"), "{path}");
+        }
+        let res = app.browser(Method::GET, &format!("/runs/{other}"), cookie).send().await.unwrap();
+        assert_eq!(res.status(), 404, "the run page of {other}");
+        let res = app
+            .browser(Method::POST, &format!("/api/account/runs/{other}/cancel"), cookie)
+            .header("Idempotency-Key", "console-cancel-other-1")
+            .json(&json!({"expected_version": 1}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 404, "{other} cannot be cancelled from this console");
     }
-    let res = app
-        .browser(Method::POST, &format!("/api/account/runs/{of_bob}/cancel"), &cookie)
-        .header("Idempotency-Key", "console-cancel-bob-1")
-        .json(&json!({"expected_version": 1}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), 404, "bob's run cannot be cancelled from alice's console");
+    for (token, id) in [(&o.a, &of_a), (&o.b, &of_b), (&o.bob, &of_bob)] {
+        let (status, run) = read(app.get(&format!("/api/v1/agent-runs/{id}"), token).send().await.unwrap()).await;
+        assert_eq!(status, 200, "{run}");
+        assert_ne!(run["completion_status"], "cancelled", "nothing was cancelled: {run}");
+    }
+    let (status, err) = browse(&app, &cookie, "/api/account/runs/run_missing0000").await;
+    assert_eq!((status, code(&err)), (404, "not_found"));
     let (status, err) = browse(&app, &cookie, "/api/account/runs?bearer=1").await;
     assert_eq!((status, code(&err)), (400, "invalid_request"));
     let cross = app.http.get(format!("{}/api/account/runs", app.base)).header("cookie", &cookie).send().await.unwrap();
     assert_eq!(cross.status(), 403, "the JSON twins are same-origin only");
 
     let page = app.browser(Method::GET, "/runs", &cookie).send().await.unwrap().text().await.unwrap();
-    assert!(page.contains("watch the lab") && page.contains("read the papers"), "{page}");
+    assert!(page.contains("watch the lab"), "{page}");
+    assert!(!page.contains("read the papers") && !page.contains(&of_b), "tenant b's run is not listed: {page}");
     assert!(!page.contains("bob&#x27;s own") && !page.contains(&of_bob));
     let bob_cookie = app.session("bob").await;
     let res = app.browser(Method::GET, &format!("/runs/{of_a}"), &bob_cookie).send().await.unwrap();
@@ -157,17 +175,42 @@ async fn the_console_lists_every_binding_of_the_account_and_no_other_account(bac
     assert!(text.contains("Run started") && text.contains("not an answer authority"), "{text}");
 }
 
+/// A session stored before it recorded its owner tuple reaches no run (fail closed) until
+/// the person signs in again.
+async fn a_session_without_an_owner_tuple_reaches_no_run(backend: Backend) {
+    use helix_core::domain::account::BrowserSecret;
+    use helix_core::service::records::session_key;
+    use helix_core::service::records::sessions::SessionRecord;
+    let app = TestApp::spawn_with(backend, &[]).await;
+    let o = owners(&app).await;
+    let of_a = started(&app, &o.a, "watch the lab").await;
+    let cookie = app.session("alice").await;
+    let token = BrowserSecret::parse(cookie.strip_prefix("helix_session=").unwrap()).unwrap();
+    let store = app.state.services.store.clone();
+    let item = store.get(&session_key(&token.hash())).await.unwrap().unwrap();
+    let old = SessionRecord { owner_hash: None, ..SessionRecord::from_item(&item).unwrap() };
+    store.put(old.to_item(&token.hash()), None).await.unwrap();
+
+    let (status, page) = browse(&app, &cookie, "/api/account/runs").await;
+    assert_eq!((status, ids(&page).len()), (200, 0), "{page}");
+    let (status, err) = browse(&app, &cookie, &format!("/api/account/runs/{of_a}")).await;
+    assert_eq!((status, code(&err)), (404, "not_found"));
+    let fresh = app.session("alice").await;
+    assert_eq!(ids(&browse(&app, &fresh, "/api/account/runs").await.1), [of_a]);
+}
+
 async fn the_console_cancels_a_run_whose_turn_is_running(backend: Backend) {
     let app = Arc::new(TestApp::spawn_with(backend, &[]).await);
     let o = owners(&app).await;
     let id = started(&app, &o.b, "a slow one").await;
+    // The console of the tenant the run's agent signed in under (tenant b).
     app.script(Step::Delay(Duration::from_secs(20), Box::new(completing_step(1))));
     let turn = {
         let (app, token, id) = (app.clone(), o.b.clone(), id.clone());
         let go = json!({"expected_version": 1, "instruction": "go"});
         tokio::spawn(async move { read(app.continue_run(&token, &id, "console-slow-01", go).await).await })
     };
-    let cookie = app.session("alice").await;
+    let cookie = app.session_in("alice", "tenant-b").await;
     for _ in 0..200 {
         if browse(&app, &cookie, &format!("/api/account/runs/{id}")).await.1["lifecycle_status"] == "running" {
             break;
@@ -242,7 +285,8 @@ on_both_backends!(
     a_listing_query_refusal_says_what_is_wrong,
     the_list_route_shows_each_binding_its_own_runs_newest_first,
     the_list_pages_by_cursor_and_a_cursor_is_its_callers_only,
-    the_console_lists_every_binding_of_the_account_and_no_other_account,
+    the_console_lists_the_runs_of_the_owner_tuple_it_signed_in_with_and_no_other,
+    a_session_without_an_owner_tuple_reaches_no_run,
     the_console_cancels_a_run_whose_turn_is_running,
 );
 

@@ -151,6 +151,11 @@ async fn invalid_start_requests_are_typed_400s() {
         json!({"objective": ""}),
         json!({"constraints": []}),
         json!({"objective": "x", "completion_contract": {"required_output_fields": ["chain_of_thought"]}}),
+        // Shapes serde reads but the published schema refuses: an object spelled as an
+        // array, a length counted before trimming.
+        json!({"objective": "x", "budget": [null, null]}),
+        json!({"objective": "x", "completion_contract": [null, null, null, null, null]}),
+        json!({"objective": format!(" {}", "x".repeat(4000))}),
     ];
     for (i, body) in cases.into_iter().enumerate() {
         let res = app.start(&token, &format!("invalid-start-{i:03}"), body.clone()).await;

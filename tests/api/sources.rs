@@ -42,17 +42,19 @@ async fn sources_are_created_with_a_deferred_delivery_and_listed_without_credent
     assert!(d["claim_handle"].as_str().unwrap().starts_with("hsc_"));
     assert!(d["claim_url"].as_str().unwrap().ends_with("/account/room-sources/claim"));
     assert!(d["expires_at"].is_string());
-    assert_eq!(d.as_object().unwrap().len(), 5, "only handle, URL, expiry and the two flags: {d}");
+    assert_eq!(d["status"], "pending");
+    assert_eq!(d.as_object().unwrap().len(), 6, "only handle, URL, expiry, status and the two flags: {d}");
     let s = &created["source"];
     assert_eq!((s["status"].as_str(), s["credentialed"].as_bool()), (Some("awaiting_claim"), Some(false)));
     assert_eq!((s["read_only"].as_bool(), s["execution_enabled"].as_bool()), (Some(true), Some(false)));
     assert_eq!(created["answer_authority"], false);
 
-    // A replay answers the same source without the handle (the store keeps only its hash).
+    // A replay answers the same source with a fresh handle (the store keeps only hashes).
     let (status, replay) = app.create_source(&token, &room_id, "source-create-1", body).await;
     assert_eq!(status, 201);
     assert_eq!(replay["source"]["source_id"], s["source_id"]);
-    assert_eq!(replay["credential_delivery"]["claim_handle"], Value::Null);
+    assert!(replay["credential_delivery"]["claim_handle"].as_str().unwrap().starts_with("hsc_"), "{replay}");
+    assert_ne!(replay["credential_delivery"]["claim_handle"], d["claim_handle"]);
     let (status, err) = app
         .create_source(
             &token,
@@ -233,6 +235,59 @@ async fn only_the_same_origin_developer_owner_may_claim(backend: Backend) {
     assert_eq!((status, code(&err)), (404, "claim_handle_invalid"));
 }
 
+async fn claim(app: &TestApp, cookie: &str, handle: &Value) -> (u16, Value) {
+    let body = json!({ "claim_handle": handle });
+    read(
+        app.browser(Method::POST, "/api/account/room-sources/credential-claims", cookie)
+            .json(&body)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await
+}
+
+/// The create's response was lost: replaying its key delivers a fresh handle that voids the
+/// lost one, until the credential is claimed; then the replay says the delivery is used.
+async fn a_replayed_create_delivers_a_fresh_handle_until_the_claim(backend: Backend) {
+    use helix_core::service::records::sources::source_key;
+    let app = TestApp::spawn_with(backend, &[]).await;
+    let (token, cookie, room_id) = owner(&app).await;
+    let body = json!({ "adapter_profile": "fixture", "world_id": "w" });
+    let (status, first) = app.create_source(&token, &room_id, "source-lost-0001", body.clone()).await;
+    assert_eq!(status, 201, "{first}");
+    let lost = first["credential_delivery"]["claim_handle"].clone();
+    let source_id = first["source"]["source_id"].as_str().unwrap().to_owned();
+
+    let (status, again) = app.create_source(&token, &room_id, "source-lost-0001", body.clone()).await;
+    assert_eq!(status, 201, "{again}");
+    assert_eq!(again["source"]["source_id"], source_id.as_str(), "the same source");
+    let d = &again["credential_delivery"];
+    assert_eq!((d["status"].as_str(), d["bearer_included"].as_bool()), (Some("pending"), Some(false)), "{d}");
+    let fresh = d["claim_handle"].clone();
+    assert!(fresh.as_str().is_some_and(|h| h.starts_with("hsc_")) && fresh != lost, "{d}");
+    // The store keeps hashes only.
+    let item = app.state.services.store.get(&source_key(&room_id, &source_id)).await.unwrap().unwrap();
+    let stored = format!("{item:?}");
+    for h in [&lost, &fresh] {
+        assert!(!stored.contains(h.as_str().unwrap()), "no handle in plain text");
+    }
+
+    // The lost handle is void; the fresh one claims, once.
+    let (status, err) = claim(&app, &cookie, &lost).await;
+    assert_eq!((status, code(&err)), (404, "claim_handle_invalid"), "{err}");
+    let (status, cred) = claim(&app, &cookie, &fresh).await;
+    assert_eq!(status, 201, "{cred}");
+    assert!(cred["source_bearer"].as_str().unwrap().starts_with("hsb_"));
+
+    // Claimed: the replay says the delivery is used, with no handle, and delivers nothing.
+    let (status, used) = app.create_source(&token, &room_id, "source-lost-0001", body).await;
+    assert_eq!(status, 201, "{used}");
+    let d = &used["credential_delivery"];
+    assert_eq!((d["status"].as_str(), &d["claim_handle"]), (Some("claimed"), &Value::Null), "{d}");
+    assert_eq!(claim(&app, &cookie, &fresh).await.0, 404);
+}
+
 async fn an_expired_delivery_cannot_be_claimed(backend: Backend) {
     let app = TestApp::spawn_with(backend, &[]).await;
     let (_, cookie, _, handle) = delivery(&app, "k-claim-003", "fixture").await;
@@ -282,6 +337,7 @@ async fn every_source_create_response_carries_idempotency_replayed_errors_includ
 on_both_backends!(
     sources_are_created_with_a_deferred_delivery_and_listed_without_credentials,
     every_source_create_response_carries_idempotency_replayed_errors_included,
+    a_replayed_create_delivers_a_fresh_handle_until_the_claim,
     source_creation_checks_scope_profile_ownership_and_the_developer_flag,
     sixteen_concurrent_claims_of_one_delivery_show_exactly_one_bearer,
     only_the_same_origin_developer_owner_may_claim,

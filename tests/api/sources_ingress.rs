@@ -196,7 +196,11 @@ async fn the_source_tools_frame_the_same_services_over_mcp(backend: Backend) {
     let (_, v) =
         app.rpc("/mcp", &token, "tools/call", json!({ "name": "helix_room_source_create", "arguments": args })).await;
     assert_eq!(v["result"]["_meta"]["helix/idempotency_replayed"], true, "{v}");
-    assert_eq!(v["result"]["structuredContent"]["credential_delivery"]["claim_handle"], Value::Null);
+    // The replay delivers again: a fresh handle (the first one is void).
+    let again = &v["result"]["structuredContent"]["credential_delivery"];
+    assert_eq!(again["status"], "pending", "{v}");
+    assert!(again["claim_handle"].as_str().unwrap().starts_with("hsc_"));
+    assert_ne!(again["claim_handle"], created["credential_delivery"]["claim_handle"]);
     let (_, v) = app
         .rpc(
             "/mcp",

@@ -59,7 +59,7 @@ def main():
     data_dir = tempfile.mkdtemp(prefix="helix-console-browser-")
     # The embedded store is single-process: tokens and the session before serve starts.
     a = token(data_dir, "alice", "t1")
-    b = token(data_dir, "alice", "t2")  # a second agent binding of the same account
+    b = token(data_dir, "alice", "t2")  # the same account under another tenant
     bob = token(data_dir, "bob", "t1")
     cookie = base.helix_check(data_dir, "dev-session", "--subject", "alice", "--tenant", "t1")
 
@@ -88,10 +88,11 @@ def main():
         base.click(driver, "#runs-link", "the console link")
         base.on_page(driver, "/runs", lambda u: u == f"{url}/runs", "#runs")
         objectives = base.texts(driver, "tr.run td a")
-        check(objectives == ["Read the sphere-plate papers", "Watch the torsion pendulum"],
-              f"both agents' runs, newest first, and not bob's: {objectives}")
+        check(objectives == ["Watch the torsion pendulum"],
+              f"the runs of the tenant signed in with (t1), not t2's, not bob's: {objectives}")
         check("Bob keeps" not in driver.page_source, "another account's run is not listed")
-        check(base.texts(driver, "tr.run td.steps") == ["0 of 12", "0 of 12"], "steps used of budget")
+        check("sphere-plate" not in driver.page_source, "the same account's run under another tenant is not listed")
+        check(base.texts(driver, "tr.run td.steps") == ["0 of 12"], "steps used of budget")
         shot(driver, "console-runs")
 
         base.click(driver, f"tr.run[data-run-id='{watched}'] a", "the watched run")

@@ -4,7 +4,8 @@
 
 use std::collections::BTreeMap;
 
-use helix_core::domain::embodiment::action::Step;
+use helix_core::domain::embodiment::action::{ActionRefusal, Step};
+use helix_core::domain::embodiment::chat::chat_text;
 use helix_core::domain::embodiment::protocol::Command;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -58,14 +59,20 @@ impl World {
     }
 
     /// Why the connector refuses a command before touching the world (acknowledged
-    /// `rejected`): the player is not in the world, or an `equip` names an item the
-    /// player does not carry.
+    /// `rejected`): the player is not in the world, an `equip` names an item the player
+    /// does not carry, or a `chat` line fails the chat rule a connector applies before
+    /// sending (`chat_command`, `chat_text`; a line not in its checked form is `chat_text`).
     pub fn refuses(&self, cmd: &Command) -> Option<&'static str> {
         let Some(p) = self.players.iter().find(|p| p.native_id == cmd.native_id) else {
             return Some("player_offline");
         };
         match &cmd.step {
             Step::Equip(e) if p.inventory.get(&e.item).copied().unwrap_or(0) == 0 => Some("not_in_inventory"),
+            Step::Chat(c) => match chat_text(&c.text) {
+                Ok(sent) if sent == c.text => None,
+                Ok(_) => Some(ActionRefusal::ChatText.reason()),
+                Err(refusal) => Some(refusal.reason()),
+            },
             _ => None,
         }
     }
@@ -161,6 +168,48 @@ impl World {
             Step::Wait(_) | Step::LookAt(_) | Step::Stop(_) => {
                 Progress::Done(json!({ "position": self.players[i].pos }))
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use helix_core::domain::embodiment::action::Chat;
+
+    fn chat(world: &World, text: &str) -> Option<&'static str> {
+        let cmd = Command {
+            workflow_ref: "wf_1".into(),
+            lease_token: "t".into(),
+            step_index: 0,
+            step: Step::Chat(Chat { text: text.into() }),
+            native_id: world.players[0].native_id.clone(),
+            deadline_ms: 0,
+        };
+        world.refuses(&cmd)
+    }
+
+    /// The connector applies the chat rule before sending, whatever Helix delivered.
+    #[test]
+    fn a_chat_line_that_fails_the_rule_is_rejected_before_it_is_sent() {
+        let world = World::new("Alex");
+        for (text, want) in [
+            ("hello", None),
+            ("/op mallory", Some("chat_command")),
+            (" /op mallory", Some("chat_command")),
+            ("\u{3000}/op", Some("chat_command")),
+            ("\u{00a0}/op", Some("chat_command")),
+            ("\u{2028}/op", Some("chat_command")),
+            ("\u{200b}/op", Some("chat_command")),
+            ("\u{feff}/op", Some("chat_command")),
+            ("\u{202e}/op", Some("chat_command")),
+            ("\u{ff0f}op", Some("chat_command")),
+            ("\u{2215}op", Some("chat_command")),
+            ("§4red", Some("chat_text")),
+            ("del\u{7f}", Some("chat_text")),
+            ("ｈｉ", Some("chat_text")),
+        ] {
+            assert_eq!(chat(&world, text), want, "{text:?}");
         }
     }
 }

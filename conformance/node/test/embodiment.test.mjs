@@ -70,13 +70,17 @@ test('scripted connector: every reachable workflow state and typed error matches
       await tools.err('helix_environment_subject_list', { room_id: `room_${'0'.repeat(20)}` }, 'not_found');
       await selectFirst(tools, w, STEVE);
 
-      // Refusals of the action itself: the published inputSchema (the preflight's HTTP 400
-      // with JSON-RPC -32602 naming the path, nothing queued) and the service's own bounds
-      // (a typed action_refused result).
-      const invalidParams = (path) => (e) => e.code === 400 && e.message.includes('"code":-32602')
-        && e.message.includes(`Invalid params: ${path}`);
-      await assert.rejects(act({ type: 'teleport', x: 0, y: 64, z: 0 }), invalidParams('action'), 'an unknown type');
-      await assert.rejects(act({ type: 'wait', ticks: 201 }), invalidParams('action'), 'ticks beyond 200');
+      // Refusals of the action itself: the published inputSchema (a tool result naming the
+      // field and the rule, nothing queued) and the service's own bounds (a typed
+      // action_refused result).
+      const offSchema = async (action, field, rule) => {
+        const r = await act(action);
+        assert.ok(r.isError && r.sc.error.code === 'invalid_request', JSON.stringify(r.sc));
+        assert.deepEqual(r.sc.error.details, { field, rule });
+      };
+      await offSchema({ type: 'teleport', x: 0, y: 64, z: 0 }, 'action.type',
+        'must be one of "move_to", "look_at", "stop", "break_block", "place_block", "equip", "craft", "chat", "wait", "sequence"');
+      await offSchema({ type: 'wait', ticks: 201 }, 'action.ticks', 'must be at most 200');
       const chat = await act({ type: 'chat', text: '/op me' });
       assert.ok(chat.isError && chat.sc.error.code === 'action_refused', JSON.stringify(chat.sc));
       assert.equal(chat.sc.error.details.reason, 'chat_command');

@@ -4,7 +4,7 @@
 // from the command.
 import pathfinderPkg from 'mineflayer-pathfinder';
 import { Vec3 } from 'vec3';
-import { DESTINATIONS, FACES, REACH, chatRefusal, minecraftName } from './rules.mjs';
+import { DESTINATIONS, FACES, REACH, chatRefusal, chatRule, minecraftName } from './rules.mjs';
 
 const { goals } = pathfinderPkg;
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -131,9 +131,11 @@ export async function execute(player, step, run) {
       return { status: 'completed', observation: { equipped: inSlot(bot, step.slot) }, mutating: true };
     }
     case 'chat': {
+      // The line the rule delivers (the refusal check ran before): what was checked is what is sent.
+      const line = chatRule(step.text).text;
       const echo = new Promise((resolve) => {
         const onChat = (who, text) => {
-          if (who === bot.username && text === step.text) {
+          if (who === bot.username && text === line) {
             player.off('chat', onChat);
             resolve(text);
           }
@@ -141,7 +143,7 @@ export async function execute(player, step, run) {
         player.on('chat', onChat);
         setTimeout(() => { player.off('chat', onChat); resolve(null); }, 3000);
       });
-      bot.chat(step.text);
+      bot.chat(line);
       const seen = await echo;
       // Sent: without its echo the effect is not readable (Helix keeps it `verifying`).
       return { status: 'completed', observation: seen === null ? null : { chat_echo: seen }, mutating: true };

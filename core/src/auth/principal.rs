@@ -29,7 +29,7 @@ impl std::fmt::Debug for Principal {
 impl Principal {
     /// The exact owner tuple, hashed: (tenant, issuer, provider subject, account profile).
     pub fn owner_hash(&self) -> String {
-        hash_parts(&["owner.v1", &self.tenant, &self.issuer, &self.provider, &self.subject, &self.account_id])
+        crate::domain::account::owner_hash(&self.tenant, &self.issuer, &self.provider, &self.subject, &self.account_id)
     }
 
     /// The token identity (issuer, tenant, provider, subject): known before the link is
@@ -52,11 +52,23 @@ impl Principal {
 
     /// Every listed scope, or `insufficient_scope` naming the complete required set.
     pub fn require(&self, scopes: &[&str]) -> Result<(), ApiError> {
-        if scopes.iter().all(|s| self.has_scope(s)) {
-            Ok(())
-        } else {
-            Err(ApiError::InsufficientScope { required: scopes.iter().map(|s| s.to_string()).collect() })
+        self.require_all(scopes, &[])
+    }
+
+    /// Every scope of `base`, or `insufficient_scope` naming every scope the operation
+    /// needs: `base` and `also` (the scopes that depend on the request, such as a run's data
+    /// scopes, which their own admission checks later), so one re-authorization is enough.
+    pub fn require_all(&self, base: &[&str], also: &[&str]) -> Result<(), ApiError> {
+        if base.iter().all(|s| self.has_scope(s)) {
+            return Ok(());
         }
+        let mut required: Vec<String> = Vec::new();
+        for s in base.iter().chain(also) {
+            if !required.iter().any(|r| r == s) {
+                required.push(s.to_string());
+            }
+        }
+        Err(ApiError::InsufficientScope { required })
     }
 
     pub fn capability_available(&self, capability: &str) -> bool {

@@ -61,7 +61,6 @@ impl BrowserConfig {
         let client_secret = env.get("HELIX_BROWSER_OIDC_CLIENT_SECRET").map(Secret::new);
         let algorithms = match env.get("HELIX_BROWSER_OIDC_ALGORITHMS") {
             Some(list) => list.split(',').map(|a| a.trim().to_owned()).filter(|a| !a.is_empty()).collect(),
-            None if dev_provider => vec!["ES256".to_owned()],
             None => vec!["RS256".to_owned()],
         };
         if let Some(a) = algorithms.iter().find(|a| parse_asymmetric(a).is_none()) {
@@ -149,7 +148,7 @@ mod tests {
         assert!(c.browser.dev_provider);
         let oidc = c.browser.oidc.unwrap();
         assert_eq!(oidc.issuer, "http://127.0.0.1:9000");
-        assert_eq!(oidc.algorithms, vec!["ES256"]);
+        assert_eq!(oidc.algorithms, vec!["RS256"], "the development provider's ID tokens are RS256");
         assert_eq!(c.browser.public_origin, "http://127.0.0.1:9000");
         assert!(!c.browser.secure_cookies);
         assert!(c.browser.session_idle <= c.browser.session_absolute);

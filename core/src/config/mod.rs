@@ -7,6 +7,8 @@
 //! the crate but the domain's trusted keys and the observer lane's snapshot bound.
 
 mod browser;
+#[cfg(test)]
+mod doc_table;
 mod env;
 mod executor;
 mod limits;

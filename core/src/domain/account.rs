@@ -22,6 +22,13 @@ pub fn tenant_ref(issuer: &str, tenant: &str) -> String {
     format!("tenant:sha256:{}", hash_parts(&["tenant.v1", issuer, tenant]))
 }
 
+/// The exact owner tuple, hashed: (signed tenant, issuer, provider, subject, linked account
+/// id). What a run records as its owner, and what a browser session records of the
+/// identity it signed in with, so the run console scopes runs exactly as the bearer routes.
+pub fn owner_hash(tenant: &str, issuer: &str, provider: &str, subject: &str, account_id: &str) -> String {
+    hash_parts(&["owner.v1", tenant, issuer, provider, subject, account_id])
+}
+
 /// The opaque reference of one grant of an agent binding. A new grant after a
 /// revocation gets a new generation and therefore a new reference.
 pub fn binding_ref(identity_hash: &str, generation: &str) -> String {

@@ -1,5 +1,5 @@
 //! What each MCP client needs to connect, in one table: the Agent Access page, its JSON
-//! manifest and the README's "MCP clients" section are all rendered from [`client_setups`],
+//! manifest and the client table of docs/clients.md are all rendered from [`client_setups`],
 //! so they cannot disagree. The snippets name fields and environment variables only; no
 //! token is ever part of them.
 
@@ -12,7 +12,7 @@ pub const SERVER_NAME: &str = "helix";
 pub const ROOMS_SERVER_NAME: &str = "helix_rooms";
 /// The environment variable a host that acquires tokens itself puts the access token in.
 pub const TOKEN_ENV: &str = "CASIMIRBOT_MCP_ACCESS_TOKEN";
-/// The MCP URL the README shows in place of a real deployment's.
+/// The MCP URL docs/clients.md shows in place of a real deployment's.
 pub const README_MCP_URL: &str = "https://helix.example.com/mcp";
 /// Seconds a client waits for one tool call: a turn may run for up to six minutes.
 pub const TOOL_TIMEOUT_SECS: u32 = 360;
@@ -57,7 +57,7 @@ pub const CODEX_ROOM_SCOPES: &[&str] = &[ROOMS_MANAGE];
 pub const MCP_REMOTE_VERSION: &str = "0.15.1";
 /// The MCP Inspector release the snippet pins (conformance/clients pins the same one).
 pub const INSPECTOR_VERSION: &str = "2.12.0";
-/// The logical data scope the README's snippets assume enabled: the one `helix serve`
+/// The logical data scope the snippets of docs/clients.md assume enabled: the one `helix serve`
 /// enables (its sample research library).
 pub const README_DATA_SCOPE: &str = "research_library";
 
@@ -302,7 +302,7 @@ fn codex(p: CodexProfile<'_>) -> ClientSetup {
 pub const README_BEGIN: &str = "<!-- clients:begin (generated from core/src/domain/clients.rs; do not edit) -->\n";
 pub const README_END: &str = "<!-- clients:end -->";
 
-/// The README's block (between [`README_BEGIN`] and [`README_END`]), with the placeholder URL.
+/// The block of docs/clients.md (between [`README_BEGIN`] and [`README_END`]), with the placeholder URL.
 pub fn readme_section() -> String {
     let mut out = String::from(README_BEGIN);
     let data = data_oauth_scopes(&[README_DATA_SCOPE.to_owned()]);
@@ -464,20 +464,21 @@ mod tests {
     }
 
     #[test]
-    fn the_readme_block_is_what_the_table_renders() {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md");
-        let readme = std::fs::read_to_string(path).expect("README");
+    fn the_clients_doc_block_is_what_the_table_renders() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/clients.md");
+        let readme = std::fs::read_to_string(path).expect("docs/clients.md");
         let expected = readme_section();
-        let begin = readme.find(README_BEGIN).expect("README has the clients:begin marker");
-        let end =
-            readme[begin..].find(README_END).expect("README has the clients:end marker") + begin + README_END.len();
+        let begin = readme.find(README_BEGIN).expect("docs/clients.md has the clients:begin marker");
+        let end = readme[begin..].find(README_END).expect("docs/clients.md has the clients:end marker")
+            + begin
+            + README_END.len();
         if std::env::var_os("HELIX_UPDATE_README").is_some() {
             std::fs::write(path, format!("{}{expected}{}", &readme[..begin], &readme[end..])).unwrap();
             return;
         }
         assert!(
             readme[begin..end] == expected,
-            "the README's MCP clients block differs from core/src/domain/clients.rs \
+            "the MCP clients block of docs/clients.md differs from core/src/domain/clients.rs \
              (rerun with HELIX_UPDATE_README=1 to regenerate); expected:\n{expected}"
         );
     }

@@ -12,7 +12,7 @@ impl RunId {
     /// `run_[A-Za-z0-9._:-]{8,200}` (the contract's pattern; 204 characters at most).
     pub fn parse(raw: &str) -> Option<Self> {
         let rest = raw.strip_prefix("run_")?;
-        let ok_len = (8..=200).contains(&rest.len());
+        let ok_len = RUN_ID_LEN.contains(&rest.len());
         let ok_chars = rest.bytes().all(|b| b.is_ascii_alphanumeric() || b"._:-".contains(&b));
         (ok_len && ok_chars).then(|| Self(raw.to_owned()))
     }
@@ -30,17 +30,47 @@ impl fmt::Display for RunId {
     }
 }
 
+/// The characters after `run_`: how many, and which (the JSON Schema below says the same).
+const RUN_ID_LEN: std::ops::RangeInclusive<usize> = 8..=200;
+
+/// The run id's schema (a path parameter of the published contract), from the rule of
+/// [`RunId::parse`].
+impl schemars::JsonSchema for RunId {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "RunId".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let pattern = format!("^run_[A-Za-z0-9._:-]{{{},{}}}$", RUN_ID_LEN.start(), RUN_ID_LEN.end());
+        schemars::json_schema!({"type": "string", "pattern": pattern})
+    }
+}
+
 /// An `Idempotency-Key`: 8-200 visible ASCII characters.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IdempotencyKey(String);
 
+/// How many characters an `Idempotency-Key` has.
+pub const IDEMPOTENCY_KEY_LEN: std::ops::RangeInclusive<usize> = 8..=200;
+
 impl IdempotencyKey {
     pub fn parse(raw: &str) -> Option<Self> {
-        let ok = (8..=200).contains(&raw.len()) && raw.bytes().all(|b| (0x21..=0x7e).contains(&b));
+        let ok = IDEMPOTENCY_KEY_LEN.contains(&raw.len()) && raw.bytes().all(|b| (0x21..=0x7e).contains(&b));
         ok.then(|| Self(raw.to_owned()))
     }
     pub fn as_str(&self) -> &str {
         &self.0
+    }
+}
+
+/// The header's schema in the published contract, from the rule of [`IdempotencyKey::parse`]
+/// (visible ASCII is `!` to `~`).
+impl schemars::JsonSchema for IdempotencyKey {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "IdempotencyKey".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let (min, max) = (*IDEMPOTENCY_KEY_LEN.start(), *IDEMPOTENCY_KEY_LEN.end());
+        schemars::json_schema!({"type": "string", "minLength": min, "maxLength": max, "pattern": "^[!-~]+$"})
     }
 }
 

@@ -33,7 +33,7 @@ pub enum PagedList {
     Sources,
     /// The runs of one agent binding (REST, the CLI).
     Runs,
-    /// The runs of every agent binding of an account (the `/runs` console).
+    /// The runs of a signed-in person's owner tuple (the `/runs` console).
     AccountRuns,
 }
 
@@ -185,6 +185,29 @@ pub fn query_values<'a>(raw: Option<&'a str>, allowed: &[(&str, &str)]) -> Resul
         }
     }
     Ok(values)
+}
+
+/// The published schema of a `cursor` parameter: the shape [`encode`] issues (its check
+/// cannot be described; a well-shaped cursor that fails it is `invalid_request`).
+pub struct CursorParam;
+
+impl schemars::JsonSchema for CursorParam {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Cursor".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let pattern = format!("^{PREFIX}[A-Za-z0-9_-]+$");
+        schemars::json_schema!({"type": "string", "minLength": PREFIX.len() + 1, "maxLength": MAX_CURSOR_LEN,
+            "pattern": pattern, "description": "The next_cursor of the previous page (opaque)."})
+    }
+}
+
+/// The query of a listing that takes only a [`cursor_query`] (its published form).
+#[derive(schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+pub struct PageQuery {
+    cursor: Option<CursorParam>,
 }
 
 /// The `cursor` of a query string that takes no other parameter (REST listings and the

@@ -46,6 +46,21 @@ pub fn output_schema_of<T: JsonSchema>() -> Value {
     value
 }
 
+/// The range of a schemars integer format (`int32`, `uint64`, …).
+fn integer_bounds(format: &str) -> Option<(Value, Value)> {
+    Some(match format {
+        "int8" => (i8::MIN.into(), i8::MAX.into()),
+        "int16" => (i16::MIN.into(), i16::MAX.into()),
+        "int32" => (i32::MIN.into(), i32::MAX.into()),
+        "int64" | "int" => (i64::MIN.into(), i64::MAX.into()),
+        "uint8" => (0.into(), u8::MAX.into()),
+        "uint16" => (0.into(), u16::MAX.into()),
+        "uint32" => (0.into(), u32::MAX.into()),
+        "uint64" | "uint" => (0.into(), u64::MAX.into()),
+        _ => return None,
+    })
+}
+
 fn drop_integer_formats(schema: &mut Value) {
     let Value::Object(map) = schema else { return };
     let integer = match map.get("type") {
@@ -53,8 +68,13 @@ fn drop_integer_formats(schema: &mut Value) {
         Some(Value::Array(ts)) => ts.iter().any(|t| t == "integer"),
         _ => false,
     };
-    if integer {
-        map.remove("format");
+    if integer && let Some(Value::String(format)) = map.remove("format") {
+        // The bounds the format stood for stay, as `minimum`/`maximum` (a value the Rust
+        // type cannot hold is refused by the server, so the schema says so too).
+        if let Some((min, max)) = integer_bounds(&format) {
+            map.entry("minimum").or_insert(min);
+            map.entry("maximum").or_insert(max);
+        }
     }
     for (key, sub) in map.iter_mut() {
         match (key.as_str(), sub) {
@@ -238,7 +258,7 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn integer_formats_are_dropped_at_every_level_and_other_keys_kept() {
+    fn integer_formats_become_their_bounds_at_every_level_and_other_keys_kept() {
         let mut s = json!({"type": "object", "properties": {
             "n": {"type": "integer", "format": "uint64", "minimum": 0},
             "m": {"type": ["integer", "null"], "format": "uint32"},
@@ -247,10 +267,13 @@ mod tests {
             "type": {"type": "string", "format": "email"}
         }});
         drop_integer_formats(&mut s);
-        assert_eq!(s["properties"]["n"], json!({"type": "integer", "minimum": 0}));
-        assert_eq!(s["properties"]["m"], json!({"type": ["integer", "null"]}));
+        assert_eq!(s["properties"]["n"], json!({"type": "integer", "minimum": 0, "maximum": u64::MAX}));
+        assert_eq!(s["properties"]["m"], json!({"type": ["integer", "null"], "minimum": 0, "maximum": u32::MAX}));
         assert_eq!(s["properties"]["d"]["format"], "date-time");
-        assert_eq!(s["properties"]["a"]["items"]["anyOf"][0], json!({"type": "integer"}));
+        assert_eq!(
+            s["properties"]["a"]["items"]["anyOf"][0],
+            json!({"type": "integer", "minimum": i64::MIN, "maximum": i64::MAX})
+        );
         assert_eq!(s["properties"]["type"]["format"], "email", "a property named type is not a keyword");
     }
 

@@ -99,6 +99,18 @@ pub fn all_oauth_scopes() -> Vec<&'static str> {
     all
 }
 
+/// The OAuth scopes the requested logical scopes need, deduplicated in request order: those
+/// of the enabled, known ones (any other is refused by [`admit`] whatever the token holds).
+pub fn oauth_scopes_of(requested: &[String], enabled: &[String]) -> Vec<&'static str> {
+    let mut out: Vec<&'static str> = Vec::new();
+    for scope in requested.iter().filter(|id| enabled.contains(id)).filter_map(|id| lookup(id)) {
+        if !out.contains(&scope.oauth_scope) {
+            out.push(scope.oauth_scope);
+        }
+    }
+    out
+}
+
 /// Why a requested logical scope was refused (the four checks of the contract, in order).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ScopeRefusal {

@@ -7,10 +7,9 @@ use axum::{Extension, Router};
 
 use super::idempotent::{self, Created};
 use super::{AppState, Authed, Group, IdemKey, Invocation, JsonBody, pipeline, run_json_response, run_response};
-use crate::domain::run::{CancelRequest, ContinueRequest, RunListQuery, StartRequest};
+use crate::domain::run::{CancelRequest, ContinueRequest, EventQuery, RunListQuery, StartRequest};
 use crate::error::ApiError;
 use crate::service::Mutation;
-use crate::service::runs::DEFAULT_EVENT_LIMIT;
 
 pub fn router(state: AppState) -> Router {
     let routes = Router::new()
@@ -95,19 +94,10 @@ async fn cancel(
     Ok(mutation_response(app.services.runs.cancel_run(&p, &run_id, &key, req).await?))
 }
 
-/// `after_seq` (default 0) and `limit` (default 50, 1-200); any other parameter is refused.
+/// `after_seq` (default 0) and `limit` (default 50, 1-200): [`EventQuery`]'s rule.
 pub(crate) fn event_query(raw: Option<&str>) -> Result<(u64, u32), ApiError> {
-    let (mut after, mut limit) = (0u64, DEFAULT_EVENT_LIMIT);
-    for pair in raw.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
-        let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
-        let bad = |n: &str| ApiError::InvalidRequest(format!("{n}: must be a whole number"));
-        match name {
-            "after_seq" => after = value.parse().map_err(|_| bad("after_seq"))?,
-            "limit" => limit = value.parse().map_err(|_| bad("limit"))?,
-            _ => return Err(ApiError::InvalidRequest("unknown query parameter".into())),
-        }
-    }
-    Ok((after, limit))
+    let q = EventQuery::parse(raw)?;
+    Ok((q.after_seq, q.limit))
 }
 
 async fn events(

@@ -1,7 +1,9 @@
 //! `/authorize` of the development issuer: the request is checked (client, exact
 //! redirect with the loopback port relaxed, PKCE S256, `state`, `resource`, scopes) and
-//! kept as a pending authorization in the store; the person signs in on the development
-//! sign-in page, then approves (possibly fewer scopes) or denies on the consent page.
+//! handed to the sign-in page as a sealed pending authorization (HMAC-signed, short-lived:
+//! an anonymous `GET` writes nothing to the store); the person signs in on the development
+//! sign-in page, which keeps it in the store, tied to that browser session, then approves
+//! (possibly fewer scopes) or denies on the consent page.
 //! Approving signs the browser in and allows agents for exactly that identity through the
 //! account service's own grant, then hands the client a single-use code.
 //!
@@ -16,8 +18,9 @@ use http::header::{CONTENT_SECURITY_POLICY, LOCATION, SET_COOKIE};
 use http::{HeaderMap, HeaderValue, StatusCode};
 
 use super::AppState;
-use super::dev_auth::{AUTHORIZE_PATH, OFFLINE_ACCESS};
+use super::dev_auth::{AUTHORIZE_PATH, DevAuthKey, OFFLINE_ACCESS};
 use super::dev_oidc::{LoginPage, identifier_ok, remember_identity, remembered_identity};
+use super::dev_token::DevIssuer;
 use super::pages::{Csp, Page, SESSION_COOKIE, SameOrigin, cookie, pairs, single};
 use crate::config::{DEV_PROVIDER_CLIENT_ID, DEV_PROVIDER_PATH};
 use crate::domain::account::BrowserSecret;
@@ -25,7 +28,7 @@ use crate::domain::random_hex;
 use crate::domain::scopes::all_oauth_scopes;
 use crate::error::ApiError;
 use crate::service::accounts::LinkIdentity;
-use crate::service::records::oauth_clients::{OAuthClient, get_client};
+use crate::service::records::oauth_clients::OAuthClient;
 use crate::service::records::oauth_grants::{
     Grant, PendingAuthorization, get_pending, put_code, put_pending, take_pending,
 };
@@ -65,10 +68,14 @@ pub fn redirect_matches(registered: &str, requested: &str) -> bool {
 #[template(path = "dev_authorize_error.html")]
 struct ErrorPage {
     code: &'static str,
-    description: &'static str,
+    description: String,
 }
 
 fn error_page(code: &'static str, description: &'static str) -> Response {
+    error_page_text(code, description.to_owned())
+}
+
+fn error_page_text(code: &'static str, description: String) -> Response {
     (StatusCode::BAD_REQUEST, Page(ErrorPage { code, description })).into_response()
 }
 
@@ -105,8 +112,25 @@ fn refuse(redirect_uri: &str, state: Option<&str>, error: &str, description: &st
     back(redirect_uri, &params)
 }
 
+/// The pending authorization as the sign-in form carries it: sealed with a fresh nonce, so
+/// no two requests share a value (the value names the pending authorization afterwards).
+fn seal_pending(key: &DevAuthKey, pending: &PendingAuthorization) -> String {
+    key.seal(&serde_json::to_vec(&(random_hex(16), pending)).expect("a pending authorization serializes"))
+}
+
+/// A sealed pending authorization this issuer made, not yet signed in, not expired at `now`.
+fn open_pending(key: &DevAuthKey, sealed: &str, now: i64) -> Option<PendingAuthorization> {
+    let (_, pending): (String, PendingAuthorization) = serde_json::from_slice(&key.open(sealed)?).ok()?;
+    (pending.expires_at > now && pending.subject.is_none()).then_some(pending)
+}
+
 /// `GET /authorize`: checks the request and shows the sign-in page.
-pub async fn authorize(State(state): State<AppState>, headers: HeaderMap, RawQuery(query): RawQuery) -> Response {
+pub(super) async fn authorize(
+    State(issuer): State<DevIssuer>,
+    headers: HeaderMap,
+    RawQuery(query): RawQuery,
+) -> Response {
+    let state = &issuer.app;
     let q = pairs(query.as_deref().unwrap_or(""));
     // The first-party browser client signs in on its own page (no consent: it is Helix).
     if single(&q, "client_id") == Ok(Some(DEV_PROVIDER_CLIENT_ID)) && state.services.config.browser.dev_provider {
@@ -117,13 +141,17 @@ pub async fn authorize(State(state): State<AppState>, headers: HeaderMap, RawQue
         return error_page("invalid_request", "client_id and redirect_uri may be given once");
     };
     let Some(client_id) = client_id else { return error_page("invalid_request", "client_id is required") };
-    let client = match get_client(state.services.store.as_ref(), client_id).await {
-        Ok(Some(c)) => c,
-        Ok(None) => return error_page("invalid_client", "this client is not registered (or its registration expired)"),
-        Err(e) => return ApiError::from(e).into_response(),
+    let client = match issuer.client(client_id).await {
+        Ok(Ok(c)) => c,
+        Ok(Err(why)) => return error_page_text("invalid_client", why),
+        Err(e) => return e.into_response(),
     };
+    // A metadata document's redirect URIs are matched exactly; a registration's loopback
+    // ports are relaxed (RFC 8252 §7.3).
+    let exact = super::dev_client_metadata::is_metadata_url(&client.client_id);
+    let matches = |reg: &String, r: &str| if exact { reg == r } else { redirect_matches(reg, r) };
     let redirect_uri = match redirect_uri {
-        Some(r) if client.redirect_uris.iter().any(|reg| redirect_matches(reg, r)) => r.to_owned(),
+        Some(r) if client.redirect_uris.iter().any(|reg| matches(reg, r)) => r.to_owned(),
         Some(_) => return error_page("invalid_redirect_uri", "redirect_uri is not one the client registered"),
         None if client.redirect_uris.len() == 1 => client.redirect_uris[0].clone(),
         None => return error_page("invalid_request", "redirect_uri is required"),
@@ -135,7 +163,7 @@ pub async fn authorize(State(state): State<AppState>, headers: HeaderMap, RawQue
     let Some(client_state) = client_state.filter(|s| !s.is_empty()) else {
         return refuse(&redirect_uri, None, "invalid_request", "state is required");
     };
-    match check_request(&state, &client, &q) {
+    match check_request(state, &client, &q) {
         Ok((code_challenge, scopes)) => {
             let now = state.services.clock.epoch();
             let pending = PendingAuthorization {
@@ -151,11 +179,7 @@ pub async fn authorize(State(state): State<AppState>, headers: HeaderMap, RawQue
                 session_hash: None,
                 expires_at: now + PENDING_TTL_SECS,
             };
-            let id = random_hex(32);
-            if let Err(e) = put_pending(state.services.store.as_ref(), &id, &pending).await {
-                return ApiError::from(e).into_response();
-            }
-            sign_in_page(id, &headers)
+            sign_in_page(seal_pending(&issuer.key, &pending), &headers)
         }
         Err((error, description)) => refuse(&redirect_uri, Some(client_state), error, description),
     }
@@ -226,15 +250,21 @@ struct ConsentPage {
 /// `POST /authorize`: the sign-in form (`subject`, `tenant`) or the decision
 /// (`decision` = approve | deny, the ticked `scope`s), each naming its pending
 /// authorization. Same-origin only.
-pub async fn decide(State(state): State<AppState>, _: SameOrigin, headers: HeaderMap, body: Bytes) -> Response {
+pub(super) async fn decide(
+    State(issuer): State<DevIssuer>,
+    _: SameOrigin,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let state = &issuer.app;
     let form = pairs(std::str::from_utf8(&body).unwrap_or(""));
     let Ok(Some(pending_id)) = single(&form, "pending") else {
         return error_page("invalid_request", "the form names no pending authorization");
     };
     let pending_id = pending_id.to_owned();
     let outcome = match single(&form, "decision") {
-        Ok(None) => signed_in(&state, &headers, &pending_id, &form).await,
-        Ok(Some(decision)) => decision_taken(&state, &headers, &pending_id, decision, &form).await,
+        Ok(None) => signed_in(state, &issuer.key, &headers, &pending_id, &form).await,
+        Ok(Some(decision)) => decision_taken(state, &headers, &pending_id, decision, &form).await,
         Err(()) => return error_page("invalid_request", "one decision at a time"),
     };
     outcome.unwrap_or_else(IntoResponse::into_response)
@@ -245,15 +275,18 @@ fn identity<'a>(state: &'a AppState, subject: &'a str, tenant: &'a str) -> LinkI
     LinkIdentity { issuer: &oauth.issuer, tenant, provider: &oauth.provider, subject }
 }
 
+/// The sign-in form: the sealed request is opened and, once the person signed in, kept in
+/// the store under that value for the decision.
 async fn signed_in(
     state: &AppState,
+    key: &DevAuthKey,
     headers: &HeaderMap,
     pending_id: &str,
     form: &[(String, String)],
 ) -> Result<Response, ApiError> {
     let store = state.services.store.as_ref();
-    let Some(mut pending) = get_pending(store, pending_id).await? else {
-        return Ok(error_page("invalid_request", "this authorization request expired or was already decided"));
+    let Some(mut pending) = open_pending(key, pending_id, state.services.clock.epoch()) else {
+        return Ok(error_page("invalid_request", "this authorization request expired or is not one this server made"));
     };
     let (Ok(Some(subject)), Ok(Some(tenant))) = (single(form, "subject"), single(form, "tenant")) else {
         return Ok(error_page("invalid_request", "subject and tenant are required"));
@@ -364,5 +397,36 @@ mod tests {
         assert_eq!(single(&q, "state"), Ok(Some("s t")));
         assert_eq!(single(&pairs("resource=a&resource=b"), "resource"), Err(()));
         assert_eq!(single(&q, "missing"), Ok(None));
+    }
+
+    fn pending(expires_at: i64) -> PendingAuthorization {
+        PendingAuthorization {
+            client_id: "dyn_1".into(),
+            client_name: None,
+            redirect_uri: "http://127.0.0.1:1/cb".into(),
+            state: "s".into(),
+            code_challenge: "c".repeat(43),
+            scopes: vec!["helix.agent_runs.read".into()],
+            resource: "http://127.0.0.1:9000/mcp".into(),
+            subject: None,
+            tenant: None,
+            session_hash: None,
+            expires_at,
+        }
+    }
+
+    #[test]
+    fn a_sealed_request_opens_until_it_expires_and_each_seal_is_unique() {
+        let key = DevAuthKey::from_pkcs8(&DevAuthKey::generate_pkcs8()).unwrap();
+        let p = pending(1_000);
+        let (a, b) = (seal_pending(&key, &p), seal_pending(&key, &p));
+        assert_ne!(a, b, "a fresh nonce in each");
+        assert_eq!(open_pending(&key, &a, 999), Some(p.clone()));
+        assert_eq!(open_pending(&key, &a, 1_000), None, "expired");
+        let mut signed_in = p;
+        signed_in.subject = Some("alice".into());
+        assert_eq!(open_pending(&key, &seal_pending(&key, &signed_in), 0), None, "only a request not yet signed in");
+        let other = DevAuthKey::from_pkcs8(&DevAuthKey::generate_pkcs8()).unwrap();
+        assert_eq!(open_pending(&other, &a, 0), None);
     }
 }

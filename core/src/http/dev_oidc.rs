@@ -3,8 +3,8 @@
 //! person in through its real OIDC client code with no external service. People and
 //! agents sign in at one issuer, as at Auth0 in production: its identifier is the base
 //! URL, its metadata the issuer's, `/authorize` sends this client to the sign-in page
-//! here and `/token` hands its codes to [`exchange`]; ID tokens are ES256, signed by the
-//! issuer's data-dir key. Codes are single-use, short-lived, PKCE (S256) bound and kept in
+//! here and `/token` hands its codes to [`exchange`]; ID tokens are RS256, signed by the
+//! issuer's ID-token key (published beside its access-token key). Codes are single-use, short-lived, PKCE (S256) bound and kept in
 //! memory. The subject and tenant picked on the page are the same identity as
 //! `helix dev-token --subject S --tenant T`.
 
@@ -23,7 +23,7 @@ use http::{HeaderMap, HeaderValue, StatusCode};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::dev_auth::DevAuthKey;
+use super::dev_auth::IdTokenKey;
 use super::pages::{Csp, Page, Referrer, SameOrigin, page_headers};
 use super::{AppState, Group, pipeline};
 use crate::config::{DEV_PROVIDER_CLIENT_ID, DEV_PROVIDER_PATH, Mode};
@@ -82,15 +82,21 @@ struct Grant {
     expires_at: i64,
 }
 
-/// The browser sign-in's state: the issuer's key and the codes it issued.
+/// The browser sign-in's state: the ID-token key and the codes it issued.
 pub struct DevProvider {
-    key: Arc<DevAuthKey>,
+    pub(super) id_token_key: IdTokenKey,
     codes: Mutex<HashMap<String, Grant>>,
 }
 
 impl DevProvider {
-    pub fn new(key: Arc<DevAuthKey>) -> Self {
-        Self { key, codes: Mutex::default() }
+    pub fn new() -> Self {
+        Self { id_token_key: IdTokenKey::generate(), codes: Mutex::default() }
+    }
+}
+
+impl Default for DevProvider {
+    fn default() -> Self {
+        Self::new()
     }
 }
 
@@ -111,9 +117,9 @@ fn redirect_uri(state: &AppState) -> String {
 }
 
 /// The provider, or None unless this is development with the provider enabled.
-pub fn provider(state: &AppState, key: Arc<DevAuthKey>) -> Option<Arc<DevProvider>> {
+pub fn provider(state: &AppState) -> Option<Arc<DevProvider>> {
     let config = &state.services.config;
-    (config.mode == Mode::Development && config.browser.dev_provider).then(|| Arc::new(DevProvider::new(key)))
+    (config.mode == Mode::Development && config.browser.dev_provider).then(|| Arc::new(DevProvider::new()))
 }
 
 /// The sign-in page's routes (the issuer's `/authorize` sends the browser client here).
@@ -292,7 +298,7 @@ pub(super) fn exchange(app: &AppState, provider: &DevProvider, f: TokenForm) -> 
     if grant.expires_at <= now || grant.redirect_uri != f.redirect_uri || challenge != grant.code_challenge {
         return token_error("invalid_grant");
     }
-    let id_token = provider.key.sign(&json!({
+    let id_token = provider.id_token_key.sign(&json!({
         "iss": super::dev_auth::issuer_url(app),
         "sub": grant.subject,
         "aud": DEV_PROVIDER_CLIENT_ID,

@@ -24,9 +24,9 @@ const MAX_URI_CHARS: usize = 512;
 const MAX_NAME_CHARS: usize = 128;
 
 /// An RFC 7591 error: answered 400 `{"error", "error_description"}`.
-struct Refusal {
+pub(super) struct Refusal {
     code: &'static str,
-    description: String,
+    pub(super) description: String,
 }
 
 impl IntoResponse for Refusal {
@@ -78,7 +78,7 @@ fn optional_str<'a>(v: &'a Value, field: &str) -> Result<Option<&'a str>, Refusa
 }
 
 /// The client a registration request describes, or the RFC 7591 error.
-fn client_of(v: &Value, now: i64) -> Result<OAuthClient, Refusal> {
+pub(super) fn client_of(v: &Value, now: i64) -> Result<OAuthClient, Refusal> {
     if !v.is_object() {
         return Err(metadata_error("the body must be a JSON object"));
     }

@@ -14,7 +14,8 @@ use serde_json::Value;
 use tower_http::set_header::SetResponseHeaderLayer;
 
 use super::dev_auth::{
-    AUTHORIZE_PATH, DevAuthKey, JWKS_PATH, METADATA_PATHS, REGISTER_PATH, TOKEN_PATH, metadata_document,
+    AUTHORIZE_PATH, DevAuthKey, JWKS_PATH, METADATA_PATHS, OPENID_METADATA_PATHS, REGISTER_PATH, TOKEN_PATH,
+    metadata_document,
 };
 use super::dev_token::DevIssuer;
 use super::pages::{Csp, Referrer, page_headers_but_csp as page_headers};
@@ -27,13 +28,15 @@ pub fn router(state: AppState, key: Arc<DevAuthKey>) -> Option<Router> {
     if state.services.config.mode != Mode::Development {
         return None;
     }
-    let browser = super::dev_oidc::provider(&state, key.clone());
-    let issuer = DevIssuer { app: state.clone(), key, browser: browser.clone() };
+    let browser = super::dev_oidc::provider(&state);
+    let clients = Arc::new(super::dev_client_metadata::ClientMetadata::new());
+    let issuer = DevIssuer { app: state.clone(), key, browser: browser.clone(), clients };
     let mut router = Router::new()
         .route(JWKS_PATH, get(jwks))
         .route(REGISTER_PATH, axum::routing::post(super::dev_register::register))
         .route(TOKEN_PATH, axum::routing::post(super::dev_token::token));
-    for path in METADATA_PATHS {
+    let openid = if browser.is_some() { &OPENID_METADATA_PATHS[..] } else { &[] };
+    for path in METADATA_PATHS.iter().chain(openid) {
         router = router.route(path, get(metadata));
     }
     // The pages: the account lane's pipeline and headers, except that the consent page
@@ -44,7 +47,7 @@ pub fn router(state: AppState, key: Arc<DevAuthKey>) -> Option<Router> {
         .layer(axum::middleware::from_fn_with_state((state.clone(), Group::Account), pipeline))
         .layer(page_headers(Referrer::SameOrigin))
         .layer(SetResponseHeaderLayer::if_not_present(CONTENT_SECURITY_POLICY, policy))
-        .with_state(state.clone());
+        .with_state(issuer.clone());
     let mut all = router
         .layer(axum::middleware::from_fn_with_state((state.clone(), Group::Discovery), pipeline))
         .with_state(issuer)
@@ -56,9 +59,14 @@ pub fn router(state: AppState, key: Arc<DevAuthKey>) -> Option<Router> {
 }
 
 async fn metadata(State(issuer): State<DevIssuer>) -> Json<Value> {
-    Json(metadata_document(&issuer.app))
+    Json(metadata_document(&issuer.app, issuer.browser.is_some()))
 }
 
+/// The access tokens' ES256 key and, with the browser's sign-in, the ID tokens' RS256 key.
 async fn jwks(State(issuer): State<DevIssuer>) -> Json<Value> {
-    Json(issuer.key.jwks())
+    let mut set = issuer.key.jwks();
+    if let (Some(browser), Some(keys)) = (&issuer.browser, set["keys"].as_array_mut()) {
+        keys.push(browser.id_token_key.jwk());
+    }
+    Json(set)
 }

@@ -23,7 +23,7 @@ use super::pages::{pairs, single};
 use crate::config::DEV_PROVIDER_CLIENT_ID;
 use crate::domain::{random_hex, sha256_hex};
 use crate::error::ApiError;
-use crate::service::records::oauth_clients::get_client;
+use crate::service::records::oauth_clients::{OAuthClient, get_client};
 use crate::service::records::oauth_grants::{RefreshFamily, end_family, family_of, rotate, start_family, take_code};
 
 /// How long an access token is valid.
@@ -51,6 +51,22 @@ pub(super) struct DevIssuer {
     pub key: std::sync::Arc<DevAuthKey>,
     /// The browser's sign-in (the first-party client), when enabled.
     pub browser: Option<std::sync::Arc<super::dev_oidc::DevProvider>>,
+    /// Clients named by their metadata document's URL.
+    pub clients: std::sync::Arc<super::dev_client_metadata::ClientMetadata>,
+}
+
+impl DevIssuer {
+    /// The client `client_id` names: a metadata document (fetched or cached), else a
+    /// registration in the store. `Ok(Err(why))` when there is none to use.
+    pub(super) async fn client(&self, client_id: &str) -> Result<Result<OAuthClient, String>, ApiError> {
+        if super::dev_client_metadata::is_metadata_url(client_id) {
+            let now = self.app.services.clock.epoch();
+            return Ok(self.clients.resolve(client_id, now).await.map_err(|e| e.to_string()));
+        }
+        Ok(get_client(self.app.services.store.as_ref(), client_id)
+            .await?
+            .ok_or_else(|| "this client is not registered (or its registration expired)".to_owned()))
+    }
 }
 
 impl axum::extract::FromRef<DevIssuer> for AppState {
@@ -103,9 +119,9 @@ fn field<'a>(form: &'a [(String, String)], name: &str) -> Option<&'a str> {
 /// The client must be registered (public: it proves nothing but its id).
 async fn client(issuer: &DevIssuer, client_id: Option<&str>) -> Result<Vec<String>, Response> {
     let Some(id) = client_id else { return Err(oauth_error("invalid_request", "client_id is required")) };
-    match get_client(issuer.app.services.store.as_ref(), id).await {
-        Ok(Some(c)) => Ok(c.grant_types),
-        Ok(None) => Err(oauth_error("invalid_client", "this client is not registered (or its registration expired)")),
+    match issuer.client(id).await {
+        Ok(Ok(c)) => Ok(c.grant_types),
+        Ok(Err(why)) => Err(oauth_error("invalid_client", &why)),
         Err(e) => Err(unavailable(e)),
     }
 }

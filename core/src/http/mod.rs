@@ -13,6 +13,7 @@ pub mod connector_credentials;
 pub mod connector_region;
 pub mod dev_auth;
 pub mod dev_authorize;
+pub mod dev_client_metadata;
 pub mod dev_oidc;
 pub mod dev_register;
 pub mod dev_routes;
@@ -412,10 +413,11 @@ impl<S: Send + Sync> FromRequestParts<S> for IdemKey {
     }
 }
 
-/// Strict JSON body: `application/json`, within the group's limit, no unknown fields.
+/// Strict JSON body: `application/json`, within the group's limit, no unknown fields, and
+/// within the JSON Schema `/openapi.json` publishes for `T` ([`body_schema`]).
 pub struct JsonBody<T>(pub T);
 
-impl<T: DeserializeOwned> FromRequest<AppState> for JsonBody<T> {
+impl<T: DeserializeOwned + schemars::JsonSchema> FromRequest<AppState> for JsonBody<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &AppState) -> Result<Self, ApiError> {
@@ -431,8 +433,28 @@ impl<T: DeserializeOwned> FromRequest<AppState> for JsonBody<T> {
             return Err(ApiError::UnsupportedMediaType);
         }
         let bytes = read_body(req.into_body(), limit).await?;
-        parse_strict(&bytes).map(JsonBody)
+        let value: serde_json::Value = parse_strict(&bytes)?;
+        let parsed = parse_strict_value(&value)?;
+        // What serde reads but the published schema refuses (an object spelled as an
+        // array, a count out of its bounds) is refused too: the document and the server
+        // agree on every body. The message names the field and the rule, never the value.
+        crate::mcp::validate::check(&body_schema::<T>(), &value)
+            .map_err(|v| ApiError::InvalidRequest(v.to_string()))?;
+        Ok(JsonBody(parsed))
     }
+}
+
+/// The published request schema of `T` (the MCP input form, as in `/openapi.json`),
+/// generated once per type.
+fn body_schema<T: schemars::JsonSchema>() -> std::sync::Arc<serde_json::Value> {
+    use std::collections::HashMap;
+    use std::sync::{Arc, LazyLock, Mutex};
+    static SCHEMAS: LazyLock<Mutex<HashMap<&'static str, Arc<serde_json::Value>>>> = LazyLock::new(Default::default);
+    let mut schemas = SCHEMAS.lock().unwrap_or_else(|e| e.into_inner());
+    schemas
+        .entry(std::any::type_name::<T>())
+        .or_insert_with(|| Arc::new(serde_json::Value::Object(crate::domain::schema::input_schema::<T>())))
+        .clone()
 }
 
 /// Reads a request body within `limit` bytes: too long is 413, stalled past the

@@ -436,8 +436,7 @@ mod tests {
         assert_eq!(page_headers_of(super::super::account::router(s.clone()), "/account/nowhere").await, forms);
         let observer = super::super::observer::router(s.clone());
         assert_eq!(page_headers_of(observer, super::super::observer::BASE).await, forms, "405 of the observer lane");
-        let key = super::super::dev_auth::DevAuthKey::from_pkcs8(&super::super::dev_auth::DevAuthKey::generate_pkcs8());
-        let provider = super::super::dev_oidc::provider(&s, std::sync::Arc::new(key.unwrap()));
+        let provider = super::super::dev_oidc::provider(&s);
         let dev = super::super::dev_oidc::router(s.clone(), provider.expect("development provider"));
         assert_eq!(page_headers_of(dev, "/dev-oidc/nowhere").await, forms);
         let script = expected(SAME_ORIGIN_SCRIPT, "same-origin");

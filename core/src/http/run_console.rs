@@ -1,4 +1,5 @@
-//! The run console: `/runs` (the runs of every agent binding of the signed-in account,
+//! The run console: `/runs` (the signed-in account's runs under the owner tuple the browser
+//! signed in with,
 //! newest first, cursor-paged, filterable by status) and `/runs/{run_id}` (the timeline,
 //! pending questions, evidence with provenance, the verified terminal product and the
 //! Cancel button), with their same-origin JSON twins under `/api/account/runs`. Cookie
@@ -108,7 +109,7 @@ async fn runs_page(
     RawQuery(q): RawQuery,
 ) -> Result<Response, ApiError> {
     let query = RunListQuery::parse(q.as_deref())?;
-    let listed = state.services.runs.person_runs(&session.account_id, &query).await?;
+    let listed = state.services.runs.person_runs(&session, &query).await?;
     let now = state.services.clock.now();
     let rows = listed
         .runs
@@ -160,7 +161,7 @@ async fn run_page(
     RawQuery(q): RawQuery,
 ) -> Result<Response, ApiError> {
     empty_request(q.as_deref(), b"")?;
-    let (run, evidence, events) = state.services.runs.person_page(&session.account_id, &run_id, 200).await?;
+    let (run, evidence, events) = state.services.runs.person_page(&session, &run_id, 200).await?;
     let timeline: Vec<TimelineEntry> = events
         .events
         .iter()
@@ -213,7 +214,7 @@ async fn list(
     RawQuery(q): RawQuery,
 ) -> Result<Response, ApiError> {
     let query = RunListQuery::parse(q.as_deref())?;
-    Ok(Json(to_value(&state.services.runs.person_runs(&session.account_id, &query).await?)).into_response())
+    Ok(Json(to_value(&state.services.runs.person_runs(&session, &query).await?)).into_response())
 }
 
 async fn inspect(
@@ -223,7 +224,7 @@ async fn inspect(
     RawQuery(q): RawQuery,
 ) -> Result<Response, ApiError> {
     empty_request(q.as_deref(), b"")?;
-    let run = state.services.runs.person_inspect(&session.account_id, &run_id).await?;
+    let run = state.services.runs.person_inspect(&session, &run_id).await?;
     Ok(run_response(http::StatusCode::OK, to_value(&run)))
 }
 
@@ -234,7 +235,7 @@ async fn events(
     RawQuery(q): RawQuery,
 ) -> Result<Response, ApiError> {
     let (after, limit) = super::agent_runs::event_query(q.as_deref())?;
-    let page: EventPageView = state.services.runs.person_events(&session.account_id, &run_id, after, limit).await?;
+    let page: EventPageView = state.services.runs.person_events(&session, &run_id, after, limit).await?;
     Ok(Json(to_value(&page)).into_response())
 }
 
@@ -245,7 +246,7 @@ async fn evidence(
     RawQuery(q): RawQuery,
 ) -> Result<Response, ApiError> {
     empty_request(q.as_deref(), b"")?;
-    Ok(Json(to_value(&state.services.runs.person_evidence(&session.account_id, &run_id).await?)).into_response())
+    Ok(Json(to_value(&state.services.runs.person_evidence(&session, &run_id).await?)).into_response())
 }
 
 /// The person's cancel: `Idempotency-Key` and `{expected_version, reason?}` as on the
@@ -257,7 +258,7 @@ async fn cancel(
     IdemKey(key): IdemKey,
     JsonBody(req): JsonBody<CancelRequest>,
 ) -> Result<Response, ApiError> {
-    let m = state.services.runs.person_cancel(&session.account_id, &run_id, &key, req).await?;
+    let m = state.services.runs.person_cancel(&session, &run_id, &key, req).await?;
     Ok(idempotent::mutation_response(m, run_response, None))
 }
 

@@ -111,7 +111,7 @@ async fn method_not_allowed() -> ApiError {
 }
 
 fn rejection(r: Rejection) -> Response {
-    (StatusCode::BAD_REQUEST, axum::Json(r.body())).into_response()
+    (r.status(), axum::Json(r.body())).into_response()
 }
 
 fn is_json(value: Option<&HeaderValue>) -> bool {

@@ -1,18 +1,21 @@
 //! The JSON-RPC envelope preflight: runs on the raw body before authentication and
-//! before the MCP SDK sees anything. A refusal is an HTTP 400 JSON-RPC error with
-//! `id: null` and a fixed message: nothing from the request is ever echoed. Arguments
-//! that do not match the tool's input schema are `-32602 Invalid params` naming the path
-//! and the rule (from the schema alone, see [`super::validate`]).
-//! Pure: no I/O, no state beyond the static tool catalogs.
+//! before the MCP SDK sees anything. Its refusals answer as the official TypeScript SDK's
+//! stateless server does (HTTP status, JSON-RPC code, `id`): a body that is not one valid
+//! JSON-RPC message is HTTP 400 with `id: null`; a well-formed request for an unknown
+//! method, an unknown tool or malformed `tools/call` params is a JSON-RPC error with the
+//! request's id; the contract's credential-shaped refusals are HTTP 400, `-32600`, `id:
+//! null`. Every message is fixed: nothing from the request is echoed but a checked id.
+//! Arguments off the tool's input schema are not refused here: they are a tool result
+//! (SEP-1303, [`super::server`]). Pure: no I/O, no state beyond the static tool catalogs.
 
 use std::borrow::Cow;
 use std::fmt;
 
+use http::StatusCode;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
 use super::catalog::{self, Catalog};
-use super::validate::{Violation, check as check_schema};
 use crate::domain::credential::secret_value;
 use crate::http::redact::{identifier_carries_credential, is_trace_context_id, looks_like_credential};
 
@@ -20,7 +23,8 @@ use crate::http::redact::{identifier_carries_credential, is_trace_context_id, lo
 pub const MAX_ID_CHARS: usize = 128;
 
 /// Client-to-server request methods of the MCP revisions served (the SDK answers
-/// the ones this server does not implement with "method not found").
+/// the ones this server does not implement with "method not found"; any other method
+/// is answered so here).
 pub const REQUEST_METHODS: &[&str] = &[
     "initialize",
     "server/discover",
@@ -36,72 +40,91 @@ pub const REQUEST_METHODS: &[&str] = &[
     "logging/setLevel",
 ];
 
-pub const NOTIFICATION_METHODS: &[&str] = &[
-    "notifications/initialized",
-    "notifications/cancelled",
-    "notifications/progress",
-    "notifications/roots/list_changed",
-];
-
-/// Why an envelope was refused. Each maps to one fixed message, except
-/// [`Rejection::InvalidParams`], whose message is built from the schema's names.
+/// Why an envelope was refused. Each maps to one fixed message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Rejection {
+    /// Not JSON.
     Parse,
+    // Not one valid JSON-RPC message (HTTP 400, `-32700`, `id: null`, as the TypeScript SDK).
     Batch,
     NotObject,
     DuplicateKey,
     UnknownMember,
     Version,
     Id,
-    IdPresence,
     Method,
     Params,
-    CallParams,
+    Meta,
+    // The contract's static refusals of credential-shaped values (`-32600`, `id: null`).
+    CredentialId,
     ToolName,
-    /// Credential-shaped arguments: the static refusal the contract asks for.
     Arguments,
     /// A credential-shaped `_meta` of a tool call: the same static refusal.
-    Meta,
-    /// Arguments that do not match the tool's input schema: where and which rule.
-    InvalidParams(Violation),
+    MetaCredential,
+    // A well-formed request refused with its own id (HTTP 200).
+    /// A request method this server does not know (`-32601`).
+    MethodNotFound(Value),
+    /// `tools/call` params that are not `name` (a string), `arguments` (an object) and
+    /// `_meta` (`-32602`).
+    CallParams(Value),
+    /// A `tools/call` of a tool not in the catalog (`-32602`, the MCP spec's protocol error).
+    UnknownTool(Value),
 }
 
 impl Rejection {
-    /// JSON-RPC error code: -32700 for a body that is not JSON, -32602 for arguments that
-    /// do not match the input schema, else -32600.
+    /// JSON-RPC error code: `-32700` for a body that is not one valid JSON-RPC message,
+    /// `-32600` for the credential refusals, `-32601`/`-32602` for a refused request.
     pub fn code(&self) -> i64 {
         match self {
-            Rejection::Parse => -32700,
-            Rejection::InvalidParams(_) => -32602,
-            _ => -32600,
+            Rejection::CredentialId | Rejection::ToolName | Rejection::Arguments | Rejection::MetaCredential => -32600,
+            Rejection::MethodNotFound(_) => -32601,
+            Rejection::CallParams(_) | Rejection::UnknownTool(_) => -32602,
+            _ => -32700,
         }
     }
 
-    pub fn message(&self) -> Cow<'static, str> {
-        Cow::Borrowed(match self {
+    /// HTTP 200 for a refused request (a JSON-RPC error answering its id), else 400.
+    pub fn status(&self) -> StatusCode {
+        if self.id().is_null() { StatusCode::BAD_REQUEST } else { StatusCode::OK }
+    }
+
+    /// The id the answer carries: the request's own (already checked: an integer or a
+    /// short string that is not credential-shaped) when it is a refused request, else null.
+    pub fn id(&self) -> &Value {
+        match self {
+            Rejection::MethodNotFound(id) | Rejection::CallParams(id) | Rejection::UnknownTool(id) => id,
+            _ => &Value::Null,
+        }
+    }
+
+    pub fn message(&self) -> &'static str {
+        match self {
             Rejection::Parse => "Parse error: the body is not valid JSON",
-            Rejection::Batch => "Invalid Request: batches are not accepted",
-            Rejection::NotObject => "Invalid Request: the body must be one JSON-RPC object",
-            Rejection::DuplicateKey => "Invalid Request: duplicate object key",
-            Rejection::UnknownMember => "Invalid Request: unknown or misplaced envelope member",
-            Rejection::Version => "Invalid Request: jsonrpc must be \"2.0\"",
-            Rejection::Id => "Invalid Request: id must be an integer or a short opaque string",
-            Rejection::IdPresence => "Invalid Request: requests carry an id, notifications do not",
-            Rejection::Method => "Invalid Request: unknown method",
-            Rejection::Params => "Invalid Request: params must be an object",
-            Rejection::CallParams => "Invalid Request: tools/call params admit only name, arguments and _meta",
+            Rejection::Batch => "Parse error: invalid JSON-RPC message (batches are not accepted)",
+            Rejection::NotObject => "Parse error: invalid JSON-RPC message (the body must be one JSON-RPC object)",
+            Rejection::DuplicateKey => "Parse error: invalid JSON-RPC message (duplicate object key)",
+            Rejection::UnknownMember => "Parse error: invalid JSON-RPC message (unknown or misplaced envelope member)",
+            Rejection::Version => "Parse error: invalid JSON-RPC message (jsonrpc must be \"2.0\")",
+            Rejection::Id => "Parse error: invalid JSON-RPC message (id must be an integer or a short string)",
+            Rejection::Method => "Parse error: invalid JSON-RPC message (method must be a string)",
+            Rejection::Params => "Parse error: invalid JSON-RPC message (params must be an object)",
+            Rejection::Meta => "Parse error: invalid JSON-RPC message (_meta must be an object)",
+            Rejection::CredentialId => "Invalid Request: id must be an integer or a short opaque string",
             Rejection::ToolName => "Invalid Request: unknown tool",
             Rejection::Arguments => "Invalid Request: arguments do not match the tool's inputSchema",
-            Rejection::Meta => "Invalid Request: _meta must not carry a credential",
-            Rejection::InvalidParams(v) => return Cow::Owned(format!("Invalid params: {v}")),
-        })
+            Rejection::MetaCredential => "Invalid Request: _meta must not carry a credential",
+            Rejection::MethodNotFound(_) => "Method not found",
+            Rejection::CallParams(_) => {
+                "Invalid params: tools/call params admit only name (a string), arguments (an object) and _meta"
+            }
+            Rejection::UnknownTool(_) => "Unknown tool",
+        }
     }
 
     pub fn body(&self) -> Value {
         serde_json::json!({
             "jsonrpc": "2.0",
-            "id": null,
+            "id": self.id(),
             "error": { "code": self.code(), "message": self.message() },
         })
     }
@@ -160,28 +183,26 @@ fn check_envelope(msg: &Map<String, Value>, tools: &'static Catalog) -> Result<E
         Some(Value::Object(p)) => Some(p),
         Some(_) => return Err(Rejection::Params),
     };
-    if let Some(known) = REQUEST_METHODS.iter().find(|m| **m == method) {
-        if !msg.contains_key("id") {
-            return Err(Rejection::IdPresence);
-        }
-        if *known == "tools/call" {
-            check_tool_call(params.ok_or(Rejection::CallParams)?, tools)?;
-        }
-        return Ok(Envelope::Request { method: known });
+    if params.and_then(|p| p.get("_meta")).is_some_and(|m| !m.is_object()) {
+        return Err(Rejection::Meta);
     }
-    if NOTIFICATION_METHODS.contains(&method) {
-        if msg.contains_key("id") {
-            return Err(Rejection::IdPresence);
-        }
+    // A message without an id is a notification, whatever its method: nothing answers it.
+    let Some(id) = msg.get("id") else {
         return Ok(Envelope::Notification);
+    };
+    let known = REQUEST_METHODS.iter().find(|m| **m == method).ok_or_else(|| Rejection::MethodNotFound(id.clone()))?;
+    if *known == "tools/call" {
+        check_tool_call(id, params, tools)?;
     }
-    Err(Rejection::Method)
+    Ok(Envelope::Request { method: known })
 }
 
 fn check_id(id: &Value) -> Result<(), Rejection> {
     match id {
         Value::Number(n) if n.is_i64() || n.is_u64() => Ok(()),
-        Value::String(s) if !s.is_empty() && s.chars().count() <= MAX_ID_CHARS && !looks_like_credential(s) => Ok(()),
+        Value::String(s) if s.is_empty() || s.chars().count() > MAX_ID_CHARS => Err(Rejection::Id),
+        Value::String(s) if looks_like_credential(s) => Err(Rejection::CredentialId),
+        Value::String(_) => Ok(()),
         _ => Err(Rejection::Id),
     }
 }
@@ -195,28 +216,47 @@ fn check_response(msg: &Map<String, Value>) -> Result<Envelope, Rejection> {
     Ok(Envelope::Response)
 }
 
-fn check_tool_call(params: &Map<String, Value>, tools: &'static Catalog) -> Result<(), Rejection> {
-    if params.keys().any(|k| !matches!(k.as_str(), "name" | "arguments" | "_meta")) {
-        return Err(Rejection::CallParams);
+/// A `tools/call`'s params. The credential refusals come first (a credential-shaped
+/// tool name, argument or unknown params key), so such a call always gets the static
+/// refusal, whatever else is wrong with it; then the params' shape, then the tool name.
+fn check_tool_call(id: &Value, params: Option<&Map<String, Value>>, tools: &'static Catalog) -> Result<(), Rejection> {
+    let params = params.ok_or_else(|| Rejection::CallParams(id.clone()))?;
+    let known = |k: &str| matches!(k, "name" | "arguments" | "_meta");
+    let name = params.get("name").and_then(Value::as_str);
+    let spec = name.and_then(|n| tools.find(n));
+    if name.is_some_and(looks_like_credential) && spec.is_none() {
+        return Err(Rejection::ToolName);
     }
-    if params.get("_meta").is_some_and(|m| !m.is_object()) {
-        return Err(Rejection::CallParams);
-    }
-    let name = params.get("name").and_then(Value::as_str).ok_or(Rejection::ToolName)?;
-    // Only the catalog's own names pass (some are 32-character identifiers, which the
-    // credential rule alone would take for a secret); any other name is refused the same way.
-    let schema = tools.input_schema(name).ok_or(Rejection::ToolName)?;
     let empty = Value::Object(Map::new());
     let arguments = params.get("arguments").unwrap_or(&empty);
-    // The credential check comes first, so credential-shaped arguments always get the
-    // static refusal, whatever else is wrong with them.
-    if carries_credential(None, &without_admitted_claim(name, arguments)) {
+    let admitted = without_admitted_claim(spec.map_or("", |s| s.name), arguments);
+    if carries_credential(None, &admitted) || params.keys().any(|k| !known(k) && looks_like_credential(k)) {
         return Err(Rejection::Arguments);
     }
     if params.get("_meta").and_then(Value::as_object).is_some_and(meta_carries_credential) {
-        return Err(Rejection::Meta);
+        return Err(Rejection::MetaCredential);
     }
-    check_schema(schema, arguments).map_err(Rejection::InvalidParams)
+    if params.keys().any(|k| !known(k)) || name.is_none() || !arguments.is_object() {
+        return Err(Rejection::CallParams(id.clone()));
+    }
+    // Only the catalog's own names pass (some are 32-character identifiers, which the
+    // credential rule alone would take for a secret).
+    spec.map(|_| ()).ok_or_else(|| Rejection::UnknownTool(id.clone()))
+}
+
+/// True when a tool call's `_meta` carries a credential: the arguments' rule, and a
+/// secret-named member with a value (`{"api_key": "…"}`). Two members are read by their
+/// own grammar: `progressToken` is an opaque identifier (random runs are what ids are made
+/// of) and a W3C `traceparent` is public by design (its trace id is a 32-digit hex run).
+fn meta_carries_credential(meta: &Map<String, Value>) -> bool {
+    meta.iter().any(|(key, value)| match (key.as_str(), value) {
+        ("traceparent", Value::String(s)) if is_trace_context_id(s) => false,
+        ("progressToken", Value::String(s)) => {
+            identifier_carries_credential(s) || crate::domain::room::is_claim_handle(s)
+        }
+        (_, Value::String(s)) if secret_value(key, s) => true,
+        _ => crate::domain::room::credential_shaped(key) || carries_credential(Some(key), value),
+    })
 }
 
 /// The one credential-shaped argument admitted: the browser-issued chat claim handle,
@@ -257,21 +297,6 @@ fn carries_credential(key: Option<&str>, value: &Value) -> bool {
         }
         _ => false,
     }
-}
-
-/// True when a tool call's `_meta` carries a credential: the arguments' rule, and a
-/// secret-named member with a value (`{"api_key": "…"}`). Two members are read by their
-/// own grammar: `progressToken` is an opaque identifier (random runs are what ids are made
-/// of) and a W3C `traceparent` is public by design (its trace id is a 32-digit hex run).
-fn meta_carries_credential(meta: &Map<String, Value>) -> bool {
-    meta.iter().any(|(key, value)| match (key.as_str(), value) {
-        ("traceparent", Value::String(s)) if is_trace_context_id(s) => false,
-        ("progressToken", Value::String(s)) => {
-            identifier_carries_credential(s) || crate::domain::room::is_claim_handle(s)
-        }
-        (_, Value::String(s)) if secret_value(key, s) => true,
-        _ => crate::domain::room::credential_shaped(key) || carries_credential(Some(key), value),
-    })
 }
 
 /// Parses JSON into a `Value`, refusing duplicate object keys at any depth (a
@@ -378,92 +403,71 @@ mod tests {
             (json!({"jsonrpc": "2.0", "id": "x".repeat(129), "method": "ping"}), Rejection::Id),
             (
                 json!({"jsonrpc": "2.0", "id": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJl", "method": "ping"}),
-                Rejection::Id,
+                Rejection::CredentialId,
             ),
-            (json!({"jsonrpc": "2.0", "id": 1, "method": "tools/exec"}), Rejection::Method),
-            (json!({"jsonrpc": "2.0", "method": "ping"}), Rejection::IdPresence),
-            (json!({"jsonrpc": "2.0", "id": 1, "method": "notifications/initialized"}), Rejection::IdPresence),
+            (json!({"jsonrpc": "2.0", "id": 1, "method": 5}), Rejection::Method),
             (json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": [1]}), Rejection::Params),
+            (json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": 1}}), Rejection::Meta),
+            // A well-formed request for an unknown method (a notification's included) is
+            // refused with its own id.
+            (json!({"jsonrpc": "2.0", "id": 1, "method": "tools/exec"}), Rejection::MethodNotFound(json!(1))),
+            (
+                json!({"jsonrpc": "2.0", "id": "n-1", "method": "notifications/initialized"}),
+                Rejection::MethodNotFound(json!("n-1")),
+            ),
         ];
         for (msg, want) in cases {
             assert_eq!(run(msg.clone()), Err(want), "{msg}");
         }
         assert_eq!(check(b"{\"jsonrpc\":\"2.0\""), Err(Rejection::Parse));
         assert_eq!(check(br#"{"jsonrpc":"2.0","id":1,"id":2,"method":"ping"}"#), Err(Rejection::DuplicateKey));
-    }
-
-    #[test]
-    fn tool_calls_are_checked_against_the_catalog_and_input_schema() {
-        let with_params = |p: Value| json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": p});
-        assert_eq!(
-            run(with_params(json!({"name": "helix_run_inspect", "arguments": {"run_id": "r"}, "task": {}}))),
-            Err(Rejection::CallParams)
-        );
-        assert_eq!(run(with_params(json!({"name": "helix_shell", "arguments": {}}))), Err(Rejection::ToolName));
-        assert_eq!(run(with_params(json!({"name": "sk-live-0123456789"}))), Err(Rejection::ToolName));
-        let start = |request: Value| {
-            with_params(
-                json!({"name": "helix_run_start", "arguments": {"idempotency_key": "k-12345678", "request": request}}),
-            )
-        };
-        assert!(run(start(json!({"objective": "x", "budget": {"max_steps": 3}}))).is_ok());
-        let named = |msg: Value| match run(msg) {
-            Err(r @ Rejection::InvalidParams(_)) => {
-                assert_eq!((r.code(), r.body()["id"].clone()), (-32602, Value::Null));
-                r.message().into_owned()
-            }
-            other => panic!("expected invalid params, got {other:?}"),
-        };
-        let run_fields = "unknown field (allowed: run_id)";
-        let request_fields =
-            "unknown field (allowed: budget, completion_contract, constraints, database_scope, objective)";
-        for (msg, want) in [
-            (call(json!({"run_id": "r", "owner": "me"})), format!("arguments: {run_fields}")),
-            (call(json!({})), "run_id: missing".into()),
-            (call(json!({"run_id": 5})), "run_id: must be a string".into()),
-            (
-                with_params(json!({"name": "helix_run_inspect", "arguments": [1]})),
-                "arguments: must be an object".into(),
-            ),
-            (start(json!({"objective": "x", "tenant": "t"})), format!("request: {request_fields}")),
-            (
-                start(json!({"objective": "x", "budget": {"max_step": 3}})),
-                "request.budget: unknown field (allowed: expires_in_seconds, max_steps)".into(),
-            ),
-            (
-                start(json!({"objective": "x", "budget": {"max_steps": "3"}})),
-                "request.budget.max_steps: must be an integer or null".into(),
-            ),
-            (
-                start(json!({"objective": "x", "budget": {"max_steps": -3}})),
-                "request.budget.max_steps: must be at least 0".into(),
-            ),
-            (start(json!({"constraints": []})), "request.objective: missing".into()),
-            (
-                start(json!({"objective": "x", "constraints": ["a", 2]})),
-                "request.constraints[1]: must be a string".into(),
-            ),
-        ] {
-            assert_eq!(named(msg.clone()), format!("Invalid params: {want}"), "{msg}");
+        // Without an id a message is a notification, whatever its method: nothing answers it.
+        for method in ["ping", "tools/call", "foo/bar"] {
+            assert_eq!(run(json!({"jsonrpc": "2.0", "method": method})), Ok(Envelope::Notification), "{method}");
         }
     }
 
-    /// An argument error is built from the schema: no value, and no unknown key, of the call.
     #[test]
-    fn argument_errors_never_repeat_what_the_caller_sent() {
-        let start = |request: Value| {
-            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params":
-            {"name": "helix_run_start", "arguments": {"idempotency_key": "k-12345678", "request": request}}})
-        };
-        for (msg, caller) in [
-            (start(json!({"objective": "x", "tenant_of_record": "t"})), "tenant_of_record"),
-            (start(json!({"objective": 31337})), "31337"),
-            (start(json!({"objective": "x", "budget": {"max_steps": "many_many_steps"}})), "many_many_steps"),
-            (start(json!({"objective": "x", "budget": {"max_steps": 2.75}})), "2.75"),
+    fn each_refusal_answers_as_the_typescript_sdk_does() {
+        for (r, status, code, id) in [
+            (Rejection::Parse, 400, -32700, Value::Null),
+            (Rejection::Batch, 400, -32700, Value::Null),
+            (Rejection::Id, 400, -32700, Value::Null),
+            (Rejection::MethodNotFound(json!(4)), 200, -32601, json!(4)),
+            (Rejection::CallParams(json!("c-1")), 200, -32602, json!("c-1")),
+            (Rejection::UnknownTool(json!(9)), 200, -32602, json!(9)),
+            (Rejection::CredentialId, 400, -32600, Value::Null),
+            (Rejection::ToolName, 400, -32600, Value::Null),
+            (Rejection::Arguments, 400, -32600, Value::Null),
         ] {
-            let r = run(msg).expect_err("refused");
-            assert!(matches!(r, Rejection::InvalidParams(_)), "{r:?}");
-            assert!(!r.body().to_string().contains(caller), "{} repeats {caller}", r.body());
+            assert_eq!(
+                (r.status().as_u16(), r.body()["error"]["code"].clone(), r.body()["id"].clone()),
+                (status, json!(code), id),
+                "{r:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn tool_calls_are_checked_against_the_catalog() {
+        let with_params = |p: Value| json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": p});
+        let bad_params = Err(Rejection::CallParams(json!(1)));
+        assert_eq!(
+            run(with_params(json!({"name": "helix_run_inspect", "arguments": {"run_id": "r"}, "task": {}}))),
+            bad_params
+        );
+        assert_eq!(run(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call"})), bad_params);
+        assert_eq!(run(with_params(json!({"arguments": {}}))), bad_params);
+        assert_eq!(run(with_params(json!({"name": 5}))), bad_params);
+        assert_eq!(run(with_params(json!({"name": "helix_run_inspect", "arguments": [1]}))), bad_params);
+        assert_eq!(
+            run(with_params(json!({"name": "helix_shell", "arguments": {}}))),
+            Err(Rejection::UnknownTool(json!(1)))
+        );
+        assert_eq!(run(with_params(json!({"name": "sk-live-0123456789"}))), Err(Rejection::ToolName));
+        // Arguments off the input schema pass the preflight: they are a tool result.
+        for arguments in [json!({}), json!({"run_id": 5}), json!({"run_id": "r", "owner": "me"})] {
+            assert_eq!(run(call(arguments)), Ok(Envelope::Request { method: "tools/call" }));
         }
     }
 
@@ -495,6 +499,9 @@ mod tests {
             start("k-12345678", json!({"objective": "x", jwt: 1})),
             start("k-12345678", json!({"objective": 5, "note": "sk-live-0123456789abcdef"})),
             with_params(json!({"name": "helix_run_inspect", "arguments": [jwt]})),
+            // In an unknown tool's arguments, or as an unknown params key, too.
+            with_params(json!({"name": "helix_nope", "arguments": {"run_id": jwt}})),
+            with_params(json!({"name": "helix_run_inspect", "arguments": {"run_id": "r"}, jwt: 1})),
         ] {
             assert_eq!(run(refused.clone()), Err(Rejection::Arguments), "{refused}");
         }
@@ -503,52 +510,6 @@ mod tests {
             cont(json!({"include": false, "note": "the password policy is out of scope"})),
         ] {
             assert_eq!(run(admitted.clone()), Ok(Envelope::Request { method: "tools/call" }), "{admitted}");
-        }
-    }
-
-    #[test]
-    fn a_credential_shaped_meta_of_a_tool_call_is_refused() {
-        let with_meta = |meta: Value| {
-            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                "params": {"name": "helix_run_inspect", "arguments": {"run_id": "run_abcdefgh"}, "_meta": meta}})
-        };
-        let jwt = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJl";
-        let handle = format!("hcc_{}", "ab".repeat(32));
-        for meta in [
-            json!({"note": jwt}),
-            json!({"authorization": "Bearer abcdefgh12345678"}),
-            json!({"api_key": "hunter2hunter2"}),
-            json!({"vendor/x": {"deep": ["sk-live-0123456789abcdef"]}}),
-            json!({jwt: 1}),
-            json!({"progressToken": jwt}),
-            json!({"progressToken": handle}),
-            json!({"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", "key": "ghp_0123456789abcdef"}),
-            json!({"traceparent": format!("Bearer {}", "a1".repeat(20))}),
-        ] {
-            let r = run(with_meta(meta.clone())).expect_err("refused");
-            assert_eq!(r, Rejection::Meta, "{meta}");
-            assert_eq!((r.code(), r.body()["id"].clone()), (-32600, Value::Null));
-            assert!(!r.body().to_string().contains("hunter2") && !r.body().to_string().contains("eyJ"));
-        }
-        // Credential-shaped arguments keep their own refusal, whatever `_meta` holds.
-        let both = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-            "params": {"name": "helix_run_inspect", "arguments": {"run_id": jwt}, "_meta": {"note": jwt}}});
-        assert_eq!(run(both), Err(Rejection::Arguments));
-        // Credential-shaped `_meta` wins over arguments that are merely off the schema.
-        let off_schema = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-            "params": {"name": "helix_run_inspect", "arguments": {}, "_meta": {"note": jwt}}});
-        assert_eq!(run(off_schema), Err(Rejection::Meta));
-        for meta in [
-            json!({}),
-            json!({"progressToken": 7}),
-            json!({"progressToken": "0123456789abcdef0123456789abcdef"}),
-            json!({"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}),
-            json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                "io.modelcontextprotocol/clientInfo": {"name": "mcp", "version": "2.3.0"},
-                "io.modelcontextprotocol/clientCapabilities": {}}),
-            json!({"note": "the password policy is out of scope"}),
-        ] {
-            assert_eq!(run(with_meta(meta.clone())), Ok(Envelope::Request { method: "tools/call" }), "{meta}");
         }
     }
 
@@ -572,9 +533,61 @@ mod tests {
     }
 
     #[test]
+    fn a_credential_shaped_meta_of_a_tool_call_is_refused() {
+        let with_meta = |meta: Value| {
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                "params": {"name": "helix_run_inspect", "arguments": {"run_id": "run_abcdefgh"}, "_meta": meta}})
+        };
+        let jwt = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJl";
+        let handle = format!("hcc_{}", "ab".repeat(32));
+        for meta in [
+            json!({"note": jwt}),
+            json!({"authorization": "Bearer abcdefgh12345678"}),
+            json!({"api_key": "hunter2hunter2"}),
+            json!({"vendor/x": {"deep": ["sk-live-0123456789abcdef"]}}),
+            json!({jwt: 1}),
+            json!({"progressToken": jwt}),
+            json!({"progressToken": handle}),
+            json!({"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", "key": "ghp_0123456789abcdef"}),
+            json!({"traceparent": format!("Bearer {}", "a1".repeat(20))}),
+        ] {
+            let r = run(with_meta(meta.clone())).expect_err("refused");
+            assert_eq!(r, Rejection::MetaCredential, "{meta}");
+            assert_eq!((r.code(), r.body()["id"].clone()), (-32600, Value::Null));
+            assert!(!r.body().to_string().contains("hunter2") && !r.body().to_string().contains("eyJ"));
+        }
+        // Credential-shaped arguments keep their own refusal, whatever `_meta` holds.
+        let both = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "helix_run_inspect", "arguments": {"run_id": jwt}, "_meta": {"note": jwt}}});
+        assert_eq!(run(both), Err(Rejection::Arguments));
+        // Credential-shaped `_meta` wins over arguments that are merely off the schema.
+        let off_schema = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "helix_run_inspect", "arguments": {}, "_meta": {"note": jwt}}});
+        assert_eq!(run(off_schema), Err(Rejection::MetaCredential));
+        for meta in [
+            json!({}),
+            json!({"progressToken": 7}),
+            json!({"progressToken": "0123456789abcdef0123456789abcdef"}),
+            json!({"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}),
+            json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientInfo": {"name": "mcp", "version": "2.3.0"},
+                "io.modelcontextprotocol/clientCapabilities": {}}),
+            json!({"note": "the password policy is out of scope"}),
+        ] {
+            assert_eq!(run(with_meta(meta.clone())), Ok(Envelope::Request { method: "tools/call" }), "{meta}");
+        }
+    }
+
+    #[test]
     fn messages_never_echo_input() {
-        for r in [Rejection::Parse, Rejection::Id, Rejection::ToolName, Rejection::Arguments, Rejection::Meta] {
-            assert!(matches!(r.message(), Cow::Borrowed(_)), "{r:?} has a fixed message");
+        for r in [
+            Rejection::Parse,
+            Rejection::Id,
+            Rejection::CredentialId,
+            Rejection::ToolName,
+            Rejection::Arguments,
+            Rejection::MetaCredential,
+        ] {
             let body = r.body();
             assert_eq!(body["id"], Value::Null);
             assert_eq!(body["error"]["message"], *r.message());

@@ -8,9 +8,9 @@
 use std::borrow::Cow;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, DiscoverResult, InitializeRequestParams, InitializeResult,
-    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, MetaObject, PaginatedRequestParams,
-    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ServerConfig, Tool,
+    CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, DiscoverResult, InitializeRequestParams,
+    InitializeResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, MetaObject,
+    PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -35,6 +35,20 @@ pub const PROTOCOL_VERSIONS: &[ProtocolVersion] = &[
 ];
 
 pub const REPLAYED_META: &str = "helix/idempotency_replayed";
+
+/// `ttlMs` of the results 2026-07-28 makes cacheable (`server/discover`, `tools/list`,
+/// `resources/list`, `resources/templates/list`, `resources/read`): they change only with
+/// a deployment (the catalog, the server's capabilities, the MCP App view).
+pub const CACHE_TTL_MS: u64 = 300_000;
+
+/// The cache hints of a cacheable result, on 2026-07-28 and later only (older revisions
+/// have no such fields): `ttlMs` [`CACHE_TTL_MS`] and `cacheScope: "private"`. Every MCP
+/// request is authenticated (an anonymous one is answered `401`), so no result may be
+/// served by a cache shared across authorization contexts.
+fn cache_hints(context: &RequestContext<RoleServer>) -> Option<(u64, CacheScope)> {
+    let version = context.protocol_version()?;
+    (version.as_str() >= ProtocolVersion::V_2026_07_28.as_str()).then_some((CACHE_TTL_MS, CacheScope::Private))
+}
 pub const CHALLENGE_META: &str = "mcp/www_authenticate";
 
 /// One handler per request (the transport is stateless); it only holds the shared state
@@ -107,14 +121,37 @@ impl HelixMcp {
         let Some(principal) = cx.principal else {
             return self.error_output(&ApiError::AuthenticationRequired, &cx.request_id);
         };
+        // Arguments off the published input schema are a tool result the model can correct
+        // itself from (SEP-1303): the field and the rule, built from the schema alone.
+        if let Some(schema) = self.front.catalog.input_schema(spec.name)
+            && let Err(v) = super::validate::check(schema, arguments)
+        {
+            let err = ApiError::InvalidArgument { field: v.field(), rule: v.rule };
+            tracing::info!(request_id = %cx.request_id, tool = spec.name, "mcp tool arguments off the input schema");
+            return self.error_output(&err, &cx.request_id);
+        }
         let call = Call { services: &self.state.services, caller: &principal, arguments, invocation: cx.invocation };
         match (spec.call)(call).await {
             Ok(outcome) => framed(outcome),
             Err(err) => {
                 tracing::info!(request_id = %cx.request_id, tool = spec.name, code = err.code(), "mcp tool refused");
+                let err = with_row_scopes(spec, err);
                 self.error_output(&err, &cx.request_id)
             }
         }
+    }
+}
+
+/// A scope refusal names every scope the tool needs: the row's complete set (what its
+/// `securitySchemes` publish), then any the service added for this request.
+fn with_row_scopes(spec: &ToolSpec, err: ApiError) -> ApiError {
+    match err {
+        ApiError::InsufficientScope { required } => {
+            let mut all: Vec<String> = spec.scopes.iter().map(|s| s.to_string()).collect();
+            all.extend(required.into_iter().filter(|s| !spec.scopes.contains(&s.as_str())));
+            ApiError::InsufficientScope { required: all }
+        }
+        other => other,
     }
 }
 
@@ -169,7 +206,11 @@ impl ServerHandler for HelixMcp {
         if self.apps(&context) {
             apps::advertise(&mut info.capabilities);
         }
-        Ok(DiscoverResult::from_server_info(self.supported_protocol_versions().into_owned(), info))
+        let result = DiscoverResult::from_server_info(self.supported_protocol_versions().into_owned(), info);
+        Ok(match cache_hints(&context) {
+            Some((ttl, scope)) => result.with_ttl_ms(ttl).with_cache_scope(scope),
+            None => result,
+        })
     }
 
     async fn list_tools(
@@ -177,7 +218,9 @@ impl ServerHandler for HelixMcp {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(self.front.catalog.tools_for(apps::requested(&context))))
+        let mut result = ListToolsResult::with_all_items(self.front.catalog.tools_for(apps::requested(&context)));
+        (result.ttl_ms, result.cache_scope) = cache_hints(&context).unzip();
+        Ok(result)
     }
 
     // Resources are the MCP App views, only for a client that declared the extension;
@@ -191,7 +234,9 @@ impl ServerHandler for HelixMcp {
         if !self.apps(&context) {
             return Err(ErrorData::method_not_found::<rmcp::model::ListResourcesRequestMethod>());
         }
-        Ok(apps::list(&self.front.catalog.views()))
+        let mut result = apps::list(&self.front.catalog.views());
+        (result.ttl_ms, result.cache_scope) = cache_hints(&context).unzip();
+        Ok(result)
     }
 
     async fn list_resource_templates(
@@ -202,7 +247,9 @@ impl ServerHandler for HelixMcp {
         if !self.apps(&context) {
             return Err(ErrorData::method_not_found::<rmcp::model::ListResourceTemplatesRequestMethod>());
         }
-        Ok(ListResourceTemplatesResult::default())
+        let mut result = ListResourceTemplatesResult::default();
+        (result.ttl_ms, result.cache_scope) = cache_hints(&context).unzip();
+        Ok(result)
     }
 
     async fn read_resource(
@@ -218,7 +265,9 @@ impl ServerHandler for HelixMcp {
             .iter()
             .find(|v| v.uri == request.uri)
             .ok_or_else(|| ErrorData::resource_not_found("no such resource", Some(json!({ "uri": request.uri }))))?;
-        Ok(apps::read(view).into())
+        let mut result = apps::read(view);
+        (result.ttl_ms, result.cache_scope) = cache_hints(&context).unzip();
+        Ok(result.into())
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
@@ -232,7 +281,7 @@ impl ServerHandler for HelixMcp {
     ) -> Result<CallToolResponse, ErrorData> {
         // The preflight admitted only catalog names; anything else is a protocol error.
         let spec =
-            self.front.catalog.find(&request.name).ok_or_else(|| ErrorData::invalid_params("unknown tool", None))?;
+            self.front.catalog.find(&request.name).ok_or_else(|| ErrorData::invalid_params("Unknown tool", None))?;
         let arguments = Value::Object(request.arguments.unwrap_or_default());
         Ok(self.call(spec, &arguments, call_context(&context)).await.into_result().into())
     }

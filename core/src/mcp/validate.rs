@@ -36,6 +36,8 @@ pub(crate) const SUPPORTED: &[&str] = &[
     "maxLength",
     "minItems",
     "maxItems",
+    "uniqueItems",
+    "pattern",
 ];
 
 /// Longest schema-derived text (an enum, a const, the allowed field names) put in a rule.
@@ -67,6 +69,14 @@ impl Violation {
     fn under(mut self, step: Step) -> Self {
         self.path.insert(0, step);
         self
+    }
+}
+
+impl Violation {
+    /// Where, as displayed: `request.budget.max_steps`, `action.type`; the root is `arguments`.
+    pub fn field(&self) -> String {
+        let text = self.to_string();
+        text[..text.len() - self.rule.len() - 2].to_owned()
     }
 }
 
@@ -148,8 +158,8 @@ pub fn validate(schema: &Value, value: &Value) -> bool {
 
 /// `Ok` when `value` satisfies `schema`, else its first violation. Implements exactly:
 /// type, enum, const, properties, required, additionalProperties, items, anyOf, oneOf,
-/// allOf, not, minimum, maximum, minLength, maxLength, minItems, maxItems (other keywords
-/// are ignored). For an object, unknown fields are reported first, then missing ones,
+/// allOf, not, minimum, maximum, minLength, maxLength, pattern, minItems, maxItems,
+/// uniqueItems (other keywords are ignored). For an object, unknown fields are reported first, then missing ones,
 /// then the fields' values (in name order).
 pub fn check(schema: &Value, value: &Value) -> Result<(), Violation> {
     let schema = match schema {
@@ -197,6 +207,13 @@ pub fn check(schema: &Value, value: &Value) -> Result<(), Violation> {
         if let Some(max) = count(schema, "maxLength").filter(|max| len > *max) {
             return Err(Violation::here(format!("must be at most {max} characters")));
         }
+        if let Some(pattern) = schema.get("pattern").and_then(Value::as_str)
+            && !matches_pattern(pattern, s)
+        {
+            let rule = listed([pattern.to_owned()])
+                .map_or("must match the published pattern".into(), |p| format!("must match the pattern {p}"));
+            return Err(Violation::here(rule));
+        }
     }
     if let Some(items) = value.as_array() {
         check_items(schema, items)?;
@@ -207,12 +224,35 @@ pub fn check(schema: &Value, value: &Value) -> Result<(), Violation> {
     check_applicators(schema, value)
 }
 
+/// Whether `text` matches a schema's `pattern` (ECMA-262 regular expression, unanchored),
+/// by the JSON Schema library's own regex engine; each pattern is compiled once.
+fn matches_pattern(pattern: &str, text: &str) -> bool {
+    use std::collections::HashMap;
+    use std::sync::{Arc, LazyLock, Mutex};
+    static COMPILED: LazyLock<Mutex<HashMap<String, Option<Arc<jsonschema::Validator>>>>> =
+        LazyLock::new(Default::default);
+    let validator = {
+        let mut compiled = COMPILED.lock().unwrap_or_else(|e| e.into_inner());
+        compiled
+            .entry(pattern.to_owned())
+            .or_insert_with(|| jsonschema::validator_for(&serde_json::json!({"pattern": pattern})).ok().map(Arc::new))
+            .clone()
+    };
+    // A pattern that does not compile admits nothing (fail closed).
+    validator.is_some_and(|v| v.is_valid(&Value::from(text)))
+}
+
 fn check_items(schema: &Map<String, Value>, items: &[Value]) -> Result<(), Violation> {
     if let Some(min) = count(schema, "minItems").filter(|min| items.len() < *min) {
         return Err(Violation::here(format!("must have at least {min} items")));
     }
     if let Some(max) = count(schema, "maxItems").filter(|max| items.len() > *max) {
         return Err(Violation::here(format!("must have at most {max} items")));
+    }
+    if schema.get("uniqueItems") == Some(&Value::Bool(true))
+        && items.iter().enumerate().any(|(i, a)| items[..i].contains(a))
+    {
+        return Err(Violation::here("must have distinct items"));
     }
     if let Some(item_schema) = schema.get("items") {
         for (i, item) in items.iter().enumerate() {
@@ -283,6 +323,9 @@ fn check_applicators(schema: &Map<String, Value>, value: &Value) -> Result<(), V
 /// the value (a nullable integer given `-1`: `must be at least 0`), else the union of the
 /// branches' types (given `"x"`: `must be an integer or null`).
 fn no_branch(branches: &[Value], results: Vec<Result<(), Violation>>, value: &Value) -> Violation {
+    if let Some(v) = tagged_violation(branches, &results, value) {
+        return v;
+    }
     let admits_type = |b: &Value| {
         b.as_object().and_then(declared_types).is_none_or(|types| types.iter().any(|t| type_matches(t, value)))
     };
@@ -303,6 +346,33 @@ fn no_branch(branches: &[Value], results: Vec<Result<(), Violation>>, value: &Va
         return first.clone();
     }
     Violation::here("matches none of the allowed forms")
+}
+
+/// The violation of a tagged union (every branch an object whose required property `tag`
+/// is a `const`, like a player action's `type`): a missing tag, a tag no branch has
+/// (`action.type: must be one of "move_to", ...`), or the tagged branch's own violation.
+fn tagged_violation(branches: &[Value], results: &[Result<(), Violation>], value: &Value) -> Option<Violation> {
+    let object = value.as_object()?;
+    let first = branches.first()?.get("properties")?.as_object()?;
+    let tag = first.keys().find(|name| branches.iter().all(|b| tag_of(b, name).is_some()))?;
+    let Some(given) = object.get(tag) else {
+        return Some(Violation::here("missing").under(Step::Field(tag.clone())));
+    };
+    match branches.iter().position(|b| tag_of(b, tag) == Some(given)) {
+        Some(i) => results[i].clone().err(),
+        None => {
+            let tags = listed(branches.iter().filter_map(|b| tag_of(b, tag)).map(Value::to_string));
+            let rule = tags.map_or("must be one of the listed values".into(), |l| format!("must be one of {l}"));
+            Some(Violation::here(rule).under(Step::Field(tag.clone())))
+        }
+    }
+}
+
+/// A branch's `const` for its required property `name`.
+fn tag_of<'a>(branch: &'a Value, name: &str) -> Option<&'a Value> {
+    let b = branch.as_object()?;
+    b.get("required")?.as_array()?.iter().any(|r| r == name).then_some(())?;
+    b.get("properties")?.get(name)?.get("const")
 }
 
 /// Every keyword of `schema` (recursively) that neither annotates nor is supported.
@@ -394,6 +464,28 @@ mod tests {
     }
 
     #[test]
+    fn a_tagged_union_names_its_tag_or_the_tagged_branchs_rule() {
+        let point = |tag: &str| {
+            json!({"type": "object", "additionalProperties": false, "required": ["type", "x"],
+            "properties": {"type": {"type": "string", "const": tag}, "x": {"type": "integer", "maximum": 3}}})
+        };
+        let schema = json!({"type": "object", "required": ["action"], "additionalProperties": false,
+            "properties": {"action": {"oneOf": [point("move_to"), point("look_at"), {"type": "object",
+                "additionalProperties": false, "required": ["type"], "properties": {"type": {"const": "stop"}}}]}}});
+        for (action, want) in [
+            (json!({"type": "teleport", "x": 1}), r#"action.type: must be one of "move_to", "look_at", "stop""#),
+            (json!({"x": 1}), "action.type: missing"),
+            (json!({"type": "look_at", "x": 9}), "action.x: must be at most 3"),
+            (json!({"type": "stop", "x": 1}), "action: unknown field (allowed: type)"),
+        ] {
+            let v = check(&schema, &json!({"action": action})).expect_err("a violation");
+            assert_eq!(v.to_string(), want);
+            assert_eq!(format!("{}: {}", v.field(), v.rule), want);
+        }
+        assert!(validate(&schema, &json!({"action": {"type": "move_to", "x": 2}})));
+    }
+
+    #[test]
     fn unknown_fields_come_before_missing_ones_and_values() {
         assert_eq!(violation(json!({"aa": "x"})), "arguments: unknown field (allowed: a, b, c, d, e, f, m)");
         assert_eq!(violation(json!({"b": "x"})), "a: missing");
@@ -416,5 +508,17 @@ mod tests {
                 assert!(!text.contains(echoed), "{text} repeats {echoed}");
             }
         }
+    }
+
+    #[test]
+    fn patterns_and_distinct_items_are_checked_without_echoing_the_value() {
+        let id = json!({"type": "string", "pattern": "^room_[0-9a-f]{20}$"});
+        assert!(validate(&id, &json!("room_0123456789abcdef0123")));
+        let e = check(&id, &json!("room_SECRET")).unwrap_err().to_string();
+        assert_eq!(e, "arguments: must match the pattern ^room_[0-9a-f]{20}$");
+        let distinct = json!({"type": "array", "uniqueItems": true});
+        assert!(validate(&distinct, &json!(["a", "b"])));
+        assert_eq!(check(&distinct, &json!(["a", "a"])).unwrap_err().rule, "must have distinct items");
+        assert!(!validate(&json!({"pattern": "("}), &json!("x")), "a broken pattern admits nothing");
     }
 }

@@ -29,6 +29,7 @@ use crate::domain::event::{Event, EventData, EventLog, RunStarted};
 use crate::domain::hash_parts;
 use crate::domain::ids::{IdempotencyKey, RunId};
 use crate::domain::run::{Run, StartRequest};
+use crate::domain::scopes::oauth_scopes_of;
 use crate::domain::scopes::{RUNS_READ, RUNS_WRITE};
 use crate::domain::wire::{EventPageView, EvidenceBundleView, RunJson};
 use crate::error::ApiError;
@@ -45,7 +46,7 @@ use super::{Caller, Ctx, Mutation, SourceService};
 const OP_START: &str = "run.start";
 const OP_CONTINUE: &str = "run.continue";
 const OP_CANCEL: &str = "run.cancel";
-pub const DEFAULT_EVENT_LIMIT: u32 = 50;
+pub use crate::domain::run::DEFAULT_EVENT_LIMIT;
 
 /// Optional per-invocation limits the transport knows (Lambda remaining time).
 #[derive(Debug, Clone, Copy, Default)]
@@ -156,7 +157,8 @@ impl RunService {
     // ---------- start ----------
 
     pub async fn start_run(&self, p: &Caller, key: &IdempotencyKey, req: StartRequest) -> Result<Mutation, ApiError> {
-        p.require(&[RUNS_WRITE])?;
+        // A refusal names the data scopes' OAuth scopes too: the whole set the start needs.
+        p.require_all(&[RUNS_WRITE], &oauth_scopes_of(&req.database_scope, &self.config.database_scopes))?;
         let body = serde_json::to_value(&req).map_err(ApiError::internal)?;
         let hash = request_hash(&p.owner_hash(), OP_START, "", &body);
         let spec = req.validate()?;
@@ -207,9 +209,7 @@ impl RunService {
         limit: u32,
     ) -> Result<EventPageView, ApiError> {
         p.require(&[RUNS_READ])?;
-        if !(1..=200).contains(&limit) {
-            return Err(ApiError::InvalidRequest("limit: must be 1-200".into()));
-        }
+        crate::domain::run::check_event_limit(limit)?;
         let run = self.owned_run(p, run_id).await?;
         let page = events_after(&*self.store, &run.run_id, after_seq, limit as usize).await?;
         Ok(EventPageView::new(&run.run_id, page.events, after_seq, page.has_more))

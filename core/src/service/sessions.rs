@@ -6,7 +6,7 @@
 //! sources, rooms or runs, nor on `http`.
 
 use crate::domain::account::{
-    AccountPolicy, BrowserSecret, IntentPurpose, ReturnPath, account_id_for, account_ref, tenant_ref,
+    AccountPolicy, BrowserSecret, IntentPurpose, ReturnPath, account_id_for, account_ref, owner_hash, tenant_ref,
 };
 use crate::error::ApiError;
 use crate::store::{Cond, StoreError};
@@ -23,15 +23,17 @@ pub const INTENT_TTL_SECS: i64 = 600;
 /// half idle timeout, so a session in constant use never expires; see `refresh_interval`).
 const IDLE_REFRESH_SECS: i64 = 300;
 
-/// A resolved browser session: its account, the account's current policy, and the tenant
+/// A resolved browser session: its account, the account's current policy, the tenant
 /// reference of the identity it signed in with (none for a session signed in before
-/// tenants were recorded).
+/// tenants were recorded) and that identity's owner tuple hash (none for a session signed
+/// in before it was recorded: such a session reaches no run).
 #[derive(Clone)]
 pub struct Session {
     pub token_hash: String,
     pub account_id: String,
     pub policy: AccountPolicy,
     pub tenant_ref: Option<String>,
+    pub owner_hash: Option<String>,
 }
 
 impl std::fmt::Debug for Session {
@@ -139,11 +141,7 @@ impl AccountService {
                 tx.check(Role::Link, lkey, link_is_active());
             }
             let token = BrowserSecret::generate();
-            tx.put(
-                Role::Session,
-                self.new_session(&account_id, tenant_ref(id.issuer, id.tenant)).to_item(&token.hash()),
-                Cond::NotExists,
-            );
+            tx.put(Role::Session, self.new_session(&account_id, id).to_item(&token.hash()), Cond::NotExists);
             if let Some(old) = previous.filter(|p| p.hash() != token.hash()) {
                 tx.delete(Role::Session, session_key(&old.hash()), None);
             }
@@ -156,7 +154,7 @@ impl AccountService {
         Err(ApiError::Unavailable(Box::new(std::io::Error::other("sign-in lost every race"))))
     }
 
-    fn new_session(&self, account_id: &str, tenant_ref: String) -> SessionRecord {
+    fn new_session(&self, account_id: &str, id: &LinkIdentity<'_>) -> SessionRecord {
         let now = self.clock.epoch();
         let b = &self.config.browser;
         let absolute = now + b.session_absolute.as_secs() as i64;
@@ -166,7 +164,8 @@ impl AccountService {
             refreshed_at: now,
             absolute_until: absolute,
             expires_at: (now + b.session_idle.as_secs() as i64).min(absolute),
-            tenant_ref: Some(tenant_ref),
+            tenant_ref: Some(tenant_ref(id.issuer, id.tenant)),
+            owner_hash: Some(owner_hash(id.tenant, id.issuer, id.provider, id.subject, account_id)),
         }
     }
 
@@ -208,6 +207,7 @@ impl AccountService {
             account_id: session.account_id,
             policy: account.policy,
             tenant_ref: session.tenant_ref,
+            owner_hash: session.owner_hash,
         }))
     }
 
@@ -220,6 +220,7 @@ impl AccountService {
             account_id: s.account_id,
             policy: a.policy,
             tenant_ref: s.tenant_ref,
+            owner_hash: s.owner_hash,
         }))
     }
 
@@ -263,6 +264,7 @@ mod tests {
             account_id: "acct_a".into(),
             policy: AccountPolicy { guest, ..Default::default() },
             tenant_ref: None,
+            owner_hash: None,
         }
     }
 
@@ -286,6 +288,7 @@ mod tests {
             absolute_until: i64::MAX,
             expires_at: i64::MAX,
             tenant_ref: None,
+            owner_hash: None,
         };
         let hours = 7200;
         for (refreshed_at, now, refresh) in [

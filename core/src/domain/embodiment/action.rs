@@ -7,34 +7,19 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// Longest `chat` text, in characters.
-pub const MAX_CHAT_CHARS: usize = 256;
+pub use super::chat::MAX_CHAT_CHARS;
+use super::chat::chat_text;
+use super::ids::{ID_PATTERN, check_id};
+
 /// Most steps in one `sequence`.
 pub const MAX_SEQUENCE_STEPS: usize = 16;
 /// The world's vertical bounds (a Minecraft overworld).
 pub const MIN_Y: i32 = -64;
 pub const MAX_Y: i32 = 320;
+/// The world's horizontal bounds (|x|, |z| at most this), published in the actions' schema.
+pub const WORLD_RADIUS: i32 = 30_000_000;
 /// The default horizontal region of an environment binding (|x|, |z| at most this).
-pub const DEFAULT_REGION_RADIUS: i32 = 30_000_000;
-/// Blocks and items no action may name (the code-owned deny list).
-pub const DENIED_IDS: &[&str] = &[
-    "minecraft:tnt",
-    "minecraft:tnt_minecart",
-    "minecraft:command_block",
-    "minecraft:chain_command_block",
-    "minecraft:repeating_command_block",
-    "minecraft:command_block_minecart",
-    "minecraft:structure_block",
-    "minecraft:jigsaw",
-    "minecraft:barrier",
-    "minecraft:bedrock",
-    "minecraft:end_portal_frame",
-    "minecraft:lava_bucket",
-    "minecraft:fire_charge",
-    "minecraft:flint_and_steel",
-    "minecraft:end_crystal",
-    "minecraft:respawn_anchor",
-];
+pub const DEFAULT_REGION_RADIUS: i32 = WORLD_RADIUS;
 
 fn default_range() -> u8 {
     1
@@ -44,8 +29,11 @@ fn default_range() -> u8 {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MoveTo {
+    #[schemars(range(min = -WORLD_RADIUS, max = WORLD_RADIUS))]
     pub x: i32,
+    #[schemars(range(min = MIN_Y, max = MAX_Y))]
     pub y: i32,
+    #[schemars(range(min = -WORLD_RADIUS, max = WORLD_RADIUS))]
     pub z: i32,
     /// How close is close enough, in blocks (0-3, default 1).
     #[serde(default = "default_range")]
@@ -57,8 +45,11 @@ pub struct MoveTo {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Pos {
+    #[schemars(range(min = -WORLD_RADIUS, max = WORLD_RADIUS))]
     pub x: i32,
+    #[schemars(range(min = MIN_Y, max = MAX_Y))]
     pub y: i32,
+    #[schemars(range(min = -WORLD_RADIUS, max = WORLD_RADIUS))]
     pub z: i32,
 }
 
@@ -71,11 +62,14 @@ pub struct Stop {}
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BreakBlock {
+    #[schemars(range(min = -WORLD_RADIUS, max = WORLD_RADIUS))]
     pub x: i32,
+    #[schemars(range(min = MIN_Y, max = MAX_Y))]
     pub y: i32,
+    #[schemars(range(min = -WORLD_RADIUS, max = WORLD_RADIUS))]
     pub z: i32,
     /// The block id expected there (`minecraft:oak_log`).
-    #[schemars(length(min = 3, max = 64))]
+    #[schemars(length(min = 3, max = 64), regex(pattern = ID_PATTERN))]
     pub expected_block: String,
 }
 
@@ -95,10 +89,13 @@ pub enum Face {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PlaceBlock {
+    #[schemars(range(min = -WORLD_RADIUS, max = WORLD_RADIUS))]
     pub x: i32,
+    #[schemars(range(min = MIN_Y, max = MAX_Y))]
     pub y: i32,
+    #[schemars(range(min = -WORLD_RADIUS, max = WORLD_RADIUS))]
     pub z: i32,
-    #[schemars(length(min = 3, max = 64))]
+    #[schemars(length(min = 3, max = 64), regex(pattern = ID_PATTERN))]
     pub item: String,
     pub face: Face,
 }
@@ -119,7 +116,7 @@ pub enum Slot {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Equip {
-    #[schemars(length(min = 3, max = 64))]
+    #[schemars(length(min = 3, max = 64), regex(pattern = ID_PATTERN))]
     pub item: String,
     pub slot: Slot,
 }
@@ -128,7 +125,7 @@ pub struct Equip {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Craft {
-    #[schemars(length(min = 3, max = 64))]
+    #[schemars(length(min = 3, max = 64), regex(pattern = ID_PATTERN))]
     pub item: String,
     #[schemars(range(min = 1, max = 8))]
     pub times: u8,
@@ -246,14 +243,6 @@ impl Region {
     }
 }
 
-/// A block or item id: `namespace:name`, lower-case ASCII letters, digits, `_`, `.`, `/`.
-pub fn valid_id(id: &str) -> bool {
-    let ok = |s: &str| {
-        !s.is_empty() && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"_./".contains(&b))
-    };
-    id.len() <= 64 && id.split_once(':').is_some_and(|(ns, name)| ok(ns) && ok(name))
-}
-
 impl Action {
     /// Parses an `action` argument: anything outside the admitted set is `UnknownType`.
     pub fn parse(value: &serde_json::Value) -> Result<Action, ActionRefusal> {
@@ -274,6 +263,21 @@ impl Action {
             Action::Craft(a) => vec![Step::Craft(a.clone())],
             Action::Chat(a) => vec![Step::Chat(a.clone())],
             Action::Wait(a) => vec![Step::Wait(a.clone())],
+        }
+    }
+
+    /// The action as it is queued and delivered, once [`Action::check`] passed: each
+    /// `chat` text in its normalised form (`chat::chat_text`).
+    pub fn normalized(self) -> Action {
+        let chat = |c: Chat| Chat { text: chat_text(&c.text).unwrap_or(c.text) };
+        let step = |s: Step| match s {
+            Step::Chat(c) => Step::Chat(chat(c)),
+            other => other,
+        };
+        match self {
+            Action::Chat(c) => Action::Chat(chat(c)),
+            Action::Sequence(s) => Action::Sequence(Sequence { steps: s.steps.into_iter().map(step).collect() }),
+            other => other,
         }
     }
 
@@ -307,15 +311,7 @@ impl Step {
     /// The bounds of one step (the schema's, enforced here again, and the region's).
     pub fn check(&self, region: &Region) -> Result<(), ActionRefusal> {
         let at = |x, y, z| if region.admits(x, y, z) { Ok(()) } else { Err(ActionRefusal::OutOfRegion) };
-        let id = |id: &str| {
-            if !valid_id(id) {
-                Err(ActionRefusal::InvalidId)
-            } else if DENIED_IDS.contains(&id) {
-                Err(ActionRefusal::Denied)
-            } else {
-                Ok(())
-            }
-        };
+        let id = check_id;
         match self {
             Step::MoveTo(m) if m.range > 3 => Err(ActionRefusal::FieldBounds),
             Step::MoveTo(m) => at(m.x, m.y, m.z),
@@ -326,15 +322,7 @@ impl Step {
             Step::Equip(e) => id(&e.item),
             Step::Craft(c) if !(1..=8).contains(&c.times) => Err(ActionRefusal::FieldBounds),
             Step::Craft(c) => id(&c.item),
-            Step::Chat(c) if c.text.starts_with('/') => Err(ActionRefusal::ChatCommand),
-            Step::Chat(c) => {
-                let n = c.text.chars().count();
-                if n == 0 || n > MAX_CHAT_CHARS || c.text.chars().any(char::is_control) {
-                    Err(ActionRefusal::ChatText)
-                } else {
-                    Ok(())
-                }
-            }
+            Step::Chat(c) => chat_text(&c.text).map(|_| ()),
             Step::Wait(w) if !(1..=200).contains(&w.ticks) => Err(ActionRefusal::FieldBounds),
             Step::Wait(_) => Ok(()),
         }

@@ -6,6 +6,8 @@
 
 pub mod action;
 pub mod bounds;
+pub mod chat;
+pub mod ids;
 pub mod protocol;
 pub mod workflow;
 
@@ -16,7 +18,7 @@ use serde::{Deserialize, Serialize, Serializer};
 
 pub use action::{Action, ActionRefusal, Region, Step};
 pub use bounds::{REACH_BLOCKS, RegionBox, within_reach};
-pub use workflow::{StepObservation, WorkflowState, postcondition_met};
+pub use workflow::{LateAck, StepObservation, WorkflowState, postcondition_met};
 
 use crate::domain::room::FalseFlags;
 use crate::domain::wire::constant;
@@ -42,9 +44,12 @@ constant!(
     WorkflowSchemaName = WORKFLOW_SCHEMA
 );
 
+/// Hex digits after the prefix of an embodiment reference.
+const OPAQUE_HEX: usize = 20;
+
 fn opaque(prefix: &str, raw: &str) -> bool {
     raw.strip_prefix(prefix)
-        .is_some_and(|h| h.len() == 20 && h.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
+        .is_some_and(|h| h.len() == OPAQUE_HEX && h.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
 }
 
 macro_rules! opaque_id {
@@ -63,6 +68,16 @@ macro_rules! opaque_id {
             }
             pub fn as_str(&self) -> &str {
                 &self.0
+            }
+        }
+
+        /// The published schema: exactly the shape [`Self::parse`] takes.
+        impl schemars::JsonSchema for $name {
+            fn schema_name() -> std::borrow::Cow<'static, str> {
+                stringify!($name).into()
+            }
+            fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+                crate::domain::room::opaque_schema($prefix, OPAQUE_HEX)
             }
         }
     };
@@ -186,8 +201,13 @@ pub struct WorkflowView {
     pub step: u32,
     pub budget: WorkflowBudget,
     pub last_observation_at: Option<String>,
-    /// A command is or may be at the connector: effects may still arrive.
+    /// A command is or may be at the connector, or was taken from it while it held a
+    /// mutating step: effects may still arrive (or arrived: `late_acknowledgements`).
     pub late_effects_possible: bool,
+    /// What the connector reported after Helix took its command (stop, cancel, pause,
+    /// deadline), oldest first.
+    #[serde(default)]
+    pub late_acknowledgements: Vec<LateAck>,
     /// When to ask again (null once terminal).
     pub poll_after_ms: Option<u64>,
     pub created_at: String,

@@ -139,8 +139,10 @@ pub struct PollRequest {
 pub struct AckResult {
     pub workflow_ref: String,
     pub seq: u32,
-    /// `applied`, or why it was refused (`stale_epoch`, `lease_mismatch`, `stale_seq`,
-    /// `unknown_workflow`, `not_at_connector`).
+    /// `applied`; `recorded_late` (about a command Helix took back: recorded in the
+    /// workflow, not applied); or why it was refused (`stale_epoch`, `lease_mismatch`,
+    /// `stale_seq`, `unknown_workflow`, `not_at_connector`). Each is final: the
+    /// acknowledgement is not sent again.
     pub outcome: String,
 }
 

@@ -5,6 +5,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::action::Step;
+use super::protocol::{Ack, AckStatus};
 
 /// The state of a workflow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
@@ -114,6 +115,39 @@ pub struct StepObservation {
     /// The chat line the world echoed (chat).
     #[serde(default)]
     pub chat_echo: Option<String>,
+}
+
+/// An acknowledgement that arrived after Helix took the command from the connector (an
+/// Emergency Stop, a cancel, a pause, a deadline): what the connector says happened, kept
+/// in the workflow's record (its effect on the world is reported, never dropped).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct LateAck {
+    /// The step it is about (0-based).
+    pub step: u32,
+    pub status: AckStatus,
+    /// Whether the reported observation shows the step's effect (null: none reported).
+    pub postcondition_met: Option<bool>,
+    /// The connector's short reason (`failed`, `rejected`).
+    pub reason: Option<String>,
+    pub received_at: String,
+}
+
+impl LateAck {
+    /// The record of an acknowledgement of `step`, received at `now`.
+    pub fn of(step_index: u32, step: &Step, ack: &Ack, now: String) -> LateAck {
+        LateAck {
+            step: step_index,
+            status: ack.status,
+            postcondition_met: ack.observation.as_ref().map(|o| postcondition_met(step, o)),
+            reason: ack.reason.clone(),
+            received_at: now,
+        }
+    }
+
+    /// Whether it says the step may have changed the world.
+    pub fn may_have_effect(&self, step: &Step) -> bool {
+        step.mutates() && matches!(self.status, AckStatus::Completed | AckStatus::Interrupted)
+    }
 }
 
 /// Checks a step's postcondition against the reported observation: `true` only when

@@ -12,6 +12,12 @@ pub(super) fn opaque(prefix: &str, hex_len: usize, raw: &str) -> bool {
         .is_some_and(|h| h.len() == hex_len && h.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
 }
 
+/// The JSON Schema of an [`opaque`] value: the prefix, then exactly `hex_len` lowercase hex digits.
+pub(crate) fn opaque_schema(prefix: &str, hex_len: usize) -> schemars::Schema {
+    let pattern = format!("^{prefix}[0-9a-f]{{{hex_len}}}$");
+    schemars::json_schema!({"type": "string", "pattern": pattern})
+}
+
 macro_rules! opaque_id {
     ($(#[$doc:meta])* $name:ident, $prefix:literal, $hex:literal) => {
         $(#[$doc])*
@@ -30,6 +36,16 @@ macro_rules! opaque_id {
             }
             pub fn as_str(&self) -> &str {
                 &self.0
+            }
+        }
+
+        /// The published schema: exactly the shape [`Self::parse`] takes.
+        impl schemars::JsonSchema for $name {
+            fn schema_name() -> std::borrow::Cow<'static, str> {
+                stringify!($name).into()
+            }
+            fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+                opaque_schema($prefix, $hex)
             }
         }
 
@@ -58,6 +74,9 @@ opaque_id!(
     ObserverRef, "obs_", 24
 );
 
+/// Hex digits of a chat claim handle.
+const CLAIM_HANDLE_HEX: usize = 64;
+
 /// The browser-issued chat claim handle: show-once, short-lived, stored only as a hash.
 /// Its `Debug` is redacted.
 #[derive(Clone, PartialEq, Eq)]
@@ -67,10 +86,10 @@ impl ClaimHandle {
     pub const PREFIX: &'static str = "hcc_";
 
     pub fn generate() -> Self {
-        Self(format!("{}{}", Self::PREFIX, random_hex(32)))
+        Self(format!("{}{}", Self::PREFIX, random_hex(CLAIM_HANDLE_HEX / 2)))
     }
     pub fn parse(raw: &str) -> Option<Self> {
-        opaque(Self::PREFIX, 64, raw).then(|| Self(raw.to_owned()))
+        opaque(Self::PREFIX, CLAIM_HANDLE_HEX, raw).then(|| Self(raw.to_owned()))
     }
     pub fn expose(&self) -> &str {
         &self.0
@@ -89,7 +108,7 @@ impl std::fmt::Debug for ClaimHandle {
 
 /// True for the shape of a claim handle (the preflight admits it only to its claim tool).
 pub fn is_claim_handle(s: &str) -> bool {
-    opaque(ClaimHandle::PREFIX, 64, s)
+    opaque(ClaimHandle::PREFIX, CLAIM_HANDLE_HEX, s)
 }
 
 /// The server's own identifiers, which redaction leaves alone: they are opaque, minted

@@ -19,22 +19,31 @@ pub enum RoomInvalid {
     CredentialShaped(&'static str),
 }
 
+/// A room name as published: no control character (Unicode `Cc`, what `char::is_control`
+/// refuses) and at least one that is not whitespace.
+const ROOM_NAME_PATTERN: &str =
+    "^[^\\u0000-\\u001f\\u007f-\\u009f]*[^\\s\\u0000-\\u001f\\u007f-\\u009f][^\\u0000-\\u001f\\u007f-\\u009f]*$";
+/// The longest room description.
+const ROOM_DESCRIPTION_MAX_CHARS: usize = 1_000;
+
 /// `POST /api/v1/rooms`. Owner, tenant and account come from the principal; any such
 /// field in the body is an unknown field and refused.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateRoomRequest {
     /// Display name, 1-120 characters.
+    #[schemars(length(min = 1, max = ROOM_NAME_MAX_CHARS), regex(pattern = ROOM_NAME_PATTERN))]
     pub name: String,
     /// Optional description, at most 1,000 characters.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = ROOM_DESCRIPTION_MAX_CHARS))]
     pub description: Option<String>,
 }
 
 impl CreateRoomRequest {
     pub fn validate(&self) -> Result<(), RoomInvalid> {
         let name = self.name.trim();
-        if name.is_empty() || name.chars().count() > ROOM_NAME_MAX_CHARS {
+        if name.is_empty() || self.name.chars().count() > ROOM_NAME_MAX_CHARS {
             return Err(RoomInvalid::Invalid(format!("name: must be 1-{ROOM_NAME_MAX_CHARS} characters")));
         }
         if name.chars().any(char::is_control) {
@@ -44,8 +53,9 @@ impl CreateRoomRequest {
             return Err(RoomInvalid::CredentialShaped("name"));
         }
         if let Some(d) = &self.description {
-            if d.chars().count() > 1_000 {
-                return Err(RoomInvalid::Invalid("description: at most 1000 characters".into()));
+            if d.chars().count() > ROOM_DESCRIPTION_MAX_CHARS {
+                let max = ROOM_DESCRIPTION_MAX_CHARS;
+                return Err(RoomInvalid::Invalid(format!("description: at most {max} characters")));
             }
             if credential_shaped(d) {
                 return Err(RoomInvalid::CredentialShaped("description"));
@@ -60,8 +70,10 @@ impl CreateRoomRequest {
 #[serde(deny_unknown_fields)]
 pub struct RunBindingRequest {
     /// The room (room_...), one the caller owns or is a consenting member of.
+    #[schemars(with = "super::RoomId")]
     pub room_id: String,
     /// The caller's own run (run_...).
+    #[schemars(with = "crate::domain::ids::RunId")]
     pub run_id: String,
 }
 
@@ -69,9 +81,12 @@ pub struct RunBindingRequest {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ChatClaimRequest {
-    /// The one-time claim handle the signed-in browser issued (hcc_...).
+    /// The one-time claim handle the signed-in browser issued (hcc_...). Published as any
+    /// string, not its pattern: a wrong shape is the same `claim_handle_invalid` (404) as an
+    /// unknown handle, so the answer reveals nothing.
     pub claim_handle: String,
     /// The caller's own run (run_...) to bind the chat to.
+    #[schemars(with = "crate::domain::ids::RunId")]
     pub run_id: String,
 }
 

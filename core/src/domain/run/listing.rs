@@ -62,6 +62,86 @@ impl StatusFilter {
     }
 }
 
+/// The names a `status` filter takes, as published: every lifecycle and every completion
+/// status (the same serde names [`StatusFilter::parse`] reads).
+impl schemars::JsonSchema for StatusFilter {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "StatusFilter".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let names = |schema: schemars::Schema| -> Vec<serde_json::Value> {
+            schema.get("enum").and_then(serde_json::Value::as_array).cloned().expect("a unit enum's schema")
+        };
+        let mut all = names(schemars::schema_for!(Lifecycle));
+        for name in names(schemars::schema_for!(Completion)) {
+            if !all.contains(&name) {
+                all.push(name);
+            }
+        }
+        schemars::json_schema!({"type": "string", "enum": all,
+            "description": "A lifecycle or a completion status; a name that is both matches either."})
+    }
+}
+
+/// The query of a run listing, as published (what [`RunListQuery::parse`] reads).
+#[derive(schemars::JsonSchema)]
+#[schemars(rename = "RunListQuery", deny_unknown_fields)]
+#[allow(dead_code)]
+pub struct RunListParams {
+    status: Option<StatusFilter>,
+    cursor: Option<crate::domain::page::CursorParam>,
+}
+
+/// How many events a page may ask for.
+pub const EVENT_LIMIT: std::ops::RangeInclusive<u32> = 1..=200;
+/// The events a page holds when it does not say.
+pub const DEFAULT_EVENT_LIMIT: u32 = 50;
+
+/// The query of an event page: `after_seq` (default 0) and `limit` (default 50, within
+/// [`EVENT_LIMIT`]); any other parameter is refused. The published schema is this type's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct EventQuery {
+    /// Only events after this sequence number.
+    #[schemars(range(min = 0, max = u64::MAX))]
+    pub after_seq: u64,
+    /// The most events one page holds.
+    #[schemars(range(min = *EVENT_LIMIT.start(), max = *EVENT_LIMIT.end()))]
+    pub limit: u32,
+}
+
+impl Default for EventQuery {
+    fn default() -> Self {
+        EventQuery { after_seq: 0, limit: DEFAULT_EVENT_LIMIT }
+    }
+}
+
+impl EventQuery {
+    pub fn parse(raw: Option<&str>) -> Result<Self, QueryInvalid> {
+        let mut q = EventQuery::default();
+        for pair in raw.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
+            let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+            let bad = |n: &str| QueryInvalid(format!("{n}: must be a whole number"));
+            match name {
+                "after_seq" => q.after_seq = value.parse().map_err(|_| bad("after_seq"))?,
+                "limit" => q.limit = value.parse().map_err(|_| bad("limit"))?,
+                _ => return Err(QueryInvalid("unknown query parameter".into())),
+            }
+        }
+        check_event_limit(q.limit)?;
+        Ok(q)
+    }
+}
+
+/// The one bound of an event page's `limit` (REST and MCP).
+pub fn check_event_limit(limit: u32) -> Result<(), QueryInvalid> {
+    if EVENT_LIMIT.contains(&limit) {
+        Ok(())
+    } else {
+        Err(QueryInvalid(format!("limit: must be {}-{}", EVENT_LIMIT.start(), EVENT_LIMIT.end())))
+    }
+}
+
 /// The query of a run listing: `status` and `cursor`, each at most once and non-empty;
 /// any other parameter is `invalid_request`, as on the other listings.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -86,6 +166,19 @@ impl RunListQuery {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_event_query_defaults_bounds_the_limit_and_refuses_unknown_parameters() {
+        assert_eq!(EventQuery::parse(None).unwrap(), EventQuery { after_seq: 0, limit: 50 });
+        assert_eq!(
+            EventQuery::parse(Some("after_seq=41&limit=100")).unwrap(),
+            EventQuery { after_seq: 41, limit: 100 }
+        );
+        assert_eq!(EventQuery::parse(Some("limit=200")).unwrap().limit, 200);
+        for bad in ["after_seq=-1", "limit=0", "limit=201", "cursor=9", "chat_id=x"] {
+            assert!(EventQuery::parse(Some(bad)).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn the_query_takes_status_and_cursor_once_and_nothing_else() {

@@ -6,7 +6,9 @@ mod listing;
 mod record;
 mod requests;
 
-pub use listing::{RunListQuery, StatusFilter};
+pub use listing::{
+    DEFAULT_EVENT_LIMIT, EVENT_LIMIT, EventQuery, RunListParams, RunListQuery, StatusFilter, check_event_limit,
+};
 pub use record::*;
 pub use requests::*;
 

@@ -5,13 +5,27 @@ use serde::{Deserialize, Serialize};
 
 use super::*;
 
+/// The steps a run's budget may hold.
+pub const MAX_STEPS: std::ops::RangeInclusive<u32> = 1..=64;
+/// The seconds a run may live.
+pub const EXPIRES_IN_SECONDS: std::ops::RangeInclusive<u64> = 60..=604_800;
+/// The database scopes one run may name (distinct).
+pub const MAX_DATABASE_SCOPES: usize = 7;
+/// The upper bound of a completion contract's counts.
+pub const MAX_CONTRACT_COUNT: u32 = 200;
+/// Text with at least one character that is not whitespace (what a trim leaves nonempty).
+const NOT_BLANK: &str = "\\S";
+
 #[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StartRequest {
+    #[schemars(length(min = 1, max = MAX_OBJECTIVE_CHARS), regex(pattern = NOT_BLANK))]
     pub objective: String,
     #[serde(default)]
+    #[schemars(length(max = MAX_CONSTRAINTS), inner(length(min = 1, max = MAX_CONSTRAINT_CHARS), regex(pattern = NOT_BLANK)))]
     pub constraints: Vec<String>,
     #[serde(default)]
+    #[schemars(length(max = MAX_DATABASE_SCOPES), extend("uniqueItems" = true))]
     pub database_scope: Vec<String>,
     #[serde(default)]
     pub completion_contract: Option<ContractRequest>,
@@ -22,9 +36,12 @@ pub struct StartRequest {
 #[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ContractRequest {
+    #[schemars(range(max = MAX_CONTRACT_COUNT))]
     pub min_evidence_refs: Option<u32>,
     pub require_terminal_authority: Option<bool>,
+    #[schemars(extend("items" = {"type": "string", "enum": OUTPUT_FIELDS}))]
     pub required_output_fields: Option<Vec<String>>,
+    #[schemars(range(max = MAX_CONTRACT_COUNT))]
     pub max_unresolved_requirements: Option<u32>,
     pub allow_conflicts: Option<bool>,
 }
@@ -32,17 +49,26 @@ pub struct ContractRequest {
 #[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BudgetRequest {
+    #[schemars(range(min = *MAX_STEPS.start(), max = *MAX_STEPS.end()))]
     pub max_steps: Option<u32>,
+    #[schemars(range(min = *EXPIRES_IN_SECONDS.start(), max = *EXPIRES_IN_SECONDS.end()))]
     pub expires_in_seconds: Option<u64>,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(extend("anyOf" = [
+    {"required": ["instruction"], "properties": {"instruction": {"type": "string", "pattern": NOT_BLANK}}},
+    {"required": ["answers"], "properties": {"answers": {"type": "array", "minItems": 1}}},
+]))]
 pub struct ContinueRequest {
+    #[schemars(range(min = 1))]
     pub expected_version: u64,
     #[serde(default)]
+    #[schemars(length(max = MAX_INSTRUCTION_CHARS))]
     pub instruction: Option<String>,
     #[serde(default)]
+    #[schemars(length(max = MAX_ANSWERS))]
     pub answers: Vec<Answer>,
 }
 
@@ -56,8 +82,10 @@ pub struct Answer {
 #[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CancelRequest {
+    #[schemars(range(min = 1))]
     pub expected_version: u64,
     #[serde(default)]
+    #[schemars(length(max = MAX_REASON_CHARS))]
     pub reason: Option<String>,
 }
 
@@ -111,7 +139,7 @@ pub struct StartSpec {
 impl StartRequest {
     pub fn validate(self) -> Result<StartSpec, Invalid> {
         let objective = self.objective.trim().to_owned();
-        if objective.is_empty() || objective.chars().count() > MAX_OBJECTIVE_CHARS {
+        if objective.is_empty() || self.objective.chars().count() > MAX_OBJECTIVE_CHARS {
             return Err(invalid("objective", format!("must be 1-{MAX_OBJECTIVE_CHARS} characters")));
         }
         if crate::domain::credential::text_carries_credential(&objective) {
@@ -131,8 +159,8 @@ impl StartRequest {
         let mut scopes = self.database_scope.clone();
         scopes.sort();
         scopes.dedup();
-        if scopes.len() != self.database_scope.len() || scopes.len() > 7 {
-            return Err(invalid("database_scope", "entries must be distinct (at most 7)"));
+        if scopes.len() != self.database_scope.len() || scopes.len() > MAX_DATABASE_SCOPES {
+            return Err(invalid("database_scope", format!("entries must be distinct (at most {MAX_DATABASE_SCOPES})")));
         }
         let c = self.completion_contract.unwrap_or(ContractRequest {
             min_evidence_refs: None,
@@ -155,17 +183,19 @@ impl StartRequest {
             max_unresolved_requirements: c.max_unresolved_requirements.unwrap_or(0),
             allow_conflicts: c.allow_conflicts.unwrap_or(false),
         };
-        if contract.min_evidence_refs > 200 || contract.max_unresolved_requirements > 200 {
-            return Err(invalid("completion_contract", "counts are 0-200"));
+        if contract.min_evidence_refs > MAX_CONTRACT_COUNT || contract.max_unresolved_requirements > MAX_CONTRACT_COUNT
+        {
+            return Err(invalid("completion_contract", format!("counts are 0-{MAX_CONTRACT_COUNT}")));
         }
         let b = self.budget.unwrap_or(BudgetRequest { max_steps: None, expires_in_seconds: None });
         let max_steps = b.max_steps.unwrap_or(12);
-        if !(1..=64).contains(&max_steps) {
-            return Err(invalid("budget.max_steps", "must be 1-64"));
+        if !MAX_STEPS.contains(&max_steps) {
+            return Err(invalid("budget.max_steps", format!("must be {}-{}", MAX_STEPS.start(), MAX_STEPS.end())));
         }
         let expires_in_seconds = b.expires_in_seconds.unwrap_or(3600);
-        if !(60..=604_800).contains(&expires_in_seconds) {
-            return Err(invalid("budget.expires_in_seconds", "must be 60-604800"));
+        if !EXPIRES_IN_SECONDS.contains(&expires_in_seconds) {
+            let (min, max) = (EXPIRES_IN_SECONDS.start(), EXPIRES_IN_SECONDS.end());
+            return Err(invalid("budget.expires_in_seconds", format!("must be {min}-{max}")));
         }
         Ok(StartSpec {
             objective,

@@ -47,11 +47,26 @@ impl ProbeStatus {
 /// A probe's identity (`prb_` + 24 hex): derived from the run, the step and the turn's
 /// claim, so queueing the probe of one turn is idempotent and another turn gets another.
 pub fn probe_id(run_id: &str, step: u32, claim_token: &str) -> String {
-    format!("prb_{}", &hash_parts(&["helix-room-probe.v1", run_id, &step.to_string(), claim_token])[..24])
+    format!("prb_{}", &hash_parts(&["helix-room-probe.v1", run_id, &step.to_string(), claim_token])[..PROBE_ID_HEX])
 }
 
+/// Hex digits after `prb_`.
+const PROBE_ID_HEX: usize = 24;
+
 pub fn probe_id_ok(raw: &str) -> bool {
-    opaque("prb_", 24, raw)
+    opaque("prb_", PROBE_ID_HEX, raw)
+}
+
+/// The published schema of a probe id (a path parameter): the shape [`probe_id_ok`] takes.
+pub struct ProbeIdParam;
+
+impl JsonSchema for ProbeIdParam {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "ProbeId".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        crate::domain::room::opaque_schema("prb_", PROBE_ID_HEX)
+    }
 }
 
 /// One pending probe as its producer sees it: what to check, never the run, the caller

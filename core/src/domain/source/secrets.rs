@@ -15,6 +15,16 @@ pub(super) fn opaque(prefix: &str, hex_len: usize, raw: &str) -> bool {
 #[serde(transparent)]
 pub struct SourceId(String);
 
+/// The published schema: exactly the shape [`SourceId::parse`] takes.
+impl schemars::JsonSchema for SourceId {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "SourceId".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        crate::domain::room::opaque_schema("src_", 20)
+    }
+}
+
 impl SourceId {
     pub fn parse(raw: &str) -> Option<Self> {
         opaque("src_", 20, raw).then(|| Self(raw.to_owned()))

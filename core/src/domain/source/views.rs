@@ -73,14 +73,31 @@ impl SourceList {
     }
 }
 
+/// Where a source's credential delivery stands, as a create (or its replay) answers it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum DeliveryStatus {
+    /// This response carries a usable `claim_handle` (a replay's is a fresh one that
+    /// voided the handle answered before).
+    Pending,
+    /// The credential was claimed: the delivery is used, no handle is answered.
+    Claimed,
+    /// No handle can be answered: the source was revoked before its claim, its room is no
+    /// longer the caller's, or it was created before replays could deliver again.
+    Unavailable,
+}
+
 /// The deferred credential delivery: an opaque handle for the owner's browser, never the
 /// bearer or the plugin configuration.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct CredentialDelivery {
-    /// Show-once (null on an idempotent replay: the store keeps only its hash).
+    /// Show-once: present exactly when `status` is `pending` (the store keeps only its
+    /// hash; a replay of the create answers a fresh one while the credential is unclaimed).
     pub claim_handle: Option<String>,
     pub claim_url: String,
+    /// When this response's handle stops being claimable.
     pub expires_at: String,
+    pub status: DeliveryStatus,
     pub bearer_included: bool,
     pub plugin_config_included: bool,
 }

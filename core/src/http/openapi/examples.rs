@@ -19,7 +19,9 @@ pub fn request(operation_id: &str) -> Option<Value> {
         "cancelAgentRun" | "cancelAccountRun" => json!({"expected_version": 3, "reason": "no longer needed"}),
         "createRoom" => json!({"name": "Build night", "description": "Saturday's survival world"}),
         "bindRunToRoom" => json!({"room_id": room, "run_id": run}),
-        "claimChatBinding" => json!({"claim_handle": "hcc_3b1f0e2d4c5a69788796a5b4c3d2e1f0", "run_id": run}),
+        "claimChatBinding" => {
+            json!({"claim_handle": "hcc_3b1f0e2d4c5a69788796a5b4c3d2e1f03b1f0e2d4c5a69788796a5b4c3d2e1f0", "run_id": run})
+        }
         "createRoomSource" => {
             json!({"adapter_profile": "minecraft", "world_id": "overworld", "label": "Survival server"})
         }

@@ -3,6 +3,7 @@
 //! the handlers and the MCP schemas. A committed copy lives in `docs/openapi.json`.
 
 mod examples;
+mod links;
 pub mod routes;
 
 use axum::Router;
@@ -20,17 +21,30 @@ use routes::{Lane, ROUTES, Route};
 
 pub const PATH: &str = "/openapi.json";
 
-/// The error statuses every operation may answer, in the error schema.
-const ERRORS: &[(u16, &str)] = &[
-    (400, "Invalid request"),
-    (401, "Missing or invalid credential"),
-    (403, "Credential lacks the scope or the origin proof"),
-    (404, "Not found (or not the caller's)"),
-    (409, "Conflict with the current state"),
-    (413, "Body too large"),
-    (415, "Not application/json"),
-    (429, "Rate limited"),
-];
+/// The error statuses an operation may answer (all in the error schema): which apply
+/// follows from its lane, its method and whether it reads a body or an `Idempotency-Key`.
+fn errors(r: &Route) -> Vec<(u16, &'static str)> {
+    let mut out = vec![(400, "Invalid request (a parameter, the body or a header)")];
+    out.push((401, "Missing or invalid credential"));
+    out.push((403, "Credential lacks the scope, the account link or the origin proof"));
+    out.push((404, "Not found (or not the caller's)"));
+    if r.request.is_some() {
+        out.push((408, "The body did not arrive in time"));
+    }
+    if r.method != "get" {
+        out.push((409, "Conflict with the current state (or a replay still in progress)"));
+    }
+    if r.request.is_some() {
+        out.push((413, "Body too large"));
+        out.push((415, "Not application/json"));
+    }
+    if r.idempotency_key {
+        out.push((422, "This Idempotency-Key was used with a different request"));
+    }
+    out.push((429, "Rate limited (see Retry-After)"));
+    out.push((503, "Temporarily unavailable (see Retry-After)"));
+    out
+}
 
 /// No authentication; the pipeline gives it `X-Request-Id` and `Cache-Control: no-store`
 /// like every other response (the document changes with each deploy).
@@ -121,28 +135,28 @@ fn named(schema: routes::SchemaFn, schemas: &mut Map<String, Value>) -> Value {
 
 fn operation(r: &Route, schemas: &mut Map<String, Value>) -> Value {
     let mut params: Vec<Value> = path_params(r.path)
-        .map(|name| json!({"name": name, "in": "path", "required": true, "schema": {"type": "string"}}))
+        .map(|name| json!({"name": name, "in": "path", "required": true, "schema": routes::path_param(r.path, name)}))
         .collect();
-    params.extend(
-        r.query
-            .iter()
-            .map(|(name, ty)| json!({"name": name, "in": "query", "required": false, "schema": {"type": ty}})),
-    );
+    if let Some(query) = r.query {
+        params.extend(query_params(query));
+    }
     if r.idempotency_key {
+        let (_, schema) = routes::response::<crate::domain::ids::IdempotencyKey>();
         params.push(json!({"name": "Idempotency-Key", "in": "header", "required": true,
-            "description": "Replays of the same key answer the first outcome.", "schema": {"type": "string", "minLength": 1}}));
+            "description": "Replays of the same key answer the first outcome.", "schema": schema}));
     }
     let mut responses = Map::new();
     for (status, schema) in r.ok {
-        responses.insert(
-            status.to_string(),
-            json!({"description": "Success", "headers": headers(),
-            "content": {"application/json": {"schema": named(*schema, schemas)}}}),
-        );
+        let mut ok = json!({"description": "Success", "headers": headers(),
+            "content": {"application/json": {"schema": named(*schema, schemas)}}});
+        if let Some(links) = links::of(r.operation_id) {
+            ok["links"] = links;
+        }
+        responses.insert(status.to_string(), ok);
     }
     let error = json!({"application/json": {"schema": {"$ref": "#/components/schemas/ErrorEnvelope"},
         "example": examples::error()}});
-    for (status, description) in ERRORS {
+    for (status, description) in errors(r) {
         responses
             .insert(status.to_string(), json!({"description": description, "headers": headers(), "content": error}));
     }
@@ -168,6 +182,31 @@ fn operation(r: &Route, schemas: &mut Map<String, Value>) -> Value {
         op["requestBody"] = json!({"required": true, "content": {"application/json": body}});
     }
     op
+}
+
+/// Each property of a query type as an optional query parameter (its `null` branch, which
+/// a query string cannot spell, left out).
+fn query_params(query: routes::SchemaFn) -> Vec<Value> {
+    let (_, schema) = query();
+    let Some(Value::Object(props)) = schema.get("properties") else { panic!("a query type is an object") };
+    props
+        .iter()
+        .map(|(name, prop)| {
+            let mut prop = prop.clone();
+            if let Some(Value::Array(branches)) = prop.get("anyOf") {
+                let some: Vec<&Value> = branches.iter().filter(|b| b.get("type") != Some(&json!("null"))).collect();
+                if let [one] = some[..] {
+                    prop = one.clone();
+                }
+            }
+            let mut param = json!({"name": name, "in": "query", "required": false});
+            if let Some(d) = prop.as_object_mut().and_then(|p| p.remove("description")) {
+                param["description"] = d;
+            }
+            param["schema"] = prop;
+            param
+        })
+        .collect()
 }
 
 fn path_params(path: &str) -> impl Iterator<Item = &str> {

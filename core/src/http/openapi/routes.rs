@@ -10,10 +10,12 @@ use crate::domain::embodiment::protocol::{PollRequest, PollResponse, RegisterRec
 use crate::domain::embodiment::{
     PairingCreated, PairingRequest, StopCleared, SubjectList, SubjectSelection, WorkflowView,
 };
+use crate::domain::ids::RunId;
+use crate::domain::page::PageQuery;
 use crate::domain::room::{ChatBindingReceipt, RevocationReceipt, RoomList, RoomView, RunBindingReceipt};
 use crate::domain::room::{ChatClaimRequest, CreateRoomRequest, RunBindingRequest};
 use crate::domain::room::{ObserverCreated, ObserverDisconnect, ObserverEventPage, ObserverRequest, ObserverView};
-use crate::domain::run::{CancelRequest, ContinueRequest, StartRequest};
+use crate::domain::run::{CancelRequest, ContinueRequest, EventQuery, RunListParams, StartRequest};
 use crate::domain::scopes::{ENV_ACTIONS_READ, ENV_ACTIONS_WRITE};
 use crate::domain::scopes::{ROOM_SOURCES_MANAGE, ROOMS_MANAGE, ROOMS_READ, RUNS_READ, RUNS_WRITE};
 use crate::domain::source::{
@@ -55,6 +57,25 @@ pub fn response<T: JsonSchema>() -> (String, Value) {
     (T::schema_name().into_owned(), v)
 }
 
+/// A path parameter's schema: the type that parses it (the handler answers `not_found`
+/// for anything else). `binding_ref` names a run or a chat binding by its route.
+pub fn path_param(path: &str, name: &str) -> Value {
+    use crate::domain::embodiment::{EnvBindingId, WorkflowRef};
+    use crate::domain::room::{ChatBindingRef, ObserverRef, RoomId, RunBindingRef};
+    let schema: SchemaFn = match name {
+        "run_id" => response::<RunId>,
+        "room_id" => response::<RoomId>,
+        "binding_ref" if path.contains("/run-bindings/") => response::<RunBindingRef>,
+        "binding_ref" if path.contains("/chat-bindings/") => response::<ChatBindingRef>,
+        "workflow_ref" => response::<WorkflowRef>,
+        "environment_binding_id" => response::<EnvBindingId>,
+        "observer_ref" => response::<ObserverRef>,
+        "probe_id" => response::<crate::domain::source::ProbeIdParam>,
+        _ => return serde_json::json!({"type": "string"}),
+    };
+    schema().1
+}
+
 /// One operation.
 pub struct Route {
     pub method: &'static str,
@@ -62,8 +83,8 @@ pub struct Route {
     pub operation_id: &'static str,
     pub summary: &'static str,
     pub lane: Lane,
-    /// Query parameters (all optional strings or integers, as named).
-    pub query: &'static [(&'static str, &'static str)],
+    /// The query's type: each of its properties is an optional query parameter.
+    pub query: Option<SchemaFn>,
     /// POST routes of the bearer lanes take an `Idempotency-Key` header.
     pub idempotency_key: bool,
     pub request: Option<SchemaFn>,
@@ -71,9 +92,9 @@ pub struct Route {
     pub ok: &'static [(u16, SchemaFn)],
 }
 
-const CURSOR: (&str, &str) = ("cursor", "string");
-const RUN_LIST: &[(&str, &str)] = &[("status", "string"), CURSOR];
-const EVENTS: &[(&str, &str)] = &[("after_seq", "integer"), ("limit", "integer")];
+const CURSOR: Option<SchemaFn> = Some(request::<PageQuery>);
+const RUN_LIST: Option<SchemaFn> = Some(request::<RunListParams>);
+const EVENTS: Option<SchemaFn> = Some(request::<EventQuery>);
 const RUNS_R: Lane = Lane::Bearer(&[RUNS_READ]);
 const RUNS_W: Lane = Lane::Bearer(&[RUNS_WRITE]);
 const BIND: Lane = Lane::Bearer(&[ROOMS_MANAGE, RUNS_WRITE]);
@@ -87,7 +108,7 @@ const fn op(
     summary: &'static str,
     lane: Lane,
 ) -> Route {
-    Route { method, path, operation_id, summary, lane, query: &[], idempotency_key: false, request: None, ok: &[] }
+    Route { method, path, operation_id, summary, lane, query: None, idempotency_key: false, request: None, ok: &[] }
 }
 
 pub const ROUTES: &[Route] = &[
@@ -136,7 +157,7 @@ pub const ROUTES: &[Route] = &[
     },
     // Rooms.
     Route {
-        query: &[CURSOR],
+        query: CURSOR,
         ok: &[(200, response::<RoomList>)],
         ..op("get", "/api/v1/rooms", "listRooms", "The caller's rooms", Lane::Bearer(&[ROOMS_READ]))
     },
@@ -179,7 +200,7 @@ pub const ROUTES: &[Route] = &[
     },
     // Room sources.
     Route {
-        query: &[CURSOR],
+        query: CURSOR,
         ok: &[(200, response::<SourceList>)],
         ..op(
             "get",

@@ -212,3 +212,28 @@ fn the_committed_copy_in_docs_is_current() {
         "docs/openapi.json is stale: run HELIX_UPDATE_OPENAPI=1 cargo test -p helix-core --lib openapi"
     );
 }
+
+/// Every link goes from an operation of the table to one whose path takes each linked
+/// parameter, and reads a field its source's success schema has.
+#[test]
+fn every_link_names_real_operations_parameters_and_fields() {
+    let doc = document();
+    let op = |id: &str| ROUTES.iter().find(|r| r.operation_id == id).unwrap_or_else(|| panic!("no operation {id}"));
+    for (from, targets, params) in super::links::all() {
+        let source = op(from);
+        for (status, schema) in source.ok {
+            let (name, _) = schema();
+            let props = &doc["components"]["schemas"][&name]["properties"];
+            for (_, field) in params.iter() {
+                assert!(props.get(field).is_some(), "{from} {status}: {name} has no {field}");
+            }
+            assert!(doc["paths"][source.path][source.method]["responses"][status.to_string()]["links"].is_object());
+        }
+        for to in targets.iter() {
+            let target = op(to);
+            for (param, _) in params.iter() {
+                assert!(target.path.contains(&format!("{{{param}}}")), "{to} takes no {param}");
+            }
+        }
+    }
+}

@@ -65,7 +65,8 @@ impl WorkflowRecord {
                 steps_max: MAX_SEQUENCE_STEPS as u32,
             },
             last_observation_at: self.last_observation_at.clone(),
-            late_effects_possible: self.state.at_connector() || self.state == WorkflowState::OutcomeUnknown,
+            late_effects_possible: self.late_effects_possible(),
+            late_acknowledgements: self.late_acks.clone(),
             poll_after_ms: (!self.state.is_terminal()).then_some(POLL_INTERVAL_MS),
             created_at: self.created_at.clone(),
             updated_at: self.updated_at.clone(),
@@ -112,6 +113,8 @@ impl EmbodimentService {
         }
         let parsed = Action::parse(action).map_err(|e| ApiError::ActionRefused { reason: e.reason() })?;
         parsed.check(&Region::default()).map_err(|e| ApiError::ActionRefused { reason: e.reason() })?;
+        // What was checked is what is queued and delivered (a chat line normalised).
+        let parsed = parsed.normalized();
         let steps = parsed.steps();
         let changes = steps.iter().filter(|s| matches!(s, Step::BreakBlock(_) | Step::PlaceBlock(_))).count();
         if changes as u32 > MAX_BLOCK_CHANGES {
@@ -172,6 +175,9 @@ impl EmbodimentService {
                 last_seq: 0,
                 last_observation: None,
                 last_observation_at: None,
+                late_effects: false,
+                withdrawn: None,
+                late_acks: Vec::new(),
                 queued_at: now,
                 created_at: at.clone(),
                 updated_at: at,

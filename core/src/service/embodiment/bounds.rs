@@ -16,7 +16,6 @@ use crate::service::records::embodiment::{
     EnvBinding, Selection, SubjectEntry, WorkflowRecord, subject_action_counter,
 };
 use crate::service::records::idempotent::answer_from_receipt;
-use crate::service::records::sources::check_room_owner;
 use crate::service::records::{Role, Tx};
 use crate::service::sessions::Session;
 use crate::store::Key;
@@ -138,6 +137,7 @@ impl EmbodimentService {
     /// room's owner, one transaction). Queued workflows are checked again at dispatch.
     pub async fn set_region(&self, s: &Session, binding_id: &str, req: RegionRequest) -> Result<RegionSet, ApiError> {
         let region = req.region()?;
+        let owner = self.person_owner(s)?;
         for _ in 0..RACE_RETRIES {
             let binding = self.owned_binding(s, &req.room_id, binding_id).await?;
             if !binding.is_active() {
@@ -147,7 +147,7 @@ impl EmbodimentService {
             next.region = region.clone();
             let mut tx = Tx::new();
             next.write(&mut tx, binding.rev);
-            check_room_owner(&mut tx, &next.room_id, &s.account_id, true, None);
+            owner.check(&mut tx, &next.room_id);
             match tx.commit(self.store.as_ref()).await {
                 Ok(()) => {
                     return Ok(RegionSet {

@@ -8,7 +8,9 @@ use std::collections::BTreeSet;
 use super::AuthedConnector;
 use super::{DEAD_MAN_MS, EmbodimentService, POLL_INTERVAL_MS, RACE_RETRIES};
 use crate::domain::embodiment::protocol::*;
-use crate::domain::embodiment::{REGISTER_SCHEMA, WorkflowState, action_schema_hash, postcondition_met, subject_ref};
+use crate::domain::embodiment::{
+    LateAck, REGISTER_SCHEMA, WorkflowState, action_schema_hash, postcondition_met, subject_ref,
+};
 use crate::domain::random_hex;
 use crate::domain::time::rfc3339;
 use crate::error::ApiError;
@@ -147,6 +149,13 @@ impl EmbodimentService {
             if w.dispatch_epoch != Some(binding.epoch) {
                 return Ok(("stale_epoch", None));
             }
+            // About a command Helix took from the connector: recorded, never dropped.
+            let current = w.state.at_connector()
+                && w.lease_token.as_deref() == Some(ack.lease_token.as_str())
+                && w.step_index == ack.step_index;
+            if !current && let Some(late) = self.record_late(binding, ack, w.clone()).await? {
+                return Ok(late);
+            }
             if !w.state.at_connector() {
                 return Ok(("not_at_connector", None));
             }
@@ -166,8 +175,13 @@ impl EmbodimentService {
                 Ok(()) => return Ok(("applied", Some(next))),
                 Err(f) if f.failed(Role::EnvBinding) => return Ok(("stale_epoch", None)),
                 Err(f) if f.failed(Role::Member) => {
-                    let paused = self.settle_to(&w, WorkflowState::Paused, Some(AUTHORITY_REVOKED)).await?;
-                    return Ok((AUTHORITY_REVOKED, paused));
+                    // Taken from the connector (a held mutation: outcome unknown); the
+                    // acknowledgement that found it so is recorded as late.
+                    let Some(held) = self.settle_to(&w, held_state(&w), Some(AUTHORITY_REVOKED)).await? else {
+                        return Ok((AUTHORITY_REVOKED, None));
+                    };
+                    let recorded = self.record_late(binding, ack, held.clone()).await?;
+                    return Ok((AUTHORITY_REVOKED, recorded.and_then(|(_, w)| w).or(Some(held))));
                 }
                 Err(f) if f.failed(Role::Workflow) || f.contended() => continue,
                 Err(f) => return Err(f.into()),
@@ -189,6 +203,12 @@ impl EmbodimentService {
             n.state = s;
             n.reason = reason.map(str::to_owned);
         };
+        if w.state == CancelRequested {
+            // The answer to a cancel: what the connector did is recorded with it.
+            let late = LateAck::of(w.step_index, step, ack, now.clone());
+            n.late_effects |= late.may_have_effect(step);
+            n.push_late(late);
+        }
         match (w.state, ack.status) {
             (
                 CancelRequested,
@@ -353,6 +373,7 @@ impl EmbodimentService {
         n.state = state;
         n.reason = reason.map(str::to_owned);
         n.updated_at = rfc3339(self.clock.now());
+        n.withdraw_from(w);
         if state.is_terminal() || state == WorkflowState::Paused {
             n.lease_token = None;
         }

@@ -10,6 +10,8 @@ mod agent;
 mod bounds;
 mod connector;
 mod connector_auth;
+mod late;
+mod owner;
 mod pairing;
 mod poll;
 mod subject_stop;

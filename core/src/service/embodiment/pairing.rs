@@ -14,16 +14,12 @@ use crate::domain::embodiment::{
     ConnectorConfig, EnvBindingId, PAIRING_SCHEMA, PairingCreated, PairingRequest, StopCleared,
 };
 use crate::domain::room::RoomId;
-use crate::domain::room::RoomRole;
 use crate::domain::source::ConnectorCredential;
 use crate::domain::time::rfc3339;
 use crate::error::ApiError;
 use crate::service::records::embodiment::{
-    CredentialLookup, EnvBinding, WorkflowRecord, binding_in_room, bindings_of_room, credential_key, open_workflows,
-    read_workflow,
+    CredentialLookup, EnvBinding, WorkflowRecord, bindings_of_room, credential_key, open_workflows, read_workflow,
 };
-use crate::service::records::rooms::room_and_membership;
-use crate::service::records::sources::check_room_owner;
 use crate::service::records::{Role, Tx};
 use crate::service::sessions::Session;
 use crate::service::sources::{DeveloperLane, developer};
@@ -76,7 +72,7 @@ impl EmbodimentService {
     /// pairs an action connector for one room and world. The binding, the credential's
     /// lookup and the room-owner check are one transaction.
     pub async fn pair_connector(&self, s: &Session, req: PairingRequest) -> Result<PairingCreated, ApiError> {
-        s.require_member()?;
+        let owner = self.person_owner(s)?;
         developer(&self.config, &s.account_id, &s.policy, DeveloperLane::Browser)?;
         let room = RoomId::parse(&req.room_id).ok_or(ApiError::NotFound)?;
         if !world_ok(&req.world_id) {
@@ -111,7 +107,7 @@ impl EmbodimentService {
         let mut tx = Tx::new();
         tx.put(Role::EnvBinding, binding.to_item(), Cond::NotExists);
         tx.put(Role::ConnectorLookup, lookup.to_item(&binding.credential_hash), Cond::NotExists);
-        check_room_owner(&mut tx, room.as_str(), &s.account_id, true, None);
+        owner.check(&mut tx, room.as_str());
         match tx.commit(self.store.as_ref()).await {
             Ok(()) => {}
             Err(f) if f.failed(Role::Room) || f.failed(Role::Member) => return Err(ApiError::NotFound),
@@ -142,19 +138,19 @@ impl EmbodimentService {
         }
     }
 
-    /// The active binding `binding_id` of an active room the session's account owns.
+    /// The binding `binding_id` the session's account paired, of a room it owns under the
+    /// session's tenant ([`super::owner::PersonOwner`]).
     pub(super) async fn owned_binding(
         &self,
         s: &Session,
         room_id: &str,
         binding_id: &str,
     ) -> Result<EnvBinding, ApiError> {
-        s.require_member()?;
-        let room = RoomId::parse(room_id).ok_or(ApiError::NotFound)?;
-        let binding_id = EnvBindingId::parse(binding_id).ok_or(ApiError::NotFound)?;
-        let got =
-            binding_in_room(self.store.as_ref(), room.as_str(), binding_id.as_str(), &s.account_id, false).await?;
-        got.binding.filter(|b| got.owner_holds && b.owner_account == s.account_id).ok_or(ApiError::NotFound)
+        let binding = self.person_owner(s)?.binding(self, room_id, binding_id).await?;
+        if binding.owner_account != s.account_id {
+            return Err(ApiError::NotFound);
+        }
+        Ok(binding)
     }
 
     /// `POST /api/account/room-connectors/{environment_binding_id}/rotate`: a new credential,
@@ -168,6 +164,7 @@ impl EmbodimentService {
         req: PairingRoom,
     ) -> Result<PairingCreated, ApiError> {
         developer(&self.config, &s.account_id, &s.policy, DeveloperLane::Browser)?;
+        let owner = self.person_owner(s)?;
         for _ in 0..RACE_RETRIES {
             let binding = self.owned_binding(s, &req.room_id, binding_id).await?;
             if !binding.is_active() {
@@ -185,7 +182,7 @@ impl EmbodimentService {
             next.write(&mut tx, binding.rev);
             tx.delete(Role::ConnectorLookup, credential_key(&binding.credential_hash), None);
             tx.put(Role::ConnectorLookup, lookup.to_item(&next.credential_hash), Cond::NotExists);
-            check_room_owner(&mut tx, &next.room_id, &s.account_id, true, None);
+            owner.check(&mut tx, &next.room_id);
             match tx.commit(self.store.as_ref()).await {
                 Ok(()) => return Ok(self.shown_once(next, &credential)),
                 Err(f) if f.failed(Role::Room) || f.failed(Role::Member) => return Err(ApiError::NotFound),
@@ -207,6 +204,7 @@ impl EmbodimentService {
         binding_id: &str,
         req: PairingRoom,
     ) -> Result<PairingRevoked, ApiError> {
+        let owner = self.person_owner(s)?;
         let mut revoked = None;
         for _ in 0..RACE_RETRIES {
             let binding = self.owned_binding(s, &req.room_id, binding_id).await?;
@@ -219,7 +217,7 @@ impl EmbodimentService {
             let mut tx = Tx::new();
             next.write(&mut tx, binding.rev);
             tx.delete(Role::ConnectorLookup, credential_key(&binding.credential_hash), None);
-            check_room_owner(&mut tx, &next.room_id, &s.account_id, true, None);
+            owner.check(&mut tx, &next.room_id);
             match tx.commit(self.store.as_ref()).await {
                 Ok(()) => {
                     revoked = Some(next);
@@ -269,13 +267,9 @@ impl EmbodimentService {
     /// `POST /api/account/room-connectors/emergency-stop/clear`: only a person, signed in
     /// as the room owner, clears an Emergency Stop (an agent has no route to this).
     pub async fn clear_emergency_stop(&self, s: &Session, req: ClearStopRequest) -> Result<StopCleared, ApiError> {
-        s.require_member()?;
-        let room = RoomId::parse(&req.room_id).ok_or(ApiError::NotFound)?;
-        let binding_id = EnvBindingId::parse(&req.environment_binding_id).ok_or(ApiError::NotFound)?;
+        let owner = self.person_owner(s)?;
         for _ in 0..RACE_RETRIES {
-            let got =
-                binding_in_room(self.store.as_ref(), room.as_str(), binding_id.as_str(), &s.account_id, false).await?;
-            let binding = got.binding.filter(|_| got.owner_holds).ok_or(ApiError::NotFound)?;
+            let binding = owner.binding(self, &req.room_id, &req.environment_binding_id).await?;
             if !binding.estop_active {
                 return Ok(StopCleared {
                     environment_binding_id: binding.binding_id,
@@ -287,7 +281,7 @@ impl EmbodimentService {
             next.estop_active = false;
             let mut tx = Tx::new();
             next.write(&mut tx, binding.rev);
-            check_room_owner(&mut tx, room.as_str(), &s.account_id, true, None);
+            owner.check(&mut tx, &next.room_id);
             match tx.commit(self.store.as_ref()).await {
                 Ok(()) => {
                     return Ok(StopCleared {
@@ -324,16 +318,10 @@ impl EmbodimentService {
         Ok(())
     }
 
-    /// An active room the session's account owns (its owner member); anything else is not found.
+    /// An active room of the session's tenant that its account owns (its owner member);
+    /// anything else is not found.
     async fn owned_active_room(&self, s: &Session, room_id: &str) -> Result<String, ApiError> {
-        s.require_member()?;
-        let id = RoomId::parse(room_id).ok_or(ApiError::NotFound)?;
-        let (room, member) = room_and_membership(self.store.as_ref(), id.as_str(), &s.account_id).await?;
-        let owner = member.is_some_and(|m| m.role == RoomRole::Owner);
-        match room {
-            Some(r) if r.is_active() && r.owner_account == s.account_id && owner => Ok(r.room_id),
-            _ => Err(ApiError::NotFound),
-        }
+        Ok(self.person_owner(s)?.room(self, room_id).await?.as_str().to_owned())
     }
 }
 

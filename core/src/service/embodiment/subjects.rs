@@ -12,7 +12,7 @@ use crate::domain::time::epoch_rfc3339;
 use crate::error::ApiError;
 use crate::service::Caller;
 use crate::service::records::embodiment::{EnvBinding, Selection, bindings_of_room};
-use crate::service::records::rooms::{RoomTenant, room_and_membership};
+use crate::service::records::rooms::room_and_membership;
 use crate::service::records::{Role, Tx};
 use crate::service::sessions::Session;
 
@@ -32,7 +32,7 @@ impl EmbodimentService {
         if s.policy.rooms_locked {
             return Err(ApiError::RoomFeatureLocked);
         }
-        let tenant = RoomTenant::of_session(s.tenant_ref.as_deref(), &self.config.oauth.issuer);
+        let tenant = self.person_tenant(s);
         let id = RoomId::parse(room_id).ok_or(ApiError::NotFound)?;
         let (room, member) = room_and_membership(self.store.as_ref(), id.as_str(), &s.account_id).await?;
         let room = room.filter(|r| r.is_active() && tenant.admits(r)).ok_or(ApiError::NotFound)?;

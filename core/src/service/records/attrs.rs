@@ -66,6 +66,7 @@ pub(super) const ADAPTER_HASH: &str = "adapter_hash";
 pub(super) const MANIFEST_HASH: &str = "manifest_hash";
 pub(super) const LABEL: &str = "label";
 pub(super) const BEARER_HASH: &str = "bearer_hash";
+pub(super) const DELIVERY_HASH: &str = "delivery_hash";
 pub(super) const CREDENTIAL_EXPIRES_AT: &str = "credential_expires_at";
 pub(super) const CREDENTIALED_AT: &str = "credentialed_at";
 pub(super) const ADMITTED: &str = "admitted";

@@ -11,9 +11,9 @@ use serde::{Deserialize, Serialize};
 use super::BODY;
 use super::accounts::account_key;
 use super::attrs::{CONNECTOR_EPOCH, ESTOP_ACTIVE, REV, STATE};
-use super::rooms::{member_is_owner, member_key, room_active_and_owned_by, room_key, room_pk};
+use super::rooms::{RoomTenant, member_is_owner, member_key, room_active_and_owned_by, room_key, room_pk};
 use super::tx::{Role, Tx};
-use crate::domain::embodiment::{Action, RegionBox, Step, StepObservation, WorkflowState};
+use crate::domain::embodiment::{Action, LateAck, RegionBox, Step, StepObservation, WorkflowState};
 use crate::domain::random_hex;
 use crate::error::ApiError;
 use crate::store::{Cond, Item, Key, Store};
@@ -239,7 +239,8 @@ impl CredentialLookup {
 /// owner's account item: one BatchGetItem.
 pub struct BindingInRoom {
     pub binding: Option<EnvBinding>,
-    /// The room is active and owned by `account`, who is its owner member.
+    /// The room is active, of the caller's tenant and owned by `account`, who is its
+    /// owner member.
     pub owner_holds: bool,
     pub account: Option<Item>,
 }
@@ -249,6 +250,7 @@ pub async fn binding_in_room(
     room_id: &str,
     binding_id: &str,
     account: &str,
+    tenant: &RoomTenant,
     with_account: bool,
 ) -> Result<BindingInRoom, ApiError> {
     let mut keys = vec![env_key(room_id, binding_id), room_key(room_id), member_key(room_id, account)];
@@ -259,7 +261,8 @@ pub async fn binding_in_room(
     let (binding, room, member) = (got.next().flatten(), got.next().flatten(), got.next().flatten());
     Ok(BindingInRoom {
         binding: binding.as_ref().map(EnvBinding::from_item).transpose()?,
-        owner_holds: room_active_and_owned_by(account).holds(room.as_ref(), 0)
+        owner_holds: tenant.admits_item(room.as_ref())
+            && room_active_and_owned_by(account).holds(room.as_ref(), 0)
             && member_is_owner().holds(member.as_ref(), 0),
         account: got.next().flatten(),
     })
@@ -299,6 +302,15 @@ pub struct WorkflowRecord {
     pub last_seq: u32,
     pub last_observation: Option<StepObservation>,
     pub last_observation_at: Option<String>,
+    /// Helix took a mutating step from the connector that held it: effects may arrive.
+    #[serde(default)]
+    pub late_effects: bool,
+    /// The command Helix last took from the connector (its late acknowledgements are recorded).
+    #[serde(default)]
+    pub withdrawn: Option<Withdrawn>,
+    /// The acknowledgements of a withdrawn command, oldest first (at most [`MAX_LATE_ACKS`]).
+    #[serde(default)]
+    pub late_acks: Vec<LateAck>,
     /// Epoch seconds the workflow was last queued (accepted, or resumed); 0 in records
     /// written before it existed (then `created_at` counts).
     #[serde(default)]
@@ -307,6 +319,17 @@ pub struct WorkflowRecord {
     pub updated_at: String,
     #[serde(skip)]
     pub rev: i64,
+}
+
+/// Most late acknowledgements one workflow keeps (beyond, the newest replaces the last).
+pub const MAX_LATE_ACKS: usize = 16;
+
+/// A command Helix took from the connector: its lease, step and last applied sequence.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Withdrawn {
+    pub lease_token: String,
+    pub step_index: u32,
+    pub last_seq: u32,
 }
 
 impl WorkflowRecord {

@@ -78,7 +78,7 @@ pub const LIMIT_ITEMS: &[ItemLayout] = &[row("rate-limit window", "RL#<sha256(wi
 pub const OAUTH_ITEMS: &[ItemLayout] = &[
     row("registered OAuth client", "OAUTHCLIENT#<client_id>", "CLIENT"),
     row("client registration counter", "OAUTHREG#<hour>", "COUNT"),
-    row("pending authorization", "OAUTHPENDING#<sha256(pending id)>", "PENDING"),
+    row("pending authorization (once signed in)", "OAUTHPENDING#<sha256(sealed request)>", "PENDING"),
     row("authorization code", "OAUTHCODE#<sha256(code)>", "CODE"),
     row("refresh-token family", "OAUTHFAMILY#<family_id>", "FAMILY"),
     row("refresh token", "OAUTHREFRESH#<sha256(token)>", "REFRESH"),

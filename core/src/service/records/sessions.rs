@@ -3,7 +3,8 @@
 //! case.
 
 use super::attrs::{
-    ABSOLUTE_UNTIL, ACCOUNT_ID, BROWSER_HASH, CREATED_AT, PURPOSE, REFRESHED_AT, RETURN_TO, SESSION_HASH, TENANT_REF,
+    ABSOLUTE_UNTIL, ACCOUNT_ID, BROWSER_HASH, CREATED_AT, OWNER_HASH, PURPOSE, REFRESHED_AT, RETURN_TO, SESSION_HASH,
+    TENANT_REF,
 };
 use super::{enum_parse, enum_text};
 use crate::domain::account::IntentPurpose;
@@ -20,8 +21,9 @@ pub fn intent_key(state_hash: &str) -> Key {
 }
 
 /// A session item: its account, when it was opened and last slid, its absolute end, its
-/// idle expiry (the TTL), and the tenant reference of the identity it was signed in with
-/// (none on a session stored before tenants were recorded).
+/// idle expiry (the TTL), the tenant reference of the identity it was signed in with
+/// (none on a session stored before tenants were recorded) and that identity's owner tuple
+/// hash (none on a session stored before it was recorded).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SessionRecord {
     pub account_id: String,
@@ -30,6 +32,7 @@ pub struct SessionRecord {
     pub absolute_until: i64,
     pub expires_at: i64,
     pub tenant_ref: Option<String>,
+    pub owner_hash: Option<String>,
 }
 
 impl SessionRecord {
@@ -41,8 +44,12 @@ impl SessionRecord {
             .with_n(REFRESHED_AT, self.refreshed_at)
             .with_n(ABSOLUTE_UNTIL, self.absolute_until)
             .with_n(EXPIRES_AT, self.expires_at);
-        match &self.tenant_ref {
+        let item = match &self.tenant_ref {
             Some(t) => item.with_s(TENANT_REF, t),
+            None => item,
+        };
+        match &self.owner_hash {
+            Some(o) => item.with_s(OWNER_HASH, o),
             None => item,
         }
     }
@@ -56,6 +63,7 @@ impl SessionRecord {
             absolute_until: item.n(ABSOLUTE_UNTIL).unwrap_or(0),
             expires_at: item.n(EXPIRES_AT).unwrap_or(0),
             tenant_ref: item.s(TENANT_REF).map(str::to_owned),
+            owner_hash: item.s(OWNER_HASH).map(str::to_owned),
         })
     }
 }
@@ -126,6 +134,7 @@ mod tests {
             absolute_until: 99,
             expires_at: 50,
             tenant_ref: Some("tenant:sha256:t".into()),
+            owner_hash: Some("o".repeat(64)),
         }
     }
 
@@ -136,7 +145,9 @@ mod tests {
         assert_eq!(SessionRecord::from_item(&item), Some(session()));
         let mut before_tenants = item.clone();
         before_tenants.attrs.remove(TENANT_REF);
-        assert_eq!(SessionRecord::from_item(&before_tenants), Some(SessionRecord { tenant_ref: None, ..session() }));
+        before_tenants.attrs.remove(OWNER_HASH);
+        let old = SessionRecord { tenant_ref: None, owner_hash: None, ..session() };
+        assert_eq!(SessionRecord::from_item(&before_tenants), Some(old));
         let mut orphan = item.clone();
         orphan.attrs.remove(ACCOUNT_ID);
         assert_eq!(SessionRecord::from_item(&orphan), None);

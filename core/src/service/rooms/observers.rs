@@ -146,9 +146,7 @@ impl RoomService {
         limit: u32,
     ) -> Result<Redacted<ObserverEventPage>, ApiError> {
         unlocked(s.policy.rooms_locked)?;
-        if !(1..=200).contains(&limit) {
-            return Err(ApiError::InvalidRequest("limit: must be 1-200".into()));
-        }
+        crate::domain::run::check_event_limit(limit)?;
         let obs = self.own_observer(s, observer_ref).await?;
         let mut page = ObserverEventPage {
             schema: OBSERVER_EVENTS_SCHEMA,

@@ -224,6 +224,7 @@ mod tests {
             generation: 3,
             created_at: "t".into(),
             bearer_hash: Some("b".into()),
+            delivery_hash: None,
             credential_expires_at: Some(1_000),
             credentialed_at: None,
             admitted: Some(true),

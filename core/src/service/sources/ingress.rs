@@ -162,6 +162,7 @@ mod tests {
             generation: 1,
             created_at: "t".into(),
             bearer_hash: Some("b".into()),
+            delivery_hash: None,
             credential_expires_at: Some(i64::MAX),
             credentialed_at: None,
             admitted,

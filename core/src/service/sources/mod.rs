@@ -14,6 +14,7 @@ pub mod evidence;
 mod ingress;
 mod observations;
 pub mod probes;
+mod redelivery;
 #[allow(clippy::module_inception)]
 mod sources;
 
@@ -90,7 +91,10 @@ pub(crate) fn developer(
             return Err(ApiError::DeveloperRequired);
         }
         match lane {
-            DeveloperLane::Bearer(p) => p.require(&[crate::domain::scopes::DEVELOPER])?,
+            // Named with the operation's other scope: the one challenge names both.
+            DeveloperLane::Bearer(p) => {
+                p.require(&[crate::domain::scopes::ROOM_SOURCES_MANAGE, crate::domain::scopes::DEVELOPER])?
+            }
             DeveloperLane::Browser | DeveloperLane::Producer => {}
         }
     }

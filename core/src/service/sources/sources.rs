@@ -57,7 +57,9 @@ impl SourceService {
     /// `POST /api/v1/rooms/{room_id}/sources`: the room owner (a developer account)
     /// creates a read-only source and its deferred credential delivery in one
     /// transaction. The stored receipt holds the delivery without its handle (the
-    /// store keeps only the handle's hash), so a replay answers `claim_handle: null`.
+    /// store keeps only the handle's hash); a replay delivers again
+    /// ([`SourceService::delivered_again`]): a fresh handle while the credential is
+    /// unclaimed, else where the delivery stands.
     pub async fn create_source(
         &self,
         p: &Caller,
@@ -65,7 +67,9 @@ impl SourceService {
         key: &IdempotencyKey,
         req: CreateSourceRequest,
     ) -> Result<Mutation, ApiError> {
-        p.require(&[ROOM_SOURCES_MANAGE])?;
+        // In production the developer scope is part of what the operation needs: a refusal names both.
+        let production = self.config.mode == crate::config::Mode::Production;
+        p.require_all(&[ROOM_SOURCES_MANAGE], if production { &[crate::domain::scopes::DEVELOPER] } else { &[] })?;
         developer(&self.config, &p.account_id, &p.policy, DeveloperLane::Bearer(p))?;
         let profile = req.validate()?;
         // Ownership is checked inside the transaction (room active, of the caller's tenant and
@@ -90,6 +94,7 @@ impl SourceService {
             generation: 1,
             created_at: rfc3339(now),
             bearer_hash: None,
+            delivery_hash: Some(handle.hash()),
             credential_expires_at: None,
             credentialed_at: None,
             admitted: None,
@@ -114,6 +119,7 @@ impl SourceService {
                 claim_handle: None,
                 claim_url: format!("{}{CLAIM_PAGE_PATH}", self.config.public_base_url),
                 expires_at: epoch_rfc3339(expires),
+                status: DeliveryStatus::Pending,
                 bearer_included: false,
                 plugin_config_included: false,
             },
@@ -138,7 +144,10 @@ impl SourceService {
         };
         match commit_once(self.store.as_ref(), self.clock.epoch(), done, tx).await? {
             Committed::Answered(mut m) => {
-                if !m.replayed {
+                if m.replayed {
+                    let delivery = self.delivered_again(p, &m.body).await?;
+                    m.body["credential_delivery"] = serde_json::to_value(&delivery).map_err(ApiError::internal)?;
+                } else {
                     // The handle is the one intentional exception to redaction: it is added
                     // after projection, to this response only.
                     m.body["credential_delivery"]["claim_handle"] = Value::String(handle.expose().to_owned());

@@ -4,7 +4,7 @@
 
 use super::super::attrs::{GENERATION, OWNER_ACCOUNT, ROOM_ID, SOURCE_ID, text};
 use super::super::tx::{Role, Tx};
-use super::{bearer_key, delivery_key};
+use super::{SourceRecord, awaiting_delivery, bearer_key, delivery_key};
 use crate::store::{Cond, EXPIRES_AT, Item};
 
 /// The pending one-time delivery of a source's first credential (TTL).
@@ -44,6 +44,18 @@ impl Delivery {
 pub fn consume_delivery(tx: &mut Tx, handle_hash: &str, account: &str) {
     let cond = Cond::And(vec![Cond::Exists, Cond::eq_s(OWNER_ACCOUNT, account)]);
     tx.delete(Role::Delivery, delivery_key(handle_hash), cond);
+}
+
+/// A fresh delivery in place of the source's current one, in one transaction: the source
+/// (still awaiting the claim of exactly the delivery `old_hash`) records the new handle's
+/// hash, the old delivery is deleted (its handle refused from this commit on) and the new
+/// one put. A claim of the old handle that commits first makes the source's condition fail
+/// ([`Role::Source`]).
+pub fn replace_delivery(tx: &mut Tx, source: &SourceRecord, old_hash: &str, new: &Delivery, new_hash: &str) {
+    let next = SourceRecord { delivery_hash: Some(new_hash.to_owned()), ..source.clone() };
+    tx.put(Role::Source, next.to_item(), awaiting_delivery(new.generation, old_hash));
+    tx.delete(Role::Delivery, delivery_key(old_hash), None);
+    tx.put(Role::Delivery, new.to_item(new_hash), Cond::NotExists);
 }
 
 /// How ingress finds a source from its bearer's hash.

@@ -8,13 +8,13 @@
 mod delivery;
 mod room;
 
-pub use delivery::{BearerLookup, Delivery, consume_delivery};
+pub use delivery::{BearerLookup, Delivery, consume_delivery, replace_delivery};
 pub use room::{SourceInRoom, active_rooms_of_member, check_room_owner, room_owned_by, source_in_room};
 
 use super::attrs::{
     ADAPTER_HASH, ADAPTER_PROFILE, ADAPTER_VERSION, ADMITTED, BEARER_HASH, CREATED_AT, CREDENTIAL_EXPIRES_AT,
-    CREDENTIALED_AT, GENERATION, LABEL, MANIFEST_HASH, OWNER_ACCOUNT, PRODUCER_EPOCH, REGISTERED_AT, REVOKED_AT,
-    ROOM_ID, SOURCE_ID, STATUS, WORLD_ID, opt, set_n, set_s, text,
+    CREDENTIALED_AT, DELIVERY_HASH, GENERATION, LABEL, MANIFEST_HASH, OWNER_ACCOUNT, PRODUCER_EPOCH, REGISTERED_AT,
+    REVOKED_AT, ROOM_ID, SOURCE_ID, STATUS, WORLD_ID, opt, set_n, set_s, text,
 };
 use super::rooms::room_pk;
 use super::tx::{Role, Tx};
@@ -61,6 +61,9 @@ pub struct SourceRecord {
     pub generation: u32,
     pub created_at: String,
     pub bearer_hash: Option<String>,
+    /// The hash of the handle of the source's current delivery while it awaits its claim
+    /// (absent on a source created before it was recorded).
+    pub delivery_hash: Option<String>,
     /// Epoch seconds; absent while no credential was issued.
     pub credential_expires_at: Option<i64>,
     pub credentialed_at: Option<String>,
@@ -96,6 +99,7 @@ impl SourceRecord {
             .with_s(CREATED_AT, &self.created_at);
         set_s(&mut item, LABEL, self.label.as_deref());
         set_s(&mut item, BEARER_HASH, self.bearer_hash.as_deref());
+        set_s(&mut item, DELIVERY_HASH, self.delivery_hash.as_deref());
         set_n(&mut item, CREDENTIAL_EXPIRES_AT, self.credential_expires_at);
         set_s(&mut item, CREDENTIALED_AT, self.credentialed_at.as_deref());
         set_s(&mut item, ADMITTED, self.admitted.map(flag));
@@ -124,6 +128,7 @@ impl SourceRecord {
             generation: item.n(GENERATION).unwrap_or(0) as u32,
             created_at: s(CREATED_AT),
             bearer_hash: o(BEARER_HASH),
+            delivery_hash: o(DELIVERY_HASH),
             credential_expires_at: item.n(CREDENTIAL_EXPIRES_AT),
             credentialed_at: o(CREDENTIALED_AT),
             admitted: item.s(ADMITTED).map(|a| a == flag(true)),
@@ -195,6 +200,12 @@ pub fn awaiting_claim_of(generation: u32) -> Cond {
         Cond::eq_s(STATUS, enum_text(&SourceStatus::AwaitingClaim)),
         Cond::eq_n(GENERATION, generation as i64),
     ])
+}
+
+/// The source still awaits the claim of exactly the delivery whose handle hashes to
+/// `delivery_hash`.
+fn awaiting_delivery(generation: u32, delivery_hash: &str) -> Cond {
+    Cond::And(vec![awaiting_claim_of(generation), Cond::eq_s(DELIVERY_HASH, delivery_hash)])
 }
 
 /// The source is active under exactly this bearer.
@@ -285,6 +296,7 @@ mod tests {
             generation: 1,
             created_at: "t".into(),
             bearer_hash: bearer.map(str::to_owned),
+            delivery_hash: None,
             credential_expires_at: Some(i64::MAX),
             credentialed_at: None,
             admitted: Some(epoch.is_some()),
