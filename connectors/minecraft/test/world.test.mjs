@@ -209,12 +209,17 @@ test("the owner's in-game `!helix pause` pauses the workflow (manual_override) a
 });
 
 test('partition from Helix: the dead-man rule halts the walking player within dead_man_ms', async () => {
-  // A walk longer than dead_man_ms, with the observer half-way along to keep it in view.
+  // A walk longer than dead_man_ms that stays inside the chunks already loaded around Alex
+  // and the observer: back and forth over 24 blocks, six legs (a goal in chunks not yet
+  // sent can end `failed: no_path` on a loaded machine), the observer beside the track.
   const p = alex();
-  eye.say(`/teleport Owner ${p.x + 38} 5 ${p.z + 3}`);
-  await until(() => Math.abs(eye.bot.entity.position.x - (p.x + 38.5)) < 1, 5000, 'the observer half-way');
+  eye.say(`/teleport Owner ${p.x + 12} 5 ${p.z + 3}`);
+  await until(() => Math.abs(eye.bot.entity.position.x - (p.x + 12.5)) < 1, 5000, 'the observer beside the track');
   await until(() => eye.where('Alex'), 5000, 'the observer sees Alex');
-  const ref = await walking(75);
+  const leg = (dx) => ({ type: 'move_to', x: p.x + dx, y: 5, z: p.z, range: 1 });
+  const from = eye.where('Alex');
+  const ref = await ai.queue({ type: 'sequence', steps: [leg(24), leg(0), leg(24), leg(0), leg(24), leg(0)] });
+  await until(() => eye.where('Alex').distanceTo(from) > 1, 10_000, 'Alex walking');
   const t0 = Date.now();
   net.cut();
   const line = await conn.waitLine(/^dead-man: Helix not reached for (\d+) ms/, 15_000);
