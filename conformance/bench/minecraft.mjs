@@ -12,7 +12,7 @@
 //      BENCH_KILLS (5: connector kills mid-dig; and 3 kills of helix serve).
 import { join } from 'node:path';
 import {
-  agent, haltedAt, http, killableHelix, observer, pairedRoom, sleep, startConnector, startWorld, until,
+  agent, haltedAt, http, killableHelix, observer, pairedRoom, secondMember, sleep, startConnector, startWorld, until,
 } from '../../connectors/minecraft/test/lib/harness.mjs';
 
 const N_LAT = Number(process.env.BENCH_LATENCY_SAMPLES ?? 28);
@@ -239,11 +239,38 @@ try {
     c.at[where] = (c.at[where] ?? 0) + 1;
     if (refused) c.refused += 1; else falseAccepts += 1;
   }
+  // Another member of the room (joined with the owner's invite) selects or drives the
+  // owner's player: every attempt must be refused by Helix.
+  const member = await secondMember(h, room);
+  const other = await agent(h, room.roomId, member.bearer);
+  const memberCases = [
+    ['select', { room_id: room.roomId, environment_binding_id: room.bindingId, subject_ref: subjectRef }],
+    ...[{ type: 'move_to', ...HOME, x: HOME.x + 3, range: 1 }, { type: 'look_at', ...T }, { type: 'wait', ticks: 1 },
+      { type: 'stop' }, { type: 'break_block', ...T, expected_block: 'minecraft:grass_block' },
+      { type: 'place_block', ...T, y: 5, item: 'minecraft:dirt', face: 'up' },
+      { type: 'equip', item: 'minecraft:dirt', slot: 'mainhand' }, { type: 'chat', text: 'not my player' }]
+      .map((a) => ['act', a]),
+  ];
+  for (const [kind, payload] of memberCases) {
+    const r = kind === 'select'
+      ? await other.call('helix_environment_subject_select', payload)
+      : await other.act(payload);
+    const c = (byCategory.other_members_subject ??= { cases: 0, refused: 0, at: {} });
+    c.cases += 1;
+    const where = r.isError ? `helix:${r.sc?.error?.code}` : 'accepted';
+    c.at[where] = (c.at[where] ?? 0) + 1;
+    if (r.isError) c.refused += 1;
+    else {
+      falseAccepts += 1;
+      accepted.push({ category: 'other_members_subject', action: payload, status: r.sc?.status });
+    }
+  }
+  await other.close().catch(() => {});
+  cases.push(...memberCases.map(([, a]) => ['other_members_subject', a]));
   const worldChanged = eye.chat.slice(chatBefore).some((l) => l.startsWith('<Alex>'))
     || eye.block(T.x, T.y, T.z) !== tBefore || eye.where('Alex').distanceTo(startPos) > 1.5;
   out.adversarial = { cases: cases.length, false_accepts: falseAccepts, world_changed: worldChanged, by_category: byCategory, accepted,
-    preflight_errors: Object.fromEntries(Object.entries(preflightErrors).map(([k, v]) => [k, [...v].slice(0, 3)])),
-    not_covered: "another member's subject (needs a second member; covered by the Rust API tests)" };
+    preflight_errors: Object.fromEntries(Object.entries(preflightErrors).map(([k, v]) => [k, [...v].slice(0, 3)])) };
   log(`adversarial ${cases.length} cases, ${falseAccepts} false accepts`);
   process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
 } finally {

@@ -222,18 +222,23 @@ export class Connector {
       if (this.ledger.has(cmd)) continue; // a redelivery: never executed twice
       if (stopped.has(cmd.native_id) || answer.emergency_stop_active) continue;
       const player = this.players.find((p) => p.nativeId === cmd.native_id);
-      this.ledger.take(cmd);
-      this.log(`command ${cmd.workflow_ref} step ${cmd.step_index}: ${cmd.step.type}`);
       const why = this.ownerHold ? 'owner_stopped' : (player ? refusal(player, cmd.step) : 'player_offline');
+      this.ledger.take(cmd);
       if (why) {
         // Refused instead of accepted: nothing touched the world.
-        this.log(`rejected ${cmd.workflow_ref} step ${cmd.step_index}: ${why}`);
         this.ledger.ack(cmd, 'rejected', null, why);
         this.ledger.set(cmd, 'finished');
+      } else {
+        this.ledger.ack(cmd, 'accepted');
+      }
+      // Written durably first: a command reported as taken is in the ledger file, so a
+      // kill -9 from here on finds it there and never executes it again.
+      this.ledger.save();
+      this.log(`command ${cmd.workflow_ref} step ${cmd.step_index}: ${cmd.step.type}`);
+      if (why) {
+        this.log(`rejected ${cmd.workflow_ref} step ${cmd.step_index}: ${why}`);
         continue;
       }
-      this.ledger.ack(cmd, 'accepted');
-      this.ledger.save(); // recorded before anything happens in the world
       this.start(cmd, player);
     }
   }

@@ -8,13 +8,16 @@ import pathfinderPkg from 'mineflayer-pathfinder';
 const { pathfinder, Movements } = pathfinderPkg;
 
 const BACKOFF_MS = [1000, 2000, 4000, 8000, 15000, 30000];
+const SETTLE_MS = 1000;
+const SETTLE_MAX_MS = 5000;
+const JOIN_MS = 30_000;
 /** `<name> text`, as a server shows a player's chat line. */
 const CHAT_LINE = /^<([A-Za-z0-9_]{1,16})> (.*)$/s;
 
 export class Player extends EventEmitter {
-  constructor({ host, port, username, version, auth, log }) {
+  constructor({ host, port, username, version, auth, log, joinMs = JOIN_MS }) {
     super();
-    Object.assign(this, { host, port, username, version, auth, log });
+    Object.assign(this, { host, port, username, version, auth, log, joinMs });
     this.bot = null;
     this.online = false;
     this.nativeId = null;
@@ -41,6 +44,17 @@ export class Player extends EventEmitter {
       version: this.version || false, hideErrors: true, checkTimeoutInterval: 30_000,
     });
     this.bot = bot;
+    let settle = null;
+    // A join that never completes (no answer, or a server that never spawns the player)
+    // is given up after joinMs and tried again with the back-off: nothing waits forever.
+    const joining = setTimeout(this.guard(() => {
+      if (this.online || this.bot !== bot) return;
+      this.log(`player ${this.username}: not joined within ${this.joinMs} ms`);
+      try {
+        bot.quit();
+      } catch { /* not connected */ }
+      bot._client?.socket?.destroy();
+    }), this.joinMs);
     bot.loadPlugin(pathfinder);
     bot.once('spawn', this.guard(() => {
       const moves = new Movements(bot);
@@ -49,10 +63,22 @@ export class Player extends EventEmitter {
       moves.scafoldingBlocks = [];
       bot.pathfinder.setMovements(moves);
       this.nativeId = bot.player?.uuid ?? bot._client.uuid ?? this.nativeId;
-      this.online = true;
       this.failures = 0;
-      this.log(`player ${this.username} joined ${this.host}:${this.port}`);
-      this.emit('online');
+      // The server may still correct the login position after the spawn (flying-squid
+      // sends it again once the rest of the chunks are out): that is no person taking
+      // over. The player is online once no such move came for SETTLE_MS (at most SETTLE_MAX_MS).
+      const spawned = Date.now();
+      let moved = spawned;
+      settle = setInterval(this.guard(() => {
+        const now = Date.now();
+        if (now - moved < SETTLE_MS && now - spawned < SETTLE_MAX_MS) return;
+        clearInterval(settle);
+        clearTimeout(joining);
+        this.online = true;
+        this.log(`player ${this.username} joined ${this.host}:${this.port}`);
+        this.emit('online');
+      }), 100);
+      bot.on('forcedMove', this.guard(() => { moved = Date.now(); }));
     }));
     bot.on('messagestr', this.guard((text) => {
       const m = CHAT_LINE.exec(text);
@@ -66,6 +92,8 @@ export class Player extends EventEmitter {
     bot.on('kicked', this.guard((reason) => this.log(`player ${this.username} kicked: ${String(reason).slice(0, 200)}`)));
     bot.on('error', this.guard((e) => this.log(`player ${this.username}: ${e?.code ?? e?.message ?? e}`)));
     bot.on('end', this.guard(() => {
+      clearTimeout(joining);
+      clearInterval(settle);
       const was = this.online;
       this.online = false;
       if (was) this.emit('offline');

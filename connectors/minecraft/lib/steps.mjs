@@ -8,6 +8,8 @@ import { DESTINATIONS, FACES, REACH, chatRefusal, chatRule, minecraftName } from
 
 const { goals } = pathfinderPkg;
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+/** The longest a step waits on the world. */
+export const STEP_LIMIT_MS = 60_000;
 const ns = (name) => `minecraft:${name}`;
 
 /** The distance from the player's eyes to the centre of block `v`. */
@@ -76,7 +78,18 @@ export function refusal(player, step) {
  */
 export async function execute(player, step, run) {
   const bot = player.bot;
-  const until = (p) => Promise.race([p, run.halted]);
+  // Every wait on the world is bounded: a path, a dig or a placement that never ends (a
+  // server that never answers) halts the player after `run.limitMs` and the world decides.
+  const until = (p) => {
+    let timer;
+    const limit = new Promise((resolve, reject) => {
+      timer = setTimeout(() => {
+        player.halt();
+        reject(new Error('step_timeout'));
+      }, run.limitMs ?? STEP_LIMIT_MS);
+    });
+    return Promise.race([p, run.halted, limit]).finally(() => clearTimeout(timer));
+  };
   const position = () => player.position();
   switch (step.type) {
     case 'move_to': {
@@ -86,7 +99,10 @@ export async function execute(player, step, run) {
       try {
         await until(bot.pathfinder.goto(goal));
       } catch (e) {
-        if (!run.stopped) return { status: 'failed', reason: 'no_path' };
+        if (!run.stopped) {
+          player.log(`player ${player.username}: move_to failed: ${String(e?.message ?? e).slice(0, 120)}`);
+          return { status: 'failed', reason: 'no_path' };
+        }
       }
       if (run.stopped) return null;
       await sleep(100); // the last position packet

@@ -6,7 +6,8 @@ import { after, before, test } from 'node:test';
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
-  agent, claimedSource, form, haltedAt, http, key, killableHelix, observer, pairedRoom, proxy, sleep, startConnector, startWorld, until,
+  agent, claimedSource, form, haltedAt, http, key, killableHelix, observer, pairedRoom, proxy, secondMember, sleep, startConnector,
+  startWorld, until,
 } from './lib/harness.mjs';
 
 const GRASS_Y = 4; // superflat: grass at y=4, players stand at y=5
@@ -142,6 +143,30 @@ test('a chat line disguised as a command (a look-alike slash after white space) 
   assert.ok(!eye.chat.some((l) => l.includes('op Owner')), 'nothing reached the chat');
 });
 
+test("another member of the room cannot select or drive the owner's player", async () => {
+  const member = await secondMember(h, room);
+  const other = await agent(h, room.roomId, member.bearer);
+  try {
+    const before = eye.where('Alex').clone();
+    const chatBefore = eye.chat.length;
+    const sel = await other.call('helix_environment_subject_select',
+      { room_id: room.roomId, environment_binding_id: room.bindingId, subject_ref: subjectRef });
+    assert.ok(sel.isError, `the owner's player was selectable by another member: ${JSON.stringify(sel.sc)}`);
+    for (const action of [{ type: 'move_to', x: 0, y: 5, z: 0, range: 1 }, { type: 'chat', text: 'not mine' }]) {
+      const r = await other.act(action);
+      assert.ok(r.isError, `another member's action was accepted: ${JSON.stringify(r.sc)}`);
+    }
+    await sleep(500);
+    assert.ok(eye.where('Alex').distanceTo(before) < 0.5, 'Alex did not move');
+    assert.ok(!eye.chat.slice(chatBefore).some((l) => l.startsWith('<Alex>')), 'Alex said nothing');
+    // The owner still drives the player.
+    const mine = await ai.queue({ type: 'look_at', x: 0, y: 5, z: 0 });
+    await ai.settle(mine, ['succeeded']);
+  } finally {
+    await other.close().catch(() => {});
+  }
+});
+
 async function expectHalt(stop, label) {
   const ref = await walking();
   const t0 = Date.now();
@@ -184,12 +209,17 @@ test("the owner's in-game `!helix pause` pauses the workflow (manual_override) a
 });
 
 test('partition from Helix: the dead-man rule halts the walking player within dead_man_ms', async () => {
-  // A walk longer than dead_man_ms, with the observer half-way along to keep it in view.
+  // A walk longer than dead_man_ms that stays inside the chunks already loaded around Alex
+  // and the observer: back and forth over 24 blocks, six legs (a goal in chunks not yet
+  // sent can end `failed: no_path` on a loaded machine), the observer beside the track.
   const p = alex();
-  eye.say(`/teleport Owner ${p.x + 38} 5 ${p.z + 3}`);
-  await until(() => Math.abs(eye.bot.entity.position.x - (p.x + 38.5)) < 1, 5000, 'the observer half-way');
+  eye.say(`/teleport Owner ${p.x + 12} 5 ${p.z + 3}`);
+  await until(() => Math.abs(eye.bot.entity.position.x - (p.x + 12.5)) < 1, 5000, 'the observer beside the track');
   await until(() => eye.where('Alex'), 5000, 'the observer sees Alex');
-  const ref = await walking(75);
+  const leg = (dx) => ({ type: 'move_to', x: p.x + dx, y: 5, z: p.z, range: 1 });
+  const from = eye.where('Alex');
+  const ref = await ai.queue({ type: 'sequence', steps: [leg(24), leg(0), leg(24), leg(0), leg(24), leg(0)] });
+  await until(() => eye.where('Alex').distanceTo(from) > 1, 10_000, 'Alex walking');
   const t0 = Date.now();
   net.cut();
   const line = await conn.waitLine(/^dead-man: Helix not reached for (\d+) ms/, 15_000);

@@ -23,13 +23,14 @@ export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 export const key = (p) => `mc-${p}-${randomUUID()}`;
 const EMBODIMENT_SCOPE = 'helix.rooms.read helix.rooms.manage helix.environment_actions.read helix.environment_actions.write';
 
-/** Waits until `fn()` is truthy (polled every `every` ms); answers its value. */
+/** Waits until `fn()` is truthy (polled every `every` ms); answers its value. `what`
+ * (or what it answers, read at the time-out) names what was awaited. */
 export async function until(fn, ms = 15_000, what = 'condition', every = 50) {
   const end = Date.now() + ms;
   for (;;) {
     const v = await fn();
     if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${typeof what === 'function' ? what() : what}`);
     await sleep(every);
   }
 }
@@ -47,7 +48,8 @@ export function child(cmd, args, env = {}) {
   const exited = new Promise((r) => p.on('exit', (code, sig) => r({ code, sig })));
   return {
     proc: p, lines, exited,
-    waitLine: (re, ms = 20_000) => until(() => lines.find((l) => re.test(l)), ms, `a line ${re} in:\n${lines.slice(-30).join('\n')}`),
+    // The lines are read when it times out (not when it starts waiting).
+    waitLine: (re, ms = 20_000) => until(() => lines.find((l) => re.test(l)), ms, () => `a line ${re} in:\n${lines.slice(-30).join('\n')}`),
     stop: async (sig = 'SIGTERM') => { if (p.exitCode === null && p.signalCode === null) p.kill(sig); await exited; },
   };
 }
@@ -85,6 +87,35 @@ export function prepare({ dataDir, tokens }) {
     'helix.agent_runs.read helix.agent_runs.write helix.rooms.read helix.rooms.manage helix.room_sources.manage');
   helix(['account', 'policy', '--data-dir', dataDir, '--subject', SUBJECT, '--tenant', TENANT, '--developer', 'true']);
   tokens.cookie = `helix_session=${helix(['dev-session', '--data-dir', dataDir, '--subject', SUBJECT, '--tenant', TENANT]).trim()}`;
+  // A second person of the same tenant, who may join the developer's room.
+  tokens.member = mintToken(dataDir, EMBODIMENT_SCOPE, MEMBER);
+  tokens.memberCookie = `helix_session=${helix(['dev-session', '--data-dir', dataDir, '--subject', MEMBER, '--tenant', TENANT]).trim()}`;
+}
+
+const MEMBER = 'dev-member';
+
+/** A form post with a session cookie as a same-origin page sends it: `{ status, html }`. */
+async function page(h, path, fields, cookie) {
+  const res = await fetch(`${h.baseUrl}${path}`, {
+    method: 'POST', redirect: 'manual', body: new URLSearchParams(fields).toString(),
+    headers: { 'content-type': 'application/x-www-form-urlencoded', cookie, origin: h.baseUrl, 'sec-fetch-site': 'same-origin' },
+  });
+  return { status: res.status, html: await res.text() };
+}
+
+/** The second person joins the room on the pages, with the owner's invite (no action
+ * authority is granted). */
+export async function secondMember(h, room) {
+  const invite = await page(h, '/rooms/invite', { room_id: room.roomId }, h.tokens.cookie);
+  const code = /id="invite-code"[^>]*>\s*([^<\s]+)\s*</.exec(invite.html)?.[1];
+  assert.ok(code, `an invite code: ${invite.status} ${invite.html.slice(0, 300)}`);
+  const preview = await page(h, '/rooms/join/preview', { code }, h.tokens.memberCookie);
+  const consent = /name="consent_version"[^>]*value="(\d+)"/.exec(preview.html)?.[1]
+    ?? /value="(\d+)"[^>]*name="consent_version"/.exec(preview.html)?.[1];
+  assert.ok(consent, `the consent version: ${preview.status} ${preview.html.slice(0, 300)}`);
+  const joined = await page(h, '/rooms/join', { code, consent_version: consent }, h.tokens.memberCookie);
+  assert.ok([200, 303].includes(joined.status), `join: ${joined.status} ${joined.html.slice(0, 300)}`);
+  return { bearer: h.tokens.member };
 }
 
 /** One HTTP request: `{ status, body }`; a bearer, or the cookie as a same-origin page sends it. */
@@ -121,10 +152,10 @@ export function startConnector(room, port, args = [], env = {}) {
 }
 
 /** The agent: the official MCP SDK over Streamable HTTP with a bearer. */
-export async function agent(h, roomId) {
+export async function agent(h, roomId, bearer = h.tokens.embodiment) {
   const client = new Client({ name: 'helix-minecraft-test', version: '1.0.0' });
   await client.connect(new StreamableHTTPClientTransport(new URL(h.mcpUrl), {
-    requestInit: { headers: { authorization: `Bearer ${h.tokens.embodiment}` } },
+    requestInit: { headers: { authorization: `Bearer ${bearer}` } },
   }));
   await client.listTools();
   const call = async (name, args) => {
@@ -147,10 +178,13 @@ export async function agent(h, roomId) {
     },
     control: (ref, control) => call('helix_minecraft_workflow_control', { room_id: roomId, workflow_ref: ref, control }),
     /** Waits until the workflow is in one of `states`; answers its status. */
-    settle: (ref, states, ms = 20_000) => until(async () => {
-      const s = await status(ref);
-      return states.includes(s.status) ? s : null;
-    }, ms, `${ref} in ${states}`, 100),
+    settle: (ref, states, ms = 20_000) => {
+      let last = null;
+      return until(async () => {
+        last = await status(ref);
+        return states.includes(last.status) ? last : null;
+      }, ms, () => `${ref} in ${states} (last: ${last?.status} ${last?.reason ?? ''})`, 100);
+    },
     close: () => client.close(),
   };
 }
