@@ -28,6 +28,14 @@ from test_embodiment_mcp import CAPABILITIES, STEVE, connector, embodied, http  
 from test_mcp_conformance import assert_run, key, start_request
 
 IN_CI = os.environ.get("CI") == "true"
+
+
+@pytest.fixture(autouse=True)
+def codex_registers(monkeypatch):
+    """This Codex names its client by a metadata document on chatgpt.com when the server
+    advertises them, which a machine without the internet cannot fetch: its servers here
+    take no metadata documents, so Codex registers (the CIMD path has its own test)."""
+    monkeypatch.setenv("HELIX_DEV_OAUTH_CLIENT_METADATA", "0")
 pytestmark = pytest.mark.skipif(
     not IN_CI and not (browser_available() and codex_bin().exists()),
     reason="needs chromium/chromedriver and conformance/codex (npm ci) outside CI",

@@ -48,9 +48,17 @@ UNSTATABLE = [
     # run's state, not the request's shape.
     ("invalid_request", "is not an outstanding question"),
     ("invalid_request", "is answered twice"),
+    # A continuation with neither an instruction nor answers: stating "one of the two" needs an
+    # `anyOf` that generated clients (openapi-python-client) cannot read, so the document
+    # says it in the description and the server refuses it.
+    ("invalid_request", "a continuation needs a nonempty instruction"),
+    # Chat text the chat rule refuses: it normalises first (NFKC, invisible prefixes,
+    # look-alike slashes), which no JSON Schema keyword can state.
+    ("action_refused", "reason:chat_command"),
+    ("action_refused", "reason:chat_text"),
     # A player action outside the room's region or naming a denied id: the room's policy
     # (its region, the deny list), not the action's shape. Every other `action_refused`
-    # reason (an id's shape, a field's bounds, chat text) is stated by the schema and counts.
+    # reason (an id's shape, a field's bounds) is stated by the schema and counts.
     ("action_refused", "reason:out_of_region"),
     ("action_refused", "reason:denied"),
 ]

@@ -16,6 +16,9 @@ pub struct BrowserConfig {
     pub oidc: Option<OidcConfig>,
     /// Development only: `helix serve` hosts the development OpenID provider at this issuer.
     pub dev_provider: bool,
+    /// The development issuer accepts (and advertises) Client ID Metadata Documents
+    /// (`HELIX_DEV_OAUTH_CLIENT_METADATA`, on by default). Off: every client registers.
+    pub dev_client_metadata: bool,
     pub session_idle: Duration,
     pub session_absolute: Duration,
     /// `Secure` on cookies (always in production).
@@ -55,6 +58,11 @@ impl BrowserConfig {
             Some("0") => false,
             None => !prod && env.get("HELIX_BROWSER_OIDC_ISSUER").is_none(),
             Some(_) => return Err(malformed("HELIX_BROWSER_DEV_PROVIDER", "must be 0 or 1")),
+        };
+        let dev_client_metadata = match env.get("HELIX_DEV_OAUTH_CLIENT_METADATA").as_deref() {
+            None | Some("1") => true,
+            Some("0") => false,
+            Some(_) => return Err(malformed("HELIX_DEV_OAUTH_CLIENT_METADATA", "must be 0 or 1")),
         };
         let issuer = env.get("HELIX_BROWSER_OIDC_ISSUER");
         let client_id = env.get("HELIX_BROWSER_OIDC_CLIENT_ID");
@@ -110,6 +118,7 @@ impl BrowserConfig {
             public_origin,
             oidc,
             dev_provider,
+            dev_client_metadata,
             session_idle: Duration::from_secs(idle),
             session_absolute: Duration::from_secs(absolute),
             secure_cookies: prod || public_base_url.starts_with("https://"),

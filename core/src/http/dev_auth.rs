@@ -192,7 +192,7 @@ pub fn metadata_document(state: &AppState, openid: bool) -> Value {
         "grant_types_supported": ["authorization_code", "refresh_token"],
         "code_challenge_methods_supported": ["S256"],
         "token_endpoint_auth_methods_supported": ["none"],
-        "client_id_metadata_document_supported": true,
+        "client_id_metadata_document_supported": state.services.config.browser.dev_client_metadata,
         "scopes_supported": scopes,
         "service_documentation": format!("{iss}/agent-access"),
     });

@@ -60,6 +60,9 @@ impl DevIssuer {
     /// registration in the store. `Ok(Err(why))` when there is none to use.
     pub(super) async fn client(&self, client_id: &str) -> Result<Result<OAuthClient, String>, ApiError> {
         if super::dev_client_metadata::is_metadata_url(client_id) {
+            if !self.app.services.config.browser.dev_client_metadata {
+                return Ok(Err("this server takes no client metadata documents (HELIX_DEV_OAUTH_CLIENT_METADATA=0): register the client".to_owned()));
+            }
             let now = self.app.services.clock.epoch();
             return Ok(self.clients.resolve(client_id, now).await.map_err(|e| e.to_string()));
         }

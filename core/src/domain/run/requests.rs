@@ -57,10 +57,8 @@ pub struct BudgetRequest {
 
 #[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-#[schemars(extend("anyOf" = [
-    {"required": ["instruction"], "properties": {"instruction": {"type": "string", "pattern": NOT_BLANK}}},
-    {"required": ["answers"], "properties": {"answers": {"type": "array", "minItems": 1}}},
-]))]
+/// A continuation: a nonempty `instruction`, `answers`, or both (refused otherwise; not
+/// stated as an `anyOf`, which generated clients cannot read).
 pub struct ContinueRequest {
     #[schemars(range(min = 1))]
     pub expected_version: u64,
