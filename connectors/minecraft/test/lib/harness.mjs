@@ -72,7 +72,13 @@ export async function observer(port, username = 'Observer') {
     bot, chat,
     block: (x, y, z) => bot.blockAt(new Vec3(x, y, z))?.name ?? null,
     /** Where the server's entity of `name` is, as this bot sees it (or null). */
-    where: (name) => bot.players[name]?.entity?.position?.clone() ?? null,
+    where: (name) => {
+      // A player who joined again may be seen as an entity before (or without) its player
+      // entry being linked to it: look the entity up by name too.
+      const e = bot.players[name]?.entity
+        ?? Object.values(bot.entities).find((x) => x?.type === 'player' && x.username === name);
+      return e?.position?.clone() ?? null;
+    },
     say: (text) => bot.chat(text),
     quit: () => bot.quit(),
   };
