@@ -13,6 +13,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import mineflayer from 'mineflayer';
 import { Vec3 } from 'vec3';
+import { guardPackets } from '../../lib/player.mjs';
 import {
   FULL_SCOPE, freePort, helixBin, mintToken, SUBJECT, TENANT,
 } from '../../../../conformance/node/lib/helix-server.mjs';
@@ -68,6 +69,7 @@ export async function startWorld() {
 /** A bot of the test (not driven by Helix): it reads the world to confirm each effect. */
 export async function observer(port, username = 'Observer') {
   const bot = mineflayer.createBot({ host: '127.0.0.1', port, username, auth: 'offline', version: MC_VERSION, hideErrors: true });
+  guardPackets(bot._client, (m) => process.stderr.write(`observer ${username}: ${m}\n`));
   const chat = [];
   bot.on('messagestr', (text) => { try { chat.push(text); } catch { /* guarded */ } });
   await new Promise((res, rej) => { bot.once('spawn', res); bot.once('error', rej); bot.once('kicked', rej); });
