@@ -5,37 +5,22 @@
 //! the same-origin proof, template responder, page security headers). `server` is the
 //! socket transport of `helix serve`.
 
-pub mod account;
 pub mod admission;
-pub mod agent_runs;
+pub mod agent;
+pub mod browser;
 mod connections;
-pub mod connector_credentials;
-pub mod connector_region;
-pub mod dev_auth;
-pub mod dev_authorize;
-pub mod dev_client_metadata;
-pub mod dev_oidc;
-pub mod dev_register;
-pub mod dev_routes;
-pub mod dev_token;
-pub mod discovery;
-pub mod embodiment;
-pub mod flash;
+pub mod connector;
 pub mod idempotent;
-pub mod observer;
+pub mod oauth;
 pub mod openapi;
 pub mod pages;
-pub mod player_actions;
+pub mod query;
 pub mod ratelimit;
 pub mod redact;
-pub mod room_admin;
-mod room_embodiment;
-pub mod room_pages;
-pub mod rooms;
-pub mod run_console;
 pub mod server;
-pub mod sign_in_first;
-pub mod sources;
+
+// The development issuer's modules, also at the paths the integration tests name.
+pub use oauth::{dev_auth, dev_oidc, dev_register, dev_routes};
 
 use std::sync::Arc;
 

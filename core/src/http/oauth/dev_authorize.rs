@@ -17,16 +17,16 @@ use axum::response::{IntoResponse, Response};
 use http::header::{CONTENT_SECURITY_POLICY, LOCATION, SET_COOKIE};
 use http::{HeaderMap, HeaderValue, StatusCode};
 
-use super::AppState;
 use super::dev_auth::{AUTHORIZE_PATH, DevAuthKey, OFFLINE_ACCESS};
 use super::dev_oidc::{LoginPage, identifier_ok, remember_identity, remembered_identity};
 use super::dev_token::DevIssuer;
-use super::pages::{Csp, Page, SESSION_COOKIE, SameOrigin, cookie, pairs, single};
 use crate::config::{DEV_PROVIDER_CLIENT_ID, DEV_PROVIDER_PATH};
 use crate::domain::account::BrowserSecret;
 use crate::domain::random_hex;
 use crate::domain::scopes::all_oauth_scopes;
 use crate::error::ApiError;
+use crate::http::AppState;
+use crate::http::pages::{Csp, Page, SESSION_COOKIE, SameOrigin, cookie, pairs, single};
 use crate::service::accounts::LinkIdentity;
 use crate::service::records::oauth_clients::OAuthClient;
 use crate::service::records::oauth_grants::{
@@ -312,7 +312,8 @@ async fn signed_in(
     };
     let mut res = Page(page).into_response();
     let max_age = state.services.config.browser.session_absolute.as_secs() as i64;
-    res.headers_mut().append(SET_COOKIE, super::pages::set_cookie(state, SESSION_COOKIE, token.expose(), "/", max_age));
+    res.headers_mut()
+        .append(SET_COOKIE, crate::http::pages::set_cookie(state, SESSION_COOKIE, token.expose(), "/", max_age));
     res.headers_mut().append(SET_COOKIE, remember_identity(state, subject, tenant));
     // The decision redirects to the client: the form may lead there.
     let csp = Csp::NoScript.policy(state);
@@ -331,7 +332,7 @@ async fn decision_taken(
 ) -> Result<Response, ApiError> {
     let store = state.services.store.as_ref();
     // The pending authorization must have been signed in by this very browser session.
-    let session = super::pages::session_of(state, headers).await?;
+    let session = crate::http::pages::session_of(state, headers).await?;
     let Some(pending) = get_pending(store, pending_id).await? else {
         return Ok(error_page("invalid_request", "this authorization request expired or was already decided"));
     };

@@ -10,9 +10,9 @@ use axum::response::{IntoResponse, Response};
 use http::StatusCode;
 use serde_json::{Value, json};
 
-use super::AppState;
 use crate::domain::random_hex;
 use crate::domain::scopes::all_oauth_scopes;
+use crate::http::AppState;
 use crate::service::records::oauth_clients::{OAuthClient, count_registration, put_client};
 
 /// How long a registration lives.

@@ -15,14 +15,14 @@ use http::{HeaderValue, StatusCode};
 use serde_json::{Value, json};
 use sha2::Digest;
 
-use super::AppState;
 use super::dev_auth::{DevAuthKey, OFFLINE_ACCESS, issuer_url};
 use super::dev_authorize::resource_ok;
 use super::dev_oidc::{TokenForm, exchange};
-use super::pages::{pairs, single};
 use crate::config::DEV_PROVIDER_CLIENT_ID;
 use crate::domain::{random_hex, sha256_hex};
 use crate::error::ApiError;
+use crate::http::AppState;
+use crate::http::pages::{pairs, single};
 use crate::service::records::oauth_clients::{OAuthClient, get_client};
 use crate::service::records::oauth_grants::{RefreshFamily, end_family, family_of, rotate, start_family, take_code};
 
