@@ -41,8 +41,7 @@ use crate::domain::ids::IdempotencyKey;
 use crate::domain::random_hex;
 use crate::error::ApiError;
 use crate::service::runs::{RunMutation, prefetch_keys};
-use crate::service::{Caller, Services};
-use crate::store::Key;
+use crate::service::{Caller, Key, Services};
 use admission::Transport;
 use ratelimit::{RateLimits, Window, WindowKey};
 use tracing::Instrument;
@@ -67,7 +66,7 @@ impl AppState {
             let redirect = format!("{}{}", services.config.public_base_url, pages::CALLBACK_PATH);
             Arc::new(crate::auth::oidc::OidcClient::new(o, redirect))
         });
-        let limits = Arc::new(RateLimits::new(services.store.clone()));
+        let limits = Arc::new(RateLimits::new(services.window_counters()));
         Self { services, verifier, limits, oidc }
     }
 }

@@ -28,10 +28,7 @@ use crate::error::ApiError;
 use crate::http::AppState;
 use crate::http::pages::{Csp, Page, SESSION_COOKIE, SameOrigin, cookie, pairs, single};
 use crate::service::accounts::LinkIdentity;
-use crate::service::records::oauth_clients::OAuthClient;
-use crate::service::records::oauth_grants::{
-    Grant, PendingAuthorization, get_pending, put_code, put_pending, take_pending,
-};
+use crate::service::oauth::{Grant, OAuthClient, PendingAuthorization};
 
 /// How long a person has from `/authorize` to a decision.
 pub const PENDING_TTL_SECS: i64 = 600;
@@ -284,7 +281,6 @@ async fn signed_in(
     pending_id: &str,
     form: &[(String, String)],
 ) -> Result<Response, ApiError> {
-    let store = state.services.store.as_ref();
     let Some(mut pending) = open_pending(key, pending_id, state.services.clock.epoch()) else {
         return Ok(error_page("invalid_request", "this authorization request expired or is not one this server made"));
     };
@@ -301,7 +297,7 @@ async fn signed_in(
     pending.subject = Some(subject.to_owned());
     pending.tenant = Some(tenant.to_owned());
     pending.session_hash = Some(token.hash());
-    put_pending(store, pending_id, &pending).await?;
+    state.services.oauth.keep_pending(pending_id, &pending).await?;
     let page = ConsentPage {
         action: AUTHORIZE_PATH,
         pending: pending_id.to_owned(),
@@ -330,10 +326,9 @@ async fn decision_taken(
     decision: &str,
     form: &[(String, String)],
 ) -> Result<Response, ApiError> {
-    let store = state.services.store.as_ref();
     // The pending authorization must have been signed in by this very browser session.
     let session = crate::http::pages::session_of(state, headers).await?;
-    let Some(pending) = get_pending(store, pending_id).await? else {
+    let Some(pending) = state.services.oauth.pending(pending_id).await? else {
         return Ok(error_page("invalid_request", "this authorization request expired or was already decided"));
     };
     let (Some(subject), Some(tenant), Some(session_hash)) = (&pending.subject, &pending.tenant, &pending.session_hash)
@@ -344,7 +339,7 @@ async fn decision_taken(
         return Err(ApiError::SessionRequired);
     };
     // Decided once: a second submission finds nothing.
-    let Some(pending) = take_pending(store, pending_id).await? else {
+    let Some(pending) = state.services.oauth.take_pending(pending_id).await? else {
         return Ok(error_page("invalid_request", "this authorization request was already decided"));
     };
     let redirect = pending.redirect_uri.as_str();
@@ -371,7 +366,7 @@ async fn decision_taken(
         tenant: tenant.clone(),
         expires_at: state.services.clock.epoch() + CODE_TTL_SECS,
     };
-    put_code(store, &code, &grant).await?;
+    state.services.oauth.issue_code(&code, &grant).await?;
     Ok(back(redirect, &[("code", &code), ("state", &pending.state)]))
 }
 
