@@ -11,6 +11,8 @@ pub mod browser;
 mod connections;
 pub mod connector;
 pub mod idempotent;
+#[cfg(test)]
+mod layers_test;
 pub mod oauth;
 pub mod openapi;
 pub mod pages;
