@@ -3,7 +3,8 @@
 //! strict JSON, bearer and scope checks, one error envelope, panics caught). Handlers
 //! only frame service calls. `pages` is the cookie lanes' kit (session extractors with
 //! the same-origin proof, template responder, page security headers). `server` is the
-//! socket transport of `helix serve`.
+//! socket transport of `helix serve`. Route handlers sit in folders by lane (`agent`,
+//! `browser`, `connector`, `oauth`); what each folder may name is `layers_test`'s rule.
 
 pub mod admission;
 pub mod agent;
