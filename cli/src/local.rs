@@ -12,8 +12,8 @@ use helix_core::domain::random_hex;
 use helix_core::executor::TurnExecutor;
 use helix_core::executor::local::LocalExecutor;
 use helix_core::http::AppState;
-use helix_core::http::dev_auth::{self, DevAuthKey};
-use helix_core::http::dev_routes;
+use helix_core::http::oauth::dev_auth::{self, DevAuthKey};
+use helix_core::http::oauth::dev_routes;
 use helix_core::service::accounts::LinkIdentity;
 use helix_core::store::Store;
 

@@ -9,6 +9,8 @@
 pub mod accounts;
 pub mod cancel_watch;
 pub mod embodiment;
+pub mod limits;
+pub mod oauth;
 pub mod records;
 pub mod rooms;
 pub mod runs;
@@ -22,6 +24,7 @@ use chrono::{DateTime, Duration, Utc};
 
 pub use accounts::AccountService;
 pub use embodiment::EmbodimentService;
+pub use oauth::OAuthService;
 pub use rooms::RoomService;
 pub use runs::RunService;
 pub use sources::SourceService;
@@ -29,7 +32,8 @@ pub use sources::SourceService;
 use crate::auth::principal::Principal;
 use crate::config::Config;
 use crate::executor::TurnExecutor;
-use crate::store::{Item, Key, Store};
+pub use crate::store::Key;
+use crate::store::{Item, Store};
 use records::RECEIPT_TTL_SECS;
 
 /// Wall clock with a test-only offset (so expiry and lease paths are testable).
@@ -77,6 +81,7 @@ pub struct Services {
     pub rooms: RoomService,
     pub runs: RunService,
     pub embodiment: EmbodimentService,
+    pub oauth: OAuthService,
 }
 
 impl Services {
@@ -87,8 +92,9 @@ impl Services {
         let rooms = RoomService::new(ctx.clone());
         let runs = RunService::new(ctx.clone(), executor, sources.clone());
         let embodiment = EmbodimentService::new(ctx.clone());
+        let oauth = OAuthService::new(ctx.clone());
         let Ctx { config, store, clock } = ctx;
-        Self { config, store, clock, accounts, sources, rooms, runs, embodiment }
+        Self { config, store, clock, accounts, sources, rooms, runs, embodiment, oauth }
     }
 }
 

@@ -11,11 +11,11 @@ use axum::routing::post;
 use axum::{Form, Json, Router};
 use serde::Deserialize;
 
-use super::AppState;
-use super::flash::{self, Done};
-use super::pages::{PAIRING_PAGE_PATH, Page, SameOriginSession, refusal_notice, to_pairing_page};
 use crate::domain::embodiment::PairingCreated;
 use crate::error::ApiError;
+use crate::http::AppState;
+use crate::http::pages::flash::{self, Done};
+use crate::http::pages::{PAIRING_PAGE_PATH, Page, SameOriginSession, refusal_notice, to_pairing_page};
 use crate::service::embodiment::PairingRoom;
 
 pub const ROTATE_PATH: &str = "/api/account/room-connectors/{environment_binding_id}/rotate";
@@ -129,7 +129,7 @@ async fn rotate(
     State(state): State<AppState>,
     SameOriginSession(session): SameOriginSession,
     Path(binding_id): Path<String>,
-    super::JsonBody(req): super::JsonBody<PairingRoom>,
+    crate::http::JsonBody(req): crate::http::JsonBody<PairingRoom>,
 ) -> Result<Response, ApiError> {
     Ok(Json(state.services.embodiment.rotate_connector(&session, &binding_id, req).await?).into_response())
 }
@@ -138,7 +138,7 @@ async fn revoke(
     State(state): State<AppState>,
     SameOriginSession(session): SameOriginSession,
     Path(binding_id): Path<String>,
-    super::JsonBody(req): super::JsonBody<PairingRoom>,
+    crate::http::JsonBody(req): crate::http::JsonBody<PairingRoom>,
 ) -> Result<Response, ApiError> {
     Ok(Json(state.services.embodiment.revoke_connector(&session, &binding_id, req).await?).into_response())
 }

@@ -6,15 +6,15 @@
 //! lane only: no bearer is read. The run page's one script polls the events twin with
 //! `after_seq` and cancels through the run's own cancel (`RunService::person_cancel`).
 
-use super::idempotent;
-use super::pages::{Asset, Csp, Page, Referrer, SameOriginSession, page_headers};
-use super::rooms::empty_request;
-use super::sign_in_first::PageSession;
-use super::{AppState, Group, IdemKey, JsonBody, pipeline, run_response};
 use crate::domain::event::EventKind;
 use crate::domain::run::{Authority, CancelRequest, RunListQuery, TerminalProduct};
 use crate::domain::wire::{EventPageView, EvidenceBundleView, RunView, to_value};
 use crate::error::ApiError;
+use crate::http::idempotent;
+use crate::http::pages::sign_in_first::PageSession;
+use crate::http::pages::{Asset, Csp, Page, Referrer, SameOriginSession, page_headers};
+use crate::http::query::empty_request;
+use crate::http::{AppState, Group, IdemKey, JsonBody, pipeline, run_response};
 use askama::Template;
 use axum::extract::{Path, RawQuery, State};
 use axum::response::{IntoResponse, Response};
@@ -39,7 +39,7 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
-const CONSOLE_SCRIPT: &str = include_str!("../../templates/console.js");
+const CONSOLE_SCRIPT: &str = include_str!("../../../templates/console.js");
 
 async fn console_script() -> Asset {
     Asset::script(CONSOLE_SCRIPT)
@@ -234,7 +234,7 @@ async fn events(
     Path(run_id): Path<String>,
     RawQuery(q): RawQuery,
 ) -> Result<Response, ApiError> {
-    let (after, limit) = super::agent_runs::event_query(q.as_deref())?;
+    let (after, limit) = crate::http::query::event_query(q.as_deref())?;
     let page: EventPageView = state.services.runs.person_events(&session, &run_id, after, limit).await?;
     Ok(Json(to_value(&page)).into_response())
 }

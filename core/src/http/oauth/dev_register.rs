@@ -10,10 +10,10 @@ use axum::response::{IntoResponse, Response};
 use http::StatusCode;
 use serde_json::{Value, json};
 
-use super::AppState;
 use crate::domain::random_hex;
 use crate::domain::scopes::all_oauth_scopes;
-use crate::service::records::oauth_clients::{OAuthClient, count_registration, put_client};
+use crate::http::AppState;
+use crate::service::oauth::{OAuthClient, Registration};
 
 /// How long a registration lives.
 pub const CLIENT_TTL_SECS: i64 = 30 * 24 * 3600;
@@ -135,16 +135,12 @@ pub async fn register(State(state): State<AppState>, body: Bytes) -> Response {
         Ok(c) => c,
         Err(refused) => return refused.into_response(),
     };
-    let store = state.services.store.as_ref();
-    match count_registration(store, now.div_euclid(3600)).await {
-        Ok(n) if n > MAX_REGISTRATIONS_PER_HOUR => {
+    match state.services.oauth.register(&client, MAX_REGISTRATIONS_PER_HOUR).await {
+        Ok(Registration::TooMany) => {
             return metadata_error("too many registrations this hour; try again later").into_response();
         }
-        Ok(_) => {}
-        Err(e) => return crate::error::ApiError::from(e).into_response(),
-    }
-    if let Err(e) = put_client(store, &client).await {
-        return crate::error::ApiError::from(e).into_response();
+        Ok(Registration::Kept) => {}
+        Err(e) => return e.into_response(),
     }
     let mut out = json!({
         "client_id": client.client_id,

@@ -10,11 +10,11 @@ use axum::routing::post;
 use axum::{Form, Router};
 use serde::Deserialize;
 
-use super::AppState;
-use super::flash::Done;
-use super::pages::SameOriginSession;
 use super::room_admin::{answer, back_saying, to_rooms};
 use crate::error::ApiError;
+use crate::http::AppState;
+use crate::http::pages::SameOriginSession;
+use crate::http::pages::flash::Done;
 
 pub fn router() -> Router<AppState> {
     Router::new()

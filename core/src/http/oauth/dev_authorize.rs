@@ -17,21 +17,18 @@ use axum::response::{IntoResponse, Response};
 use http::header::{CONTENT_SECURITY_POLICY, LOCATION, SET_COOKIE};
 use http::{HeaderMap, HeaderValue, StatusCode};
 
-use super::AppState;
 use super::dev_auth::{AUTHORIZE_PATH, DevAuthKey, OFFLINE_ACCESS};
 use super::dev_oidc::{LoginPage, identifier_ok, remember_identity, remembered_identity};
 use super::dev_token::DevIssuer;
-use super::pages::{Csp, Page, SESSION_COOKIE, SameOrigin, cookie, pairs, single};
 use crate::config::{DEV_PROVIDER_CLIENT_ID, DEV_PROVIDER_PATH};
 use crate::domain::account::BrowserSecret;
 use crate::domain::random_hex;
 use crate::domain::scopes::all_oauth_scopes;
 use crate::error::ApiError;
+use crate::http::AppState;
+use crate::http::pages::{Csp, Page, SESSION_COOKIE, SameOrigin, cookie, pairs, single};
 use crate::service::accounts::LinkIdentity;
-use crate::service::records::oauth_clients::OAuthClient;
-use crate::service::records::oauth_grants::{
-    Grant, PendingAuthorization, get_pending, put_code, put_pending, take_pending,
-};
+use crate::service::oauth::{Grant, OAuthClient, PendingAuthorization};
 
 /// How long a person has from `/authorize` to a decision.
 pub const PENDING_TTL_SECS: i64 = 600;
@@ -284,7 +281,6 @@ async fn signed_in(
     pending_id: &str,
     form: &[(String, String)],
 ) -> Result<Response, ApiError> {
-    let store = state.services.store.as_ref();
     let Some(mut pending) = open_pending(key, pending_id, state.services.clock.epoch()) else {
         return Ok(error_page("invalid_request", "this authorization request expired or is not one this server made"));
     };
@@ -301,7 +297,7 @@ async fn signed_in(
     pending.subject = Some(subject.to_owned());
     pending.tenant = Some(tenant.to_owned());
     pending.session_hash = Some(token.hash());
-    put_pending(store, pending_id, &pending).await?;
+    state.services.oauth.keep_pending(pending_id, &pending).await?;
     let page = ConsentPage {
         action: AUTHORIZE_PATH,
         pending: pending_id.to_owned(),
@@ -312,7 +308,8 @@ async fn signed_in(
     };
     let mut res = Page(page).into_response();
     let max_age = state.services.config.browser.session_absolute.as_secs() as i64;
-    res.headers_mut().append(SET_COOKIE, super::pages::set_cookie(state, SESSION_COOKIE, token.expose(), "/", max_age));
+    res.headers_mut()
+        .append(SET_COOKIE, crate::http::pages::set_cookie(state, SESSION_COOKIE, token.expose(), "/", max_age));
     res.headers_mut().append(SET_COOKIE, remember_identity(state, subject, tenant));
     // The decision redirects to the client: the form may lead there.
     let csp = Csp::NoScript.policy(state);
@@ -329,10 +326,9 @@ async fn decision_taken(
     decision: &str,
     form: &[(String, String)],
 ) -> Result<Response, ApiError> {
-    let store = state.services.store.as_ref();
     // The pending authorization must have been signed in by this very browser session.
-    let session = super::pages::session_of(state, headers).await?;
-    let Some(pending) = get_pending(store, pending_id).await? else {
+    let session = crate::http::pages::session_of(state, headers).await?;
+    let Some(pending) = state.services.oauth.pending(pending_id).await? else {
         return Ok(error_page("invalid_request", "this authorization request expired or was already decided"));
     };
     let (Some(subject), Some(tenant), Some(session_hash)) = (&pending.subject, &pending.tenant, &pending.session_hash)
@@ -343,7 +339,7 @@ async fn decision_taken(
         return Err(ApiError::SessionRequired);
     };
     // Decided once: a second submission finds nothing.
-    let Some(pending) = take_pending(store, pending_id).await? else {
+    let Some(pending) = state.services.oauth.take_pending(pending_id).await? else {
         return Ok(error_page("invalid_request", "this authorization request was already decided"));
     };
     let redirect = pending.redirect_uri.as_str();
@@ -370,7 +366,7 @@ async fn decision_taken(
         tenant: tenant.clone(),
         expires_at: state.services.clock.epoch() + CODE_TTL_SECS,
     };
-    put_code(store, &code, &grant).await?;
+    state.services.oauth.issue_code(&code, &grant).await?;
     Ok(back(redirect, &[("code", &code), ("state", &pending.state)]))
 }
 

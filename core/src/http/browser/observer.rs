@@ -10,11 +10,11 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use http::StatusCode;
 
-use super::pages::{Csp, Referrer, SameOriginSession, page_headers};
-use super::rooms::empty_request;
-use super::{AppState, Group, JsonBody, pipeline};
 use crate::domain::room::ObserverRequest;
 use crate::error::ApiError;
+use crate::http::pages::{Csp, Referrer, SameOriginSession, page_headers};
+use crate::http::query::empty_request;
+use crate::http::{AppState, Group, JsonBody, pipeline};
 
 pub const BASE: &str = "/api/agi/agent-run-observer/bindings";
 
@@ -66,7 +66,7 @@ async fn events(
     Path(observer_ref): Path<String>,
     RawQuery(q): RawQuery,
 ) -> Result<Response, ApiError> {
-    let (after, limit) = super::agent_runs::event_query(q.as_deref())?;
+    let (after, limit) = crate::http::query::event_query(q.as_deref())?;
     Ok(Json(state.services.rooms.observer_events(&session, &observer_ref, after, limit).await?).into_response())
 }
 

@@ -13,9 +13,9 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::{Value, json};
 
-use super::AppState;
 use crate::domain::scopes::all_oauth_scopes;
 use crate::domain::sha256_hex;
+use crate::http::AppState;
 
 /// Where the key set of the development issuer is published.
 pub const JWKS_PATH: &str = "/oauth/jwks";

@@ -10,11 +10,12 @@ use axum::routing::{delete, get, post};
 use axum::{Json, Router};
 use http::StatusCode;
 
-use super::idempotent::{self, Created};
-use super::{AppState, Authed, Group, IdemKey, JsonBody, pipeline};
 use crate::domain::page::cursor_query;
 use crate::domain::room::{ChatClaimRequest, CreateRoomRequest, RunBindingRequest};
 use crate::error::ApiError;
+use crate::http::idempotent::{self, Created};
+use crate::http::query::{empty_request, no_query};
+use crate::http::{AppState, Authed, Group, IdemKey, JsonBody, pipeline};
 
 pub fn router(state: AppState) -> Router {
     let group_pipeline = || axum::middleware::from_fn_with_state((state.clone(), Group::Rooms), pipeline);
@@ -44,23 +45,6 @@ async fn method_not_allowed_post() -> ApiError {
 }
 async fn method_not_allowed_delete() -> ApiError {
     ApiError::MethodNotAllowed { allow: "DELETE" }
-}
-
-/// Reads take no query: a caller-supplied filter (owner, account, …) is refused, not used.
-fn no_query(query: Option<&str>) -> Result<(), ApiError> {
-    match query {
-        Some(q) if !q.is_empty() => Err(ApiError::InvalidRequest("this route takes no query parameters".into())),
-        _ => Ok(()),
-    }
-}
-
-/// A withdrawal takes only the opaque reference in the path: no query, no body.
-pub fn empty_request(query: Option<&str>, body: &[u8]) -> Result<(), ApiError> {
-    no_query(query)?;
-    if !body.is_empty() {
-        return Err(ApiError::InvalidRequest("this request takes no body".into()));
-    }
-    Ok(())
 }
 
 fn json(status: StatusCode, body: impl serde::Serialize) -> Response {
@@ -136,17 +120,4 @@ async fn unbind_chat(
 /// never read, so nothing in it can reach anything.
 async fn command(State(app): State<AppState>, Authed(p): Authed) -> Result<Response, ApiError> {
     Ok(json(StatusCode::OK, app.services.rooms.room_command(&p).await?))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn withdrawals_refuse_any_query_or_body() {
-        assert!(empty_request(None, b"").is_ok());
-        assert!(empty_request(Some(""), b"").is_ok());
-        assert!(empty_request(Some("run_id=run_x"), b"").is_err());
-        assert!(empty_request(None, b"{}").is_err());
-    }
 }

@@ -11,10 +11,10 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::idempotent;
-use super::{AppState, Authed, Group, IdemKey, JsonBody, pipeline};
 use crate::domain::embodiment::Action;
 use crate::error::ApiError;
+use crate::http::idempotent;
+use crate::http::{AppState, Authed, Group, IdemKey, JsonBody, pipeline};
 use crate::service::embodiment::Control;
 
 async fn method_not_allowed_get() -> ApiError {

@@ -8,10 +8,10 @@ use axum::Router;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
-use super::pages::{Asset, Csp, Page, Referrer, page_headers};
-use super::sign_in_first::PageSession;
-use super::{AppState, Group, pipeline};
 use crate::domain::event::EventKind;
+use crate::http::pages::sign_in_first::PageSession;
+use crate::http::pages::{Asset, Csp, Page, Referrer, page_headers};
+use crate::http::{AppState, Group, pipeline};
 
 pub fn router(state: AppState) -> Router {
     Router::new()
@@ -35,7 +35,7 @@ async fn chat_page(PageSession(session): PageSession) -> Response {
     Page(ChatPage { guest: session.policy.guest, labels: EventKind::labels() }).into_response()
 }
 
-const CHAT_SCRIPT: &str = include_str!("../../templates/chat.js");
+const CHAT_SCRIPT: &str = include_str!("../../../templates/chat.js");
 
 async fn chat_script() -> Asset {
     Asset::script(CHAT_SCRIPT)

@@ -18,9 +18,9 @@ use super::dev_auth::{
     metadata_document,
 };
 use super::dev_token::DevIssuer;
-use super::pages::{Csp, Referrer, page_headers_but_csp as page_headers};
-use super::{AppState, Group, pipeline};
 use crate::config::Mode;
+use crate::http::pages::{Csp, Referrer, page_headers_but_csp as page_headers};
+use crate::http::{AppState, Group, pipeline};
 
 /// The development issuer's routes, or None outside development.
 /// (`helix serve` also hosts them on a loopback address only.)

@@ -11,12 +11,12 @@ use axum::routing::{get, post};
 use axum::{Form, Router};
 use serde::Deserialize;
 
-use super::AppState;
-use super::flash::{self, Done};
-use super::pages::{Page, SameOriginSession, refusal_notice};
-use super::sign_in_first::PageSession;
 use crate::domain::page::cursor_query;
 use crate::error::ApiError;
+use crate::http::AppState;
+use crate::http::pages::flash::{self, Done};
+use crate::http::pages::sign_in_first::PageSession;
+use crate::http::pages::{Page, SameOriginSession, refusal_notice};
 use crate::service::embodiment::RoomIdentity;
 use crate::service::rooms::{InvitePreview, RoomAdminView};
 use crate::service::sessions::Session;
@@ -114,7 +114,7 @@ async fn rooms_page(
 const ROOMS: &str = "/rooms";
 
 pub(super) fn back() -> Response {
-    super::pages::see_other(ROOMS)
+    crate::http::pages::see_other(ROOMS)
 }
 
 /// Back to the page (`303`), which then says what the form did.

@@ -8,8 +8,8 @@ use axum::http::HeaderMap;
 use axum::http::header::SET_COOKIE;
 use axum::response::Response;
 
-use super::AppState;
-use super::pages::{cookie, see_other, set_cookie};
+use super::{cookie, see_other, set_cookie};
+use crate::http::AppState;
 
 const COOKIE: &str = "helix_done";
 /// Long enough for the redirect, short enough that a later visit does not see it.

@@ -5,10 +5,11 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Extension, Router};
 
-use super::idempotent::{self, Created};
-use super::{AppState, Authed, Group, IdemKey, Invocation, JsonBody, pipeline, run_json_response, run_response};
-use crate::domain::run::{CancelRequest, ContinueRequest, EventQuery, RunListQuery, StartRequest};
+use crate::domain::run::{CancelRequest, ContinueRequest, RunListQuery, StartRequest};
 use crate::error::ApiError;
+use crate::http::idempotent::{self, Created};
+use crate::http::query::event_query;
+use crate::http::{AppState, Authed, Group, IdemKey, Invocation, JsonBody, pipeline, run_json_response, run_response};
 use crate::service::Mutation;
 
 pub fn router(state: AppState) -> Router {
@@ -94,12 +95,6 @@ async fn cancel(
     Ok(mutation_response(app.services.runs.cancel_run(&p, &run_id, &key, req).await?))
 }
 
-/// `after_seq` (default 0) and `limit` (default 50, 1-200): [`EventQuery`]'s rule.
-pub(crate) fn event_query(raw: Option<&str>) -> Result<(u64, u32), ApiError> {
-    let q = EventQuery::parse(raw)?;
-    Ok((q.after_seq, q.limit))
-}
-
 async fn events(
     State(app): State<AppState>,
     Authed(p): Authed,
@@ -109,18 +104,4 @@ async fn events(
     let (after, limit) = event_query(query.as_deref())?;
     Ok(axum::Json(crate::domain::wire::to_value(&app.services.runs.list_events(&p, &run_id, after, limit).await?))
         .into_response())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::event_query;
-
-    #[test]
-    fn event_query_defaults_and_refuses_unknown_parameters() {
-        assert_eq!(event_query(None).unwrap(), (0, 50));
-        assert_eq!(event_query(Some("after_seq=41&limit=100")).unwrap(), (41, 100));
-        assert!(event_query(Some("after_seq=-1")).is_err());
-        assert!(event_query(Some("cursor=9")).is_err());
-        assert!(event_query(Some("chat_id=x")).is_err(), "the observer lane parses with it too");
-    }
 }

@@ -14,7 +14,7 @@ use http_cache_semantics::CachePolicy;
 use serde_json::Value;
 
 use super::dev_register::client_of;
-use crate::service::records::oauth_clients::OAuthClient;
+use crate::service::oauth::OAuthClient;
 
 /// The largest document read.
 pub const MAX_DOCUMENT_BYTES: usize = 5 * 1024;

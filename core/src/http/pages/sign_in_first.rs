@@ -1,7 +1,7 @@
 //! Signed-out visitors of a page: [`PageSession`] is the page handlers' session extractor.
 //! With no live session it answers `303 See Other` to the sign-in page, `/account`, with
 //! the page asked for as `return_to` (validated: a path on this origin only), and the
-//! sign-in comes back there. JSON routes keep [`super::pages::BrowserSession`] and its
+//! sign-in comes back there. JSON routes keep [`super::BrowserSession`] and its
 //! typed 401. Also the `return_to` of a query or form, and `GET` on a form's action.
 
 use axum::extract::FromRequestParts;
@@ -9,15 +9,15 @@ use axum::response::{IntoResponse, Response};
 use http::Uri;
 use http::request::Parts;
 
-use super::AppState;
-use super::pages::{SIGN_IN_PAGE, pairs, see_other, session_of};
+use super::{SIGN_IN_PAGE, pairs, see_other, session_of};
 use crate::domain::account::ReturnPath;
+use crate::http::AppState;
 use crate::service::sessions::Session;
 
 pub const RETURN_TO: &str = "return_to";
 
 /// A signed-in browser on a page (read-only: whatever acts takes
-/// [`super::pages::SameOriginSession`]); signed out, the visitor is sent to sign in.
+/// [`super::SameOriginSession`]); signed out, the visitor is sent to sign in.
 pub struct PageSession(pub Session);
 
 impl FromRequestParts<AppState> for PageSession {

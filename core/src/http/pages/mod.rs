@@ -4,6 +4,9 @@
 //! with their policy variants. Never reads `Authorization` (the bearer lanes never meet
 //! the cookie); depends on the session service and the limiter only.
 
+pub mod flash;
+pub mod sign_in_first;
+
 use askama::Template;
 use axum::extract::{FromRef, FromRequestParts};
 use axum::response::{IntoResponse, Response};
@@ -430,23 +433,30 @@ mod tests {
         let s = state();
         let forms = expected(NO_SCRIPT_WITH_DEV_PROVIDER, "same-origin");
         assert_eq!(
-            page_headers_of(super::super::account::router(s.clone()), "/account/static/account.css").await,
+            page_headers_of(crate::http::browser::account::router(s.clone()), "/account/static/account.css").await,
             forms
         );
-        assert_eq!(page_headers_of(super::super::account::router(s.clone()), "/account/nowhere").await, forms);
-        let observer = super::super::observer::router(s.clone());
-        assert_eq!(page_headers_of(observer, super::super::observer::BASE).await, forms, "405 of the observer lane");
-        let provider = super::super::dev_oidc::provider(&s);
-        let dev = super::super::dev_oidc::router(s.clone(), provider.expect("development provider"));
+        assert_eq!(page_headers_of(crate::http::browser::account::router(s.clone()), "/account/nowhere").await, forms);
+        let observer = crate::http::browser::observer::router(s.clone());
+        assert_eq!(
+            page_headers_of(observer, crate::http::browser::observer::BASE).await,
+            forms,
+            "405 of the observer lane"
+        );
+        let provider = crate::http::oauth::dev_oidc::provider(&s);
+        let dev = crate::http::oauth::dev_oidc::router(s.clone(), provider.expect("development provider"));
         assert_eq!(page_headers_of(dev, "/dev-oidc/nowhere").await, forms);
         let script = expected(SAME_ORIGIN_SCRIPT, "same-origin");
-        assert_eq!(page_headers_of(super::super::room_pages::router(s.clone()), "/chat/static/chat.js").await, script);
-        let console = super::super::run_console::router(s.clone());
-        assert_eq!(page_headers_of(console, super::super::run_console::CONSOLE_SCRIPT_PATH).await, script);
+        assert_eq!(
+            page_headers_of(crate::http::browser::room_pages::router(s.clone()), "/chat/static/chat.js").await,
+            script
+        );
+        let console = crate::http::browser::run_console::router(s.clone());
+        assert_eq!(page_headers_of(console, crate::http::browser::run_console::CONSOLE_SCRIPT_PATH).await, script);
         let claim = expected(SAME_ORIGIN_SCRIPT, "no-referrer");
-        let browser = super::super::sources::browser_router(s.clone());
-        assert_eq!(page_headers_of(browser, super::super::sources::CLAIM_SCRIPT_PATH).await, claim);
-        let browser = super::super::sources::browser_router(s);
+        let browser = crate::http::connector::sources::browser_router(s.clone());
+        assert_eq!(page_headers_of(browser, crate::http::connector::sources::CLAIM_SCRIPT_PATH).await, claim);
+        let browser = crate::http::connector::sources::browser_router(s);
         assert_eq!(page_headers_of(browser, crate::service::sources::CLAIM_PAGE_PATH).await, claim, "sign-in redirect");
     }
 }

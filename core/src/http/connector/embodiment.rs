@@ -14,15 +14,15 @@ use http::request::Parts;
 use http::{HeaderMap, StatusCode};
 
 use super::connector_credentials::PairingPage;
-use super::pages::{Asset, Csp, PAIRING_PAGE_PATH, Referrer, SameOriginSession, page_headers};
-use super::ratelimit::WindowKey;
-use super::sign_in_first::PageSession;
-use super::{AppState, Group, JsonBody, pipeline};
 use crate::auth::jwt::bearer_from_header;
 use crate::config::CONNECTOR_LIMITS;
 use crate::domain::embodiment::PairingRequest;
 use crate::domain::embodiment::protocol::{CONNECTOR_BASE, PollRequest, RegisterRequest};
 use crate::error::ApiError;
+use crate::http::pages::sign_in_first::PageSession;
+use crate::http::pages::{Asset, Csp, PAIRING_PAGE_PATH, Referrer, SameOriginSession, page_headers};
+use crate::http::ratelimit::WindowKey;
+use crate::http::{AppState, Group, JsonBody, pipeline};
 use crate::service::embodiment::AuthedConnector;
 use crate::service::embodiment::ClearStopRequest;
 
@@ -57,7 +57,7 @@ pub fn browser_router(state: AppState) -> Router {
         .with_state(state)
 }
 
-const PAIRING_SCRIPT: &str = include_str!("../../templates/room-connectors.js");
+const PAIRING_SCRIPT: &str = include_str!("../../../templates/room-connectors.js");
 
 /// `GET /account/room-connectors`, or `?room_id=…` (the link of a room's section on
 /// `/rooms`) with the forms' room filled in.

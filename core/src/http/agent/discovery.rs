@@ -5,8 +5,8 @@ use axum::routing::get;
 use axum::{Json, Router};
 use serde_json::{Value, json};
 
-use super::{AppState, Group, pipeline};
 use crate::domain::scopes::{ROOMS_READ, all_oauth_scopes};
+use crate::http::{AppState, Group, pipeline};
 
 pub const WELL_KNOWN: &str = "/.well-known/oauth-protected-resource";
 

@@ -24,11 +24,11 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::dev_auth::IdTokenKey;
-use super::pages::{Csp, Page, Referrer, SameOrigin, page_headers};
-use super::{AppState, Group, pipeline};
 use crate::config::{DEV_PROVIDER_CLIENT_ID, DEV_PROVIDER_PATH, Mode};
 use crate::domain::random_hex;
 use crate::error::ApiError;
+use crate::http::pages::{Csp, Page, Referrer, SameOrigin, page_headers};
+use crate::http::{AppState, Group, pipeline};
 
 const CODE_TTL_SECS: i64 = 60;
 const ID_TOKEN_TTL_SECS: i64 = 300;
@@ -113,7 +113,7 @@ impl FromRef<Dev> for AppState {
 }
 
 fn redirect_uri(state: &AppState) -> String {
-    format!("{}{}", state.services.config.public_base_url, super::pages::CALLBACK_PATH)
+    format!("{}{}", state.services.config.public_base_url, crate::http::pages::CALLBACK_PATH)
 }
 
 /// The provider, or None unless this is development with the provider enabled.
@@ -123,7 +123,7 @@ pub fn provider(state: &AppState) -> Option<Arc<DevProvider>> {
 }
 
 /// The sign-in page's routes (the issuer's `/authorize` sends the browser client here).
-pub(super) fn router(state: AppState, provider: Arc<DevProvider>) -> Router {
+pub(in crate::http) fn router(state: AppState, provider: Arc<DevProvider>) -> Router {
     let dev = Dev { app: state.clone(), provider };
     let p = DEV_PROVIDER_PATH;
     Router::new()
@@ -158,7 +158,7 @@ pub(super) struct LoginPage {
 
 /// The identity this browser last signed in as at the development provider, if any.
 pub(super) fn remembered_identity(headers: &HeaderMap) -> Option<(String, String)> {
-    let value = super::pages::cookie(headers, IDENTITY_COOKIE)?;
+    let value = crate::http::pages::cookie(headers, IDENTITY_COOKIE)?;
     let (subject, tenant) = value.split_once('|')?;
     (identifier_ok(subject) && identifier_ok(tenant)).then(|| (subject.to_owned(), tenant.to_owned()))
 }
@@ -166,7 +166,7 @@ pub(super) fn remembered_identity(headers: &HeaderMap) -> Option<(String, String
 /// The cookie remembering a sign-in at the development provider (identifiers only).
 pub(super) fn remember_identity(state: &AppState, subject: &str, tenant: &str) -> HeaderValue {
     let max_age = state.services.config.browser.session_absolute.as_secs() as i64;
-    super::pages::set_cookie(state, IDENTITY_COOKIE, &format!("{subject}|{tenant}"), "/", max_age)
+    crate::http::pages::set_cookie(state, IDENTITY_COOKIE, &format!("{subject}|{tenant}"), "/", max_age)
 }
 
 fn bad(what: &str) -> ApiError {

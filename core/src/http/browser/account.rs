@@ -12,18 +12,18 @@ use http::header::SET_COOKIE;
 use http::{HeaderMap, HeaderValue};
 use serde::Deserialize;
 
-use super::pages::{
-    Asset, BrowserSession, Csp, Page, Referrer, SESSION_COOKIE, SameOrigin, SameOriginSession, cookie, page_headers,
-    session_of,
-};
-use super::pages::{CALLBACK_PATH, SIGN_IN_PAGE, pairs, see_other, set_cookie};
-use super::sign_in_first::{RETURN_TO, return_to_of_query, to_sign_in_page, with_return_to};
-use super::{AppState, Group, pipeline};
 use crate::domain::account::{BrowserSecret, IntentPurpose, ReturnPath, intent_nonce, intent_verifier};
 use crate::domain::clients::{ClientSetup, client_setups, data_oauth_scopes};
 use crate::domain::random_hex;
 use crate::domain::scopes::all_oauth_scopes;
 use crate::error::ApiError;
+use crate::http::pages::sign_in_first::{RETURN_TO, return_to_of_query, to_sign_in_page, with_return_to};
+use crate::http::pages::{
+    Asset, BrowserSession, Csp, Page, Referrer, SESSION_COOKIE, SameOrigin, SameOriginSession, cookie, page_headers,
+    session_of,
+};
+use crate::http::pages::{CALLBACK_PATH, SIGN_IN_PAGE, pairs, see_other, set_cookie};
+use crate::http::{AppState, Group, pipeline};
 use crate::service::accounts::{BindingList, LinkIdentity};
 use crate::service::sessions::Session;
 
@@ -38,7 +38,7 @@ pub fn router(state: AppState) -> Router {
         .route("/agent-access.json", get(agent_access_manifest))
         .route("/account", get(account_page))
         .route("/account/static/account.css", get(stylesheet))
-        .route(super::pages::REFS_SCRIPT_PATH, get(refs_script))
+        .route(crate::http::pages::REFS_SCRIPT_PATH, get(refs_script))
         .route("/account/sign-in", post(sign_in).get(sign_in_again))
         .route(CALLBACK_PATH, get(callback_page))
         .route("/account/sign-out", post(sign_out).get(to_sign_in_page))
@@ -359,8 +359,8 @@ struct AgentAccessPage {
 fn mcp_of(state: &AppState) -> (String, String) {
     let url = state.services.config.mcp_url.clone();
     let metadata = match url.strip_suffix(Group::Mcp.resource_path()) {
-        Some(origin) if url != state.services.config.resource => super::resource_metadata_url(origin, Group::Mcp),
-        _ => super::resource_metadata_url(&state.services.config.public_base_url, Group::Mcp),
+        Some(origin) if url != state.services.config.resource => crate::http::resource_metadata_url(origin, Group::Mcp),
+        _ => crate::http::resource_metadata_url(&state.services.config.public_base_url, Group::Mcp),
     };
     (url, metadata)
 }
@@ -415,13 +415,13 @@ async fn agent_access_manifest(State(state): State<AppState>) -> Json<serde_json
     }))
 }
 
-const STYLESHEET: &str = include_str!("../../templates/account.css");
+const STYLESHEET: &str = include_str!("../../../templates/account.css");
 
 async fn stylesheet() -> Asset {
     Asset::css(STYLESHEET)
 }
 
-const REFS_SCRIPT: &str = include_str!("../../templates/refs.js");
+const REFS_SCRIPT: &str = include_str!("../../../templates/refs.js");
 
 /// The copy buttons of shortened refs, for the pages whose policy runs a script.
 async fn refs_script() -> Asset {

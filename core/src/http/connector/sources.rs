@@ -14,17 +14,17 @@ use axum::{Json, Router};
 use http::StatusCode;
 use http::request::Parts;
 
-use super::idempotent;
-use super::pages::{Asset, Csp, Page, Referrer, SameOriginSession, page_headers};
-use super::ratelimit::WindowKey;
-use super::sign_in_first::PageSession;
-use super::{AppState, Authed, Group, IdemKey, JsonBody, pipeline};
 use crate::auth::jwt::bearer_from_header;
 use crate::domain::page::cursor_query;
 use crate::domain::source::{
     CreateSourceRequest, CredentialClaimRequest, INGRESS_BASE, Manifest, ObservationBatch, ProbeAnswer, SourceRef,
 };
 use crate::error::ApiError;
+use crate::http::idempotent;
+use crate::http::pages::sign_in_first::PageSession;
+use crate::http::pages::{Asset, Csp, Page, Referrer, SameOriginSession, page_headers};
+use crate::http::ratelimit::WindowKey;
+use crate::http::{AppState, Authed, Group, IdemKey, JsonBody, pipeline};
 use crate::service::sources::{AuthedSource, CLAIM_PAGE_PATH};
 
 pub const CLAIMS_PATH: &str = "/api/account/room-sources/credential-claims";
@@ -98,7 +98,7 @@ struct ClaimPage {
     guest: bool,
 }
 
-const CLAIM_SCRIPT: &str = include_str!("../../templates/source-claim.js");
+const CLAIM_SCRIPT: &str = include_str!("../../../templates/source-claim.js");
 
 async fn claim_page(PageSession(session): PageSession) -> Result<Response, ApiError> {
     let guest = session.policy.guest;
@@ -190,7 +190,7 @@ async fn probes(
     SourceAuthed(source): SourceAuthed,
     RawQuery(q): RawQuery,
 ) -> Result<Response, ApiError> {
-    super::rooms::empty_request(q.as_deref(), b"")?;
+    crate::http::query::empty_request(q.as_deref(), b"")?;
     Ok(Json(state.services.sources.pending_probes(&source).await?).into_response())
 }
 

@@ -15,16 +15,15 @@ use http::{HeaderValue, StatusCode};
 use serde_json::{Value, json};
 use sha2::Digest;
 
-use super::AppState;
 use super::dev_auth::{DevAuthKey, OFFLINE_ACCESS, issuer_url};
 use super::dev_authorize::resource_ok;
 use super::dev_oidc::{TokenForm, exchange};
-use super::pages::{pairs, single};
 use crate::config::DEV_PROVIDER_CLIENT_ID;
 use crate::domain::{random_hex, sha256_hex};
 use crate::error::ApiError;
-use crate::service::records::oauth_clients::{OAuthClient, get_client};
-use crate::service::records::oauth_grants::{RefreshFamily, end_family, family_of, rotate, start_family, take_code};
+use crate::http::AppState;
+use crate::http::pages::{pairs, single};
+use crate::service::oauth::{OAuthClient, RefreshFamily};
 
 /// How long an access token is valid.
 pub const ACCESS_TOKEN_TTL_SECS: i64 = 3600;
@@ -66,7 +65,11 @@ impl DevIssuer {
             let now = self.app.services.clock.epoch();
             return Ok(self.clients.resolve(client_id, now).await.map_err(|e| e.to_string()));
         }
-        Ok(get_client(self.app.services.store.as_ref(), client_id)
+        Ok(self
+            .app
+            .services
+            .oauth
+            .client(client_id)
             .await?
             .ok_or_else(|| "this client is not registered (or its registration expired)".to_owned()))
     }
@@ -138,9 +141,9 @@ async fn authorization_code(issuer: &DevIssuer, form: &[(String, String)]) -> Re
         Ok(g) => g,
         Err(res) => return res,
     };
-    let store = issuer.app.services.store.as_ref();
+    let oauth = &issuer.app.services.oauth;
     // Consumed first: whatever happens next, this code is spent.
-    let grant = match take_code(store, code).await {
+    let grant = match oauth.redeem_code(code).await {
         Ok(Some(g)) => g,
         Ok(None) => return oauth_error("invalid_grant", "the code is unknown, expired or already used"),
         Err(e) => return unavailable(e),
@@ -171,7 +174,7 @@ async fn authorization_code(issuer: &DevIssuer, form: &[(String, String)]) -> Re
         };
         let refresh = random_hex(32);
         let family = RefreshFamily { current_hash: sha256_hex(&refresh), ..family };
-        if let Err(e) = start_family(store, &refresh, &family).await {
+        if let Err(e) = oauth.start_family(&refresh, &family).await {
             return unavailable(e);
         }
         answer["refresh_token"] = json!(refresh);
@@ -187,15 +190,15 @@ async fn refresh(issuer: &DevIssuer, form: &[(String, String)]) -> Response {
     if let Err(res) = client(issuer, get("client_id")).await {
         return res;
     }
-    let store = issuer.app.services.store.as_ref();
-    let family = match family_of(store, token).await {
-        Ok(Some((_, Some(f)))) => f,
-        Ok(_) => return oauth_error("invalid_grant", "the refresh token is unknown, expired or revoked"),
+    let oauth = &issuer.app.services.oauth;
+    let family = match oauth.live_family(token).await {
+        Ok(Some(f)) => f,
+        Ok(None) => return oauth_error("invalid_grant", "the refresh token is unknown, expired or revoked"),
         Err(e) => return unavailable(e),
     };
     if family.current_hash != sha256_hex(token) {
         // A rotated token came back: someone holds a copy. End the whole family.
-        if let Err(e) = end_family(store, &family.family_id).await {
+        if let Err(e) = oauth.end_family(&family.family_id).await {
             return unavailable(e);
         }
         return oauth_error("invalid_grant", "the refresh token was already used; its family is revoked");
@@ -214,7 +217,7 @@ async fn refresh(issuer: &DevIssuer, form: &[(String, String)]) -> Response {
         }
     };
     let next = random_hex(32);
-    match rotate(store, &family, token, &next).await {
+    match oauth.rotate(&family, token, &next).await {
         Ok(true) => {}
         Ok(false) => return oauth_error("invalid_grant", "the refresh token was already used"),
         Err(e) => return unavailable(e),

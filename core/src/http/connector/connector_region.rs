@@ -8,11 +8,11 @@ use axum::routing::post;
 use axum::{Form, Json, Router};
 use serde::Deserialize;
 
-use super::AppState;
-use super::flash::{Done, see_other_done};
-use super::pages::{PAIRING_PAGE_PATH, SameOriginSession};
 use crate::domain::embodiment::action::Pos;
 use crate::error::ApiError;
+use crate::http::AppState;
+use crate::http::pages::flash::{Done, see_other_done};
+use crate::http::pages::{PAIRING_PAGE_PATH, SameOriginSession};
 use crate::service::embodiment::RegionRequest;
 
 pub const REGION_PATH: &str = "/api/account/room-connectors/{environment_binding_id}/region";
@@ -27,14 +27,14 @@ async fn method_not_allowed_post() -> ApiError {
 pub fn routes() -> Router<AppState> {
     Router::new()
         .route(REGION_PATH, post(set_region).fallback(method_not_allowed_post))
-        .route(REGION_FORM_PATH, post(region_form).get(super::pages::to_pairing_page))
+        .route(REGION_FORM_PATH, post(region_form).get(crate::http::pages::to_pairing_page))
 }
 
 async fn set_region(
     State(state): State<AppState>,
     SameOriginSession(session): SameOriginSession,
     Path(binding_id): Path<String>,
-    super::JsonBody(req): super::JsonBody<RegionRequest>,
+    crate::http::JsonBody(req): crate::http::JsonBody<RegionRequest>,
 ) -> Result<Response, ApiError> {
     Ok(Json(state.services.embodiment.set_region(&session, &binding_id, req).await?).into_response())
 }
