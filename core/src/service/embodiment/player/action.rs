@@ -47,7 +47,7 @@ struct Admitted {
 
 /// An admitted action, or the answer already given to its idempotency key.
 enum Admission {
-    New(Admitted),
+    New(Box<Admitted>),
     Replayed(Mutation),
 }
 
@@ -150,7 +150,7 @@ impl ActionRequest<'_> {
             return Ok(Admission::Replayed(replayed));
         }
         let (subject, lease_until) = (subject.clone(), sel.lease_until);
-        Ok(Admission::New(Admitted { binding: b, subject, lease_until, now }))
+        Ok(Admission::New(Box::new(Admitted { binding: b, subject, lease_until, now })))
     }
 
     /// The transaction that accepts the action, and its answer: the new workflow (with its
