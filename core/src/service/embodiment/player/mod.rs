@@ -1,31 +1,30 @@
-//! The agent side of embodiment (bearer; MCP and REST share it): the sanitized subject
-//! directory, selection with its control lease, typed actions accepted as durable
-//! workflows (never blocking), status, and control (resume, cancel, Emergency Stop).
+//! The player lane of embodiment (bearer; MCP and REST share it; a member's browser for
+//! selection and the own subject's stop): the sanitized subject directory (`subjects`),
+//! selection with its control lease, typed actions accepted as durable workflows, never
+//! blocking (`action`), status, and control (resume, cancel, Emergency Stop; `subject_stop`).
 //! Every call re-checks scopes, membership, authority, lease, stop and connector.
 //! Must not depend on `http` or `mcp`.
 
-use serde_json::Value;
+mod action;
+mod subject_stop;
+mod subjects;
 
-use super::{
-    EmbodimentService, LEASE_SECS, LIVE_SECS, MAX_BINDINGS, MAX_BLOCK_CHANGES, POLL_INTERVAL_MS, RACE_RETRIES,
-};
+pub use subject_stop::SubjectStopOutcome;
+pub use subjects::RoomIdentity;
+
+use super::{EmbodimentService, LIVE_SECS, MAX_BINDINGS, MAX_BLOCK_CHANGES, POLL_INTERVAL_MS, RACE_RETRIES};
 use crate::domain::embodiment::action::MAX_SEQUENCE_STEPS;
 use crate::domain::embodiment::*;
-use crate::domain::hash_parts;
-use crate::domain::ids::IdempotencyKey;
 use crate::domain::room::{RoomId, RoomRole};
 use crate::domain::scopes::{ENV_ACTIONS_READ, ENV_ACTIONS_WRITE, ROOMS_READ};
-use crate::domain::time::rfc3339;
 use crate::error::ApiError;
+use crate::service::Caller;
 use crate::service::records::embodiment::{
     EnvBinding, WorkflowRecord, bindings_of_room, open_workflows, read_workflow,
 };
 use crate::service::records::rooms::room_and_membership;
-use crate::service::records::{Committed, Completion, Role, Tx, commit_once, receipt_key};
+use crate::service::records::{Role, Tx};
 use crate::service::rooms::room_tenant;
-use crate::service::{Caller, Mutation};
-
-const OP_ACTION: &str = "minecraft.player_action";
 
 /// The control a workflow accepts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, schemars::JsonSchema)]
@@ -94,131 +93,6 @@ impl EmbodimentService {
 
     pub(super) fn live(&self, b: &EnvBinding) -> bool {
         b.epoch > 0 && self.clock.epoch() - b.last_seen <= LIVE_SECS
-    }
-
-    /// `helix_minecraft_player_action`: checks everything, then accepts the action as a
-    /// durable workflow in one idempotent transaction (conditional on the binding's
-    /// revision, so the lease, stop and epoch it checked still hold) and answers at once.
-    pub async fn player_action(
-        &self,
-        p: &Caller,
-        room_id: &str,
-        key: &IdempotencyKey,
-        environment: Option<&str>,
-        action: &Value,
-    ) -> Result<Mutation, ApiError> {
-        let r = self.in_room(p, room_id, &[ROOMS_READ, ENV_ACTIONS_WRITE]).await?;
-        if !r.may_act {
-            return Err(ApiError::ActionAuthorityRequired);
-        }
-        let parsed = Action::parse(action).map_err(|e| ApiError::ActionRefused { reason: e.reason() })?;
-        parsed.check(&Region::default()).map_err(|e| ApiError::ActionRefused { reason: e.reason() })?;
-        // What was checked is what is queued and delivered (a chat line normalised).
-        let parsed = parsed.normalized();
-        let steps = parsed.steps();
-        let changes = steps.iter().filter(|s| matches!(s, Step::BreakBlock(_) | Step::PlaceBlock(_))).count();
-        if changes as u32 > MAX_BLOCK_CHANGES {
-            return Err(ApiError::ActionRefused { reason: "block_change_budget" });
-        }
-        let request = serde_json::json!({ "room_id": r.room_id, "environment": environment, "action": action });
-        let hash = hash_parts(&["minecraft.action.v1", &p.owner_hash(), OP_ACTION, &request.to_string()]);
-        let rkey = receipt_key(&p.identity_hash(), OP_ACTION, key.as_str());
-        let mut counted = false;
-        for _ in 0..RACE_RETRIES {
-            let bindings = bindings_of_room(self.store.as_ref(), &r.room_id, MAX_BINDINGS).await?;
-            let now = self.clock.epoch();
-            let b = bindings
-                .iter()
-                .filter(|b| b.is_active())
-                .filter(|b| environment.is_none_or(|e| e == b.binding_id || e == b.world_id))
-                .find(|b| b.selection_of(&p.account_id).is_some())
-                .ok_or(ApiError::SubjectNotSelected)?;
-            let sel = b.selection_of(&p.account_id).expect("found by its selection");
-            let subject = b.subject(&sel.subject_ref).ok_or(ApiError::SubjectStale)?;
-            if b.held_by_other(&sel.subject_ref, &p.account_id, now) {
-                return Err(ApiError::LeaseHeld);
-            }
-            if b.estop_active || b.subject_stopped(&subject.native_id) {
-                return Err(ApiError::EmergencyStopActive);
-            }
-            if !self.live(b) {
-                return Err(ApiError::ConnectorUnavailable);
-            }
-            super::bounds::check_bounds(b, subject, &steps)?;
-            let caps = b.connector.as_ref().map(|c| c.capabilities.clone()).unwrap_or_default();
-            if steps.iter().any(|s| !caps.iter().any(|c| c == s.kind())) {
-                return Err(ApiError::ActionRefused { reason: "not_supported_by_connector" });
-            }
-            if !counted {
-                counted = true;
-                if let Some(replayed) = self.count_action(b, subject, &rkey, &hash).await? {
-                    return Ok(replayed);
-                }
-            }
-            let at = rfc3339(self.clock.now());
-            let w = WorkflowRecord {
-                workflow_ref: WorkflowRef::generate().as_str().to_owned(),
-                room_id: r.room_id.clone(),
-                binding_id: b.binding_id.clone(),
-                account_id: p.account_id.clone(),
-                subject_ref: subject.subject_ref.clone(),
-                native_id: subject.native_id.clone(),
-                action: parsed.clone(),
-                steps: steps.clone(),
-                state: WorkflowState::Queued,
-                reason: None,
-                step_index: 0,
-                block_changes: changes as u32,
-                lease_token: None,
-                dispatch_epoch: None,
-                deadline_ms: None,
-                last_seq: 0,
-                last_observation: None,
-                last_observation_at: None,
-                late_effects: false,
-                withdrawn: None,
-                late_acks: Vec::new(),
-                queued_at: now,
-                created_at: at.clone(),
-                updated_at: at,
-                rev: 1,
-            };
-            let mut tx = Tx::new();
-            w.create(&mut tx);
-            // The lease is renewed by use once less than half of it remains; otherwise the
-            // binding is only checked (unchanged since read: same lease, stop, epoch).
-            if sel.lease_until - now < LEASE_SECS / 2 {
-                let mut next = b.next();
-                next.selections.iter_mut().filter(|s| s.account_id == p.account_id).for_each(|s| {
-                    s.lease_until = now + LEASE_SECS;
-                });
-                next.write(&mut tx, b.rev);
-            } else {
-                b.check_unchanged(&mut tx);
-            }
-            let response = serde_json::to_value(w.view()).map_err(ApiError::internal)?;
-            let done = Completion {
-                receipt_key: &rkey,
-                request_hash: &hash,
-                status: 202,
-                response: &response,
-                run_id: None,
-                expires_at: self.receipt_expiry(),
-            };
-            match commit_once(self.store.as_ref(), self.clock.epoch(), done, tx).await {
-                Ok(Committed::Answered(m)) => return Ok(m),
-                Ok(Committed::Refused(f)) if f.failed(Role::EnvBinding) || f.contended() => continue,
-                Ok(Committed::Refused(_)) => {
-                    return Err(ApiError::internal(std::io::Error::other("workflow id collision")));
-                }
-                Err(ApiError::IdempotencyInProgress) => {
-                    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-                    continue;
-                }
-                Err(e) => return Err(e),
-            }
-        }
-        Err(ApiError::IdempotencyInProgress)
     }
 
     /// The caller's workflow in the room (the room owner sees every workflow of the room).

@@ -5,11 +5,11 @@
 //! conditional on the subject's guard attribute. Only a person clears it, in the browser.
 //! The room owner's stop stays whole-room (`agent::emergency_stop`).
 
-use super::agent::InRoom;
-use super::{EmbodimentService, RACE_RETRIES};
+use super::InRoom;
 use crate::domain::embodiment::WorkflowState;
 use crate::domain::time::rfc3339;
 use crate::error::ApiError;
+use crate::service::embodiment::{EmbodimentService, RACE_RETRIES};
 use crate::service::records::embodiment::{EnvBinding, SubjectStop, open_workflows, read_workflow};
 use crate::service::records::{Role, Tx};
 use crate::service::sessions::Session;
@@ -38,7 +38,7 @@ impl EmbodimentService {
 
     /// Stops the member's own subject on `binding_id` (no action authority needed:
     /// stopping is always allowed), then ends every open workflow on that subject.
-    pub(super) async fn stop_own_subject(
+    pub(in crate::service::embodiment) async fn stop_own_subject(
         &self,
         r: &InRoom,
         account: &str,

@@ -3,14 +3,14 @@
 //! environment"): both lanes run the same checks and the same conditional write.
 //! Must not depend on `http` or `mcp`.
 
-use super::agent::InRoom;
-use super::{EmbodimentService, LEASE_SECS, MAX_BINDINGS, RACE_RETRIES};
+use super::InRoom;
 use crate::domain::embodiment::*;
 use crate::domain::room::{FalseFlags, RoomId, RoomRole};
 use crate::domain::scopes::{ENV_ACTIONS_WRITE, ROOMS_READ};
 use crate::domain::time::epoch_rfc3339;
 use crate::error::ApiError;
 use crate::service::Caller;
+use crate::service::embodiment::{EmbodimentService, LEASE_SECS, MAX_BINDINGS, RACE_RETRIES};
 use crate::service::records::embodiment::{EnvBinding, Selection, bindings_of_room};
 use crate::service::records::rooms::room_and_membership;
 use crate::service::records::{Role, Tx};
@@ -27,7 +27,11 @@ pub struct RoomIdentity {
 impl EmbodimentService {
     /// The signed-in person in one room: an active room of the session's tenant it is a
     /// member of (the browser twin of the bearer check).
-    pub(super) async fn in_room_as_person(&self, s: &Session, room_id: &str) -> Result<(InRoom, String), ApiError> {
+    pub(in crate::service::embodiment) async fn in_room_as_person(
+        &self,
+        s: &Session,
+        room_id: &str,
+    ) -> Result<(InRoom, String), ApiError> {
         s.require_member()?;
         if s.policy.rooms_locked {
             return Err(ApiError::RoomFeatureLocked);
@@ -112,7 +116,11 @@ impl EmbodimentService {
         Ok(out)
     }
 
-    pub(super) async fn binding(&self, room_id: &str, binding_id: &str) -> Result<EnvBinding, ApiError> {
+    pub(in crate::service::embodiment) async fn binding(
+        &self,
+        room_id: &str,
+        binding_id: &str,
+    ) -> Result<EnvBinding, ApiError> {
         let id = EnvBindingId::parse(binding_id).ok_or(ApiError::NotFound)?;
         let item = self
             .store

@@ -6,6 +6,8 @@
 
 use serde::{Deserialize, Serialize};
 
+mod region;
+
 use super::{CREDENTIAL_ENV, EmbodimentService, MAX_BINDINGS, POLL_INTERVAL_MS, RACE_RETRIES};
 use crate::domain::credential::text_carries_credential;
 use crate::domain::embodiment::WorkflowState;

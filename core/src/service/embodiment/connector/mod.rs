@@ -5,7 +5,12 @@
 
 use std::collections::BTreeSet;
 
-use super::AuthedConnector;
+mod auth;
+mod poll;
+
+pub use auth::AuthedConnector;
+pub(super) use auth::LookupCache;
+
 use super::{DEAD_MAN_MS, EmbodimentService, POLL_INTERVAL_MS, RACE_RETRIES};
 use crate::domain::embodiment::protocol::*;
 use crate::domain::embodiment::{

@@ -6,16 +6,16 @@
 //! dispatch is one transaction, and a poll that finds only paused workflows and writes
 //! nothing clears the marker with its answer. Must not depend on `http` or `mcp`.
 
-use super::connector::check_subjects;
-use super::{AuthedConnector, EmbodimentService, LAST_SEEN_WRITE_SECS, POLL_INTERVAL_MS};
+use super::{AuthedConnector, check_subjects};
 use crate::domain::embodiment::protocol::*;
 use crate::domain::embodiment::{POLL_SCHEMA, WorkflowState};
 use crate::error::ApiError;
+use crate::service::embodiment::{EmbodimentService, LAST_SEEN_WRITE_SECS, POLL_INTERVAL_MS};
 use crate::service::records::Tx;
 use crate::service::records::embodiment::{EnvBinding, open_workflows};
 
 /// Most open workflows one poll reads (a full page is never taken for idle).
-pub(super) const OPEN_LIMIT: usize = 16;
+pub(in crate::service::embodiment) const OPEN_LIMIT: usize = 16;
 
 impl EmbodimentService {
     /// `POST /api/connectors/v1/poll`: the acknowledgements in, then the work out. A poll

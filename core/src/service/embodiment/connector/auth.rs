@@ -8,9 +8,9 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use super::EmbodimentService;
 use crate::domain::source::{ConnectorCredential, hashes_equal};
 use crate::error::ApiError;
+use crate::service::embodiment::EmbodimentService;
 use crate::service::records::accounts::policy_of;
 use crate::service::records::embodiment::{CredentialLookup, EnvBinding, WorkMarker, connector_view, credential_key};
 use crate::service::sources::{DeveloperLane, developer};
@@ -86,7 +86,7 @@ impl EmbodimentService {
         if !got.owner_holds {
             // lifecycle: the room closed (or changed owner) under the pairing; its open
             // workflows are ended at the first refused use (lazily: no room-close hook).
-            self.end_open_workflows(&binding, super::pairing::ROOM_CLOSED).await?;
+            self.end_open_workflows(&binding, crate::service::embodiment::pairing::ROOM_CLOSED).await?;
             return Err(ApiError::ConnectorCredentialInvalid);
         }
         if !policy_ok {
