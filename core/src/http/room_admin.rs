@@ -13,6 +13,7 @@ use serde::Deserialize;
 
 use super::AppState;
 use super::flash::{self, Done};
+use super::human::{When, when_text};
 use super::pages::{Page, SameOriginSession, refusal_notice};
 use super::sign_in_first::PageSession;
 use crate::domain::page::cursor_query;
@@ -61,7 +62,9 @@ pub(super) struct RoomsPage {
     /// The page continues one room's members (it links back to the first page).
     one_room: bool,
     invite_code: Option<String>,
-    invite_expires: String,
+    /// The room the invite code is for (its name).
+    invite_room: String,
+    invite_expires: When,
     preview: Option<InvitePreview>,
     preview_code: String,
     /// A revoke awaiting the owner's confirmation: (room id, account reference).
@@ -153,10 +156,11 @@ async fn invite(
     Form(f): Form<RoomForm>,
 ) -> Result<Response, ApiError> {
     let done = async {
-        let (code, expires) = state.services.rooms.create_invite(&s, &f.room_id).await?;
+        let invite = state.services.rooms.create_invite(&s, &f.room_id).await?;
         let mut page = page_for(&state, &s, None).await?;
-        page.invite_code = Some(code);
-        page.invite_expires = expires;
+        page.invite_room = invite.room_name;
+        page.invite_code = Some(invite.code);
+        page.invite_expires = when_text(&invite.expires_at, state.services.clock.now());
         Ok(Page(page).into_response())
     }
     .await;
