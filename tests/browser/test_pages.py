@@ -72,6 +72,10 @@ return {
                                               overflow: th.scrollWidth > th.clientWidth + 1}; })
                  .filter(function (h) { return h.words.length || h.overflow; }),
   pageWidth: document.documentElement.scrollWidth, viewport: window.innerWidth,
+  wide: Array.from(document.querySelectorAll("body *")).filter(function (e) {
+    var inBox = e.parentElement && e.parentElement.closest(".table-scroll");
+    return e.getBoundingClientRect().right > window.innerWidth + 1 && !inBox;
+  }).slice(-4).map(function (e) { return e.outerHTML.slice(0, 100); }),
   visible: visible, times: Array.from(document.querySelectorAll("time")).map(function (t) {
     return {text: t.textContent.trim(), datetime: t.getAttribute("datetime") || ""}; }),
   stamped: attrs,
@@ -84,7 +88,7 @@ RELATIVE = re.compile(r"^(just now|(in )?\d+ (min|h|h \d+ min|days?)( ago)?|on \
 def width(driver, px):
     """The page laid out `px` CSS pixels wide (the viewport, as a phone or a laptop has it)."""
     driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
-                           {"width": px, "height": 1000, "deviceScaleFactor": 1, "mobile": px < 600})
+                           {"width": px, "height": 1000, "deviceScaleFactor": 1, "mobile": False})
     until(driver, f"laid out {px} px wide", lambda d: d.execute_script("return window.innerWidth"), lambda w: w == px)
 
 
@@ -101,7 +105,8 @@ def visit(driver, name, page_checks=None):
             layout = driver.execute_script(LAYOUT)
             check(not layout["broken"], f"{what}: no header breaks inside a word or overflows: {layout['broken']}")
             check(layout["pageWidth"] <= layout["viewport"],
-                  f"{what}: the page does not scroll sideways ({layout['pageWidth']} > {layout['viewport']})")
+                  f"{what}: the page does not scroll sideways ({layout['pageWidth']} > {layout['viewport']}: "
+                  f"{layout['wide']})")
             check(not FRACTION.search(layout["visible"]) and not FRACTION.search(layout["stamped"]),
                   f"{what}: no time shows a fraction of a second")
             odd = [t for t in layout["times"] if not RELATIVE.match(t["text"]) or not t["datetime"].endswith("Z")]
