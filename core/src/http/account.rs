@@ -12,13 +12,13 @@ use http::header::SET_COOKIE;
 use http::{HeaderMap, HeaderValue};
 use serde::Deserialize;
 
+use super::human::{When, when_text};
 use super::pages::{
     Asset, BrowserSession, Csp, Page, Referrer, SESSION_COOKIE, SameOrigin, SameOriginSession, cookie, page_headers,
     session_of,
 };
 use super::pages::{CALLBACK_PATH, SIGN_IN_PAGE, pairs, see_other, set_cookie};
 use super::sign_in_first::{RETURN_TO, return_to_of_query, to_sign_in_page, with_return_to};
-use super::human::{When, when_text};
 use super::{AppState, Group, pipeline};
 use crate::domain::account::{BrowserSecret, IntentPurpose, ReturnPath, intent_nonce, intent_verifier};
 use crate::domain::clients::{ClientSetup, client_setups, data_oauth_scopes};

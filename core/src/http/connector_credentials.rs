@@ -193,27 +193,27 @@ async fn credential_form(
     Form(f): Form<CredentialForm>,
 ) -> Result<Response, ApiError> {
     let done = async {
-            let op = match f.op.as_str() {
-                "rotate" => "rotate",
-                "revoke" => "revoke",
-                _ => return Err(ApiError::InvalidRequest("op must be rotate or revoke".into())),
-            };
-            s.require_member()?;
-            if f.confirm.as_deref() != Some("yes") {
-                let confirm =
-                    Some(PendingChange { op, room_id: f.room_id, environment_binding_id: f.environment_binding_id });
-                let choices = choices(&state, &s).await?;
-                return Ok(Page(PairingPage { confirm, choices, ..Default::default() }).into_response());
-            }
-            let room = PairingRoom { room_id: f.room_id };
-            let service = &state.services.embodiment;
-            if op == "rotate" {
-                let created = service.rotate_connector(&s, &f.environment_binding_id, room).await?;
-                let (rotated, choices) = (Some(Rotated::of(created)), choices(&state, &s).await?);
-                return Ok(Page(PairingPage { rotated, choices, ..Default::default() }).into_response());
-            }
-            service.revoke_connector(&s, &f.environment_binding_id, room).await?;
-            Ok(flash::see_other_done(&state, PAIRING_PAGE_PATH, Done::PairingRevoked))
+        let op = match f.op.as_str() {
+            "rotate" => "rotate",
+            "revoke" => "revoke",
+            _ => return Err(ApiError::InvalidRequest("op must be rotate or revoke".into())),
+        };
+        s.require_member()?;
+        if f.confirm.as_deref() != Some("yes") {
+            let confirm =
+                Some(PendingChange { op, room_id: f.room_id, environment_binding_id: f.environment_binding_id });
+            let choices = choices(&state, &s).await?;
+            return Ok(Page(PairingPage { confirm, choices, ..Default::default() }).into_response());
+        }
+        let room = PairingRoom { room_id: f.room_id };
+        let service = &state.services.embodiment;
+        if op == "rotate" {
+            let created = service.rotate_connector(&s, &f.environment_binding_id, room).await?;
+            let (rotated, choices) = (Some(Rotated::of(created)), choices(&state, &s).await?);
+            return Ok(Page(PairingPage { rotated, choices, ..Default::default() }).into_response());
+        }
+        service.revoke_connector(&s, &f.environment_binding_id, room).await?;
+        Ok(flash::see_other_done(&state, PAIRING_PAGE_PATH, Done::PairingRevoked))
     }
     .await;
     answer(&state, &s, done).await

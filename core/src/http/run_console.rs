@@ -6,9 +6,11 @@
 //! lane only: no bearer is read. The run page's one script polls the events twin with
 //! `after_seq` and cancels through the run's own cancel (`RunService::person_cancel`).
 
+use super::human::{When, when};
 use super::idempotent;
 use super::pages::{Asset, Csp, Page, Referrer, SameOriginSession, page_headers};
 use super::rooms::empty_request;
+use super::run_status::Statuses;
 use super::sign_in_first::PageSession;
 use super::{AppState, Group, IdemKey, JsonBody, pipeline, run_response};
 use crate::domain::event::EventKind;
@@ -20,8 +22,6 @@ use axum::extract::{Path, RawQuery, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use super::human::{When, when};
-use super::run_status::Statuses;
 
 pub const CONSOLE_SCRIPT_PATH: &str = "/runs/static/console.js";
 
@@ -141,12 +141,7 @@ async fn run_page(
     let timeline: Vec<TimelineEntry> = events
         .events
         .iter()
-        .map(|e| TimelineEntry {
-            seq: e.seq,
-            kind: e.kind.name(),
-            label: e.kind.label(),
-            at: when(e.created_at, now),
-        })
+        .map(|e| TimelineEntry { seq: e.seq, kind: e.kind.name(), label: e.kind.label(), at: when(e.created_at, now) })
         .collect();
     let steps_used = run.budget.steps_used;
     let rows: Vec<EvidenceRow> = evidence
