@@ -76,7 +76,8 @@ return {
     var inBox = e.parentElement && e.parentElement.closest(".table-scroll");
     return e.getBoundingClientRect().right > window.innerWidth + 1 && !inBox;
   }).slice(-4).map(function (e) { return e.outerHTML.slice(0, 100); }),
-  visible: visible, times: Array.from(document.querySelectorAll("time")).map(function (t) {
+  visible: visible, times: Array.from(document.querySelectorAll("time")).filter(function (t) {
+    return t.getClientRects().length; }).map(function (t) {
     return {text: t.textContent.trim(), datetime: t.getAttribute("datetime") || ""}; }),
   stamped: attrs,
 };
@@ -255,6 +256,12 @@ def main():
         driver.get(f"{url}/chat")
         on_page(driver, "/chat", lambda u: u == f"{url}/chat", "#new-chat")
         visit(driver, "chat")
+        base.click_rendered(driver, "new chat", lambda d: d.find_element(By.ID, "new-chat"))
+        base.click_rendered(driver, "attach an agent run", lambda d: d.find_element(By.ID, "attach"))
+        until(driver, "the claim handle", lambda d: d.find_element(By.ID, "claim-handle").text)
+        visit(driver, "chat-claim", lambda d, _: check(
+            re.match(r"^in \d+ min$", d.find_element(By.ID, "claim-expires").text),
+            f"the claim's expiry is human ({d.find_element(By.ID, 'claim-expires').text!r})"))
         sign_out(driver, url)
 
         # The owner: the account, the rooms with the member by name, pairing with pickers.
