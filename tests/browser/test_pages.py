@@ -22,6 +22,7 @@ Usage: python tests/browser/test_pages.py  (env as test_account.py).
 import base64
 import hashlib
 import re
+import subprocess
 import sys
 import tempfile
 import uuid
@@ -200,7 +201,7 @@ def main():
     base.helix("account", "policy", "--data-dir", data_dir, "--subject", OWNER, "--tenant", TENANT,
                "--developer", "true", env=env)
     proc, log = base.serve(data_dir, port)
-    driver = None
+    driver, sim = None, None
     try:
         base.wait_ready(url, proc)
         status, room = base.call("POST", f"{url}/api/v1/rooms", owner, {"name": ROOM},
@@ -300,6 +301,8 @@ def main():
         driver.find_element(By.ID, "pair-world").send_keys("overworld")
         driver.find_element(By.ID, "pair-button").click()
         until(driver, "paired", lambda d: d.find_element(By.ID, "connector-credential").text)
+        credential = driver.find_element(By.ID, "connector-credential").text
+        config = driver.find_element(By.ID, "connector-config").text
         driver.get(f"{url}/account/room-connectors")
         on_page(driver, "the pairing page with a pairing", lambda u: u == f"{url}/account/room-connectors",
                 "#credential-form")
@@ -312,6 +315,36 @@ def main():
             check(f"{ROOM} \u00b7 world overworld" in options, f"the paired world by room and world name: {options}")
 
         visit(driver, "room-connectors", picked_not_typed)
+        click(driver, "#rotate-button", "rotate (the picked room and world)")
+        on_page(driver, "the rotation's confirmation", lambda u: u.endswith("/account/room-connectors/credential"),
+                "#confirm-rotate")
+        visit(driver, "room-connectors-confirm-rotate")
+
+        # A connector reports players: the room page shows them; a revoke names the member.
+        config_path = Path(data_dir) / "connector.json"
+        config_path.write_text(config)
+        sim = subprocess.Popen([base.HELIX_BIN, "connector-sim", "--config", str(config_path), "--players",
+                                "Steve,Alex", "--interval-ms", "250"], stdout=open(Path(data_dir) / "sim.log", "w"),
+                               stderr=subprocess.STDOUT, env={**env, "HELIX_CONNECTOR_CREDENTIAL": credential})
+
+        def players_listed(d):
+            d.get(f"{url}/rooms")
+            return len(d.find_elements(By.CSS_SELECTOR, "tr.subject")) == 2
+
+        until(driver, "the connector's players on /rooms", players_listed, timeout=60)
+        on_page(driver, "/rooms with players", lambda u: u == f"{url}/rooms", "tr.subject")
+        visit(driver, "rooms-owner-players")
+        member_row = next(f"tr.member[data-account-ref='{r.get_attribute('data-account-ref')}']"
+                          for r in driver.find_elements(By.CSS_SELECTOR, "tr.member")
+                          if r.find_elements(By.CSS_SELECTOR, ".grant-authority"))
+        click(driver, f"{member_row} .grant-authority", "grant authority")
+        on_page(driver, "/rooms after the grant", lambda u: u == f"{url}/rooms", f"{member_row} .revoke-authority")
+        click(driver, f"{member_row} .revoke-authority", "revoke authority")
+        on_page(driver, "the revoke's confirmation", lambda u: u.endswith("/rooms/members/authority"),
+                "#confirm-revoke-authority")
+        visit(driver, "rooms-confirm-revoke", lambda d, layout: (
+            check(d.find_element(By.ID, "revoke-member-name").text == MEMBER_NAME, "the confirmation names the member"),
+            hidden_hashes(d, layout, "the revoke's confirmation")))
         driver.get(f"{url}/account/room-sources/claim")
         on_page(driver, "the claim page", lambda u: u == f"{url}/account/room-sources/claim", "#claim-form")
         visit(driver, "source-claim")
@@ -392,6 +425,9 @@ def main():
         base.report_failure(driver, log, data_dir, "pages-failure")
         raise
     finally:
+        if sim is not None:
+            sim.terminate()
+            sim.wait(timeout=10)
         base.stop(driver, proc)
 
 

@@ -78,6 +78,12 @@ pub(super) struct RoomsPage {
 }
 
 impl RoomsPage {
+    /// The name a listed member's provider gave (for the confirmation that names them).
+    fn member_name(&self, account_ref: &str) -> Option<&str> {
+        let mut members = self.rooms.iter().flat_map(|r| &r.members);
+        members.find(|m| m.account_ref == account_ref).and_then(|m| m.display_name.as_deref())
+    }
+
     /// The room's Emergency Stop as the page shows it: active in one of its environments,
     /// not active, or None when the room has no environment (the identity section's data).
     fn room_stop(&self, room_id: &str) -> Option<bool> {
