@@ -68,7 +68,12 @@
     var claim = state.claim && c && state.claim.chatId === c.id && c.status === "awaiting_claim" ? state.claim : null;
     $("claim").hidden = !claim;
     $("claim-handle").textContent = claim ? claim.handle : "";
-    $("claim-expires").textContent = claim ? claim.expires : "";
+    // The expiry to the minute, as every page says a time; the exact instant in datetime.
+    var expires = claim ? String(claim.expires).replace(/(\.\d+)?Z$/, "Z") : "";
+    var minutes = expires ? Math.max(0, Math.floor((Date.parse(expires) - Date.now()) / 60000)) : 0;
+    $("claim-expires").textContent = expires ? (minutes ? "in " + minutes + " min" : "just now") : "";
+    $("claim-expires").title = expires ? expires.slice(0, 10) + " " + expires.slice(11, 16) + " UTC" : "";
+    $("claim-expires").setAttribute("datetime", expires);
     if (!c) { status("none"); return; }
     c.messages.forEach(function (m) {
       var e = li(m.content, "message " + m.role); e.dataset.messageId = m.id; e.dataset.role = m.role; msgs.appendChild(e);

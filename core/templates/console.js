@@ -12,6 +12,9 @@
                 terminal: root.dataset.terminal === "true", timer: null };
   var labels = {};
   document.querySelectorAll("#event-labels li").forEach(function (li) { labels[li.dataset.kind] = li.textContent; });
+  // What a status reads on a run waiting for its person's answer (the server's words).
+  var waiting = {};
+  document.querySelectorAll("#status-words li").forEach(function (li) { waiting[li.dataset.wire] = li.textContent; });
   function $(id) { return document.getElementById(id); }
 
   function api(method, path, body, key) {
@@ -26,14 +29,21 @@
     return "console-cancel-" + Array.prototype.map.call(b, function (x) { return ("0" + x.toString(16)).slice(-2); }).join("");
   }
 
-  // A status badge: its word and the colour that goes with it (account.css).
-  function badge(id, status) { $(id).textContent = status; $(id).dataset.status = status; }
+  // A status badge: its word and the colour that goes with it (account.css); on a run
+  // waiting for an answer, the words of #status-words instead of the wire word.
+  function badge(id, status, needsAnswer) {
+    var word = needsAnswer && waiting[status];
+    $(id).textContent = word || status;
+    $(id).dataset.status = word ? "needs_answer" : status;
+    $(id).dataset.wire = status;
+  }
 
   function showRun(run) {
     state.version = run.version;
-    badge("lifecycle", run.lifecycle_status);
-    badge("completion", run.completion_status);
-    badge("authority", run.terminal_authority_status);
+    var needsAnswer = run.completion_status === "needs_input";
+    badge("lifecycle", run.lifecycle_status, false);
+    badge("completion", run.completion_status, needsAnswer);
+    badge("authority", run.terminal_authority_status, needsAnswer);
     $("steps").textContent = run.budget.steps_used + " of " + run.budget.max_steps;
     $("version").textContent = run.version;
     state.terminal = run.recommended_next_action === "stop";
@@ -44,9 +54,14 @@
     var li = document.createElement("li");
     li.className = "event"; li.dataset.seq = e.seq; li.dataset.kind = e.kind;
     li.textContent = "#" + e.seq + " " + (labels[e.kind] || e.kind) + " ";
-    var small = document.createElement("small");
-    // As the server renders it: "2026-01-02 03:04:05 UTC".
-    small.textContent = String(e.created_at).replace("T", " ").replace(/(\.\d+)?Z$/, " UTC");
+    // As the server renders a time: relative to the minute, the exact instant (whole
+    // seconds) in datetime and title. An event polled in is new: "just now".
+    var small = document.createElement("small"), time = document.createElement("time");
+    var exact = String(e.created_at).replace(/(\.\d+)?Z$/, "Z");
+    time.setAttribute("datetime", exact);
+    time.title = exact.replace("T", " ").replace(/:\d\dZ$/, " UTC");
+    time.textContent = "just now";
+    small.appendChild(time);
     li.appendChild(small);
     $("timeline").appendChild(li);
   }

@@ -97,6 +97,19 @@ impl Browser {
         subject: &str,
         tenant: &str,
     ) -> String {
+        self.through_dev_provider_login(start, fields, subject, tenant, &[]).await
+    }
+
+    /// [`Self::through_dev_provider_with`], the provider's login form also sending `login`
+    /// (e.g. the person's `name`).
+    pub(crate) async fn through_dev_provider_login(
+        &mut self,
+        start: &str,
+        fields: &[(&str, &str)],
+        subject: &str,
+        tenant: &str,
+        login: &[(&str, &str)],
+    ) -> String {
         let res = self.post(start, fields).await;
         assert_eq!(res.status(), StatusCode::SEE_OTHER, "{start}");
         // One issuer for people and agents: its /authorize sends the browser client to the
@@ -110,20 +123,17 @@ impl Browser {
         let page = self.get(&authorize).await;
         assert_eq!(page.status(), StatusCode::OK);
         let q = query(&authorize);
-        let res = self
-            .post(
-                "/dev-oidc/authorize",
-                &[
-                    ("client_id", &q["client_id"]),
-                    ("redirect_uri", &q["redirect_uri"]),
-                    ("state", &q["state"]),
-                    ("nonce", &q["nonce"]),
-                    ("code_challenge", &q["code_challenge"]),
-                    ("subject", subject),
-                    ("tenant", tenant),
-                ],
-            )
-            .await;
+        let mut form: Vec<(&str, &str)> = vec![
+            ("client_id", &q["client_id"]),
+            ("redirect_uri", &q["redirect_uri"]),
+            ("state", &q["state"]),
+            ("nonce", &q["nonce"]),
+            ("code_challenge", &q["code_challenge"]),
+            ("subject", subject),
+            ("tenant", tenant),
+        ];
+        form.extend_from_slice(login);
+        let res = self.post("/dev-oidc/authorize", &form).await;
         assert_eq!(res.status(), StatusCode::SEE_OTHER);
         location(&res)
     }

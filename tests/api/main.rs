@@ -40,6 +40,7 @@ mod limits;
 mod oauth_cimd;
 mod oauth_flow;
 mod page_flows;
+mod page_names;
 mod pipeline;
 mod pipeline_hardening;
 mod player_rest;

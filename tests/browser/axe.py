@@ -50,6 +50,9 @@ function key(el) {
 }
 function shown(el) {
   if (el.disabled || el.closest("[inert]")) return false;
+  // Inside a closed <details> only its own <summary> is shown (the rest comes on request).
+  var closed = el.closest("details:not([open])");
+  if (closed && !(el.tagName === "SUMMARY" && el.parentElement === closed)) return false;
   var st = getComputedStyle(el);
   return el.getClientRects().length > 0 && st.visibility !== "hidden";
 }

@@ -408,7 +408,7 @@ def main():
         on_page(driver, "the development provider", at_provider, "#dev-sign-in")
         shot(driver, "03-dev-provider-login")
         page = dev_provider_login(driver, base, "#account-ref", "/account after sign-in")
-        expect(driver, "opaque account reference", lambda d: d.find_element(By.ID, "account-ref").text,
+        expect(driver, "opaque account reference", lambda d: d.find_element(By.ID, "account-ref").get_attribute("textContent"),
                lambda t: t.startswith("account:sha256:"))
         expect(driver, "oauth_ready is no before allowing agents",
                lambda d: d.find_element(By.ID, "oauth-ready").text, lambda t: t == "no")

@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 from selenium.webdriver.common.by import By
-from selenium.webdriver.support.ui import WebDriverWait
+from selenium.webdriver.support.ui import Select, WebDriverWait
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_account import (ARTIFACTS, call, check, chromium, click, free_port, helix, on_page, report_failure, serve,  # noqa: E402
@@ -29,6 +29,9 @@ SCOPES = "helix.rooms.read helix.rooms.manage helix.environment_actions.read hel
 def fill(driver, values):
     for field, value in values.items():
         el = driver.find_element(By.ID, field)
+        if el.tag_name == "select":  # a room or a paired world is picked from a list
+            Select(el).select_by_value(value)
+            continue
         el.clear()
         el.send_keys(value)
 

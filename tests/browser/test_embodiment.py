@@ -20,7 +20,7 @@ import uuid
 from pathlib import Path
 
 from selenium.webdriver.common.by import By
-from selenium.webdriver.support.ui import WebDriverWait
+from selenium.webdriver.support.ui import Select, WebDriverWait
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_account import (ARTIFACTS, HELIX_BIN, call, check, chromium, click, free_port, helix, on_page, report_failure,  # noqa: E402
@@ -111,10 +111,10 @@ def main():
         # The owner pairs a connector on the page and runs connector-sim with its config.
         driver.get(f"{base}/account/room-connectors")
         on_page(driver, "the pairing page", lambda u: u == f"{base}/account/room-connectors", "#pair-form")
-        for field, value in (("pair-room", room_id), ("pair-world", "overworld")):
-            el = driver.find_element(By.ID, field)
-            el.clear()
-            el.send_keys(value)
+        Select(driver.find_element(By.ID, "pair-room")).select_by_value(room_id)  # picked, not typed
+        el = driver.find_element(By.ID, "pair-world")
+        el.clear()
+        el.send_keys("overworld")
         driver.find_element(By.ID, "pair-button").click()
         WebDriverWait(driver, 20).until(lambda d: d.find_element(By.ID, "connector-credential").text)
         credential = driver.find_element(By.ID, "connector-credential").text

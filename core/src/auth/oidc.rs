@@ -40,6 +40,9 @@ pub struct VerifiedIdentity {
     pub tenant: String,
     /// When the user last authenticated at the provider (epoch seconds), if stated.
     pub auth_time: Option<i64>,
+    /// The person's name as the provider gives it (`name`, else `preferred_username`):
+    /// shown on the pages, never a key.
+    pub display_name: Option<String>,
 }
 
 impl std::fmt::Debug for VerifiedIdentity {
@@ -256,6 +259,11 @@ impl OidcClient {
             subject: claims.subject().to_string(),
             tenant,
             auth_time: claims.auth_time().map(|t| t.timestamp()),
+            display_name: claims
+                .name()
+                .and_then(|n| n.get(None))
+                .map(|n| n.to_string())
+                .or_else(|| claims.preferred_username().map(|u| u.to_string())),
         })
     }
 }

@@ -99,6 +99,27 @@ pub fn all_oauth_scopes() -> Vec<&'static str> {
     all
 }
 
+/// What an OAuth scope lets a client do, in plain words (the consent page shows it beside
+/// the identifier); None for a scope this catalog does not have.
+pub fn plain_words(oauth_scope: &str) -> Option<&'static str> {
+    Some(match oauth_scope {
+        RUNS_READ => "See your agent runs: their progress, events, evidence and answers.",
+        RUNS_WRITE => "Start, continue and cancel agent runs for you.",
+        ROOMS_READ => "See the Shared Live Rooms you belong to, and let a run bound to one read its live evidence.",
+        ROOMS_MANAGE => "Create rooms for you and manage their members, invites and bindings.",
+        ROOM_SOURCES_MANAGE => "Create live evidence sources in rooms you own.",
+        ENV_ACTIONS_READ => "See the players and action workflows in your rooms' worlds.",
+        ENV_ACTIONS_WRITE => "Drive the player you selected in a room's world (typed actions you can stop).",
+        DEVELOPER => "Use your account's developer privileges (live evidence sources).",
+        "helix.data.public_web.read" => "Let runs search the public web.",
+        "helix.data.scholarly_research.read" => "Let runs look up and read scholarly papers.",
+        "helix.data.research_library.read" => "Let runs read documents in the research library.",
+        "helix.data.repository_evidence.read" => "Let runs search and read code repositories.",
+        "helix.data.theory_registry.read" => "Let runs read the theory registry.",
+        _ => return None,
+    })
+}
+
 /// The OAuth scopes the requested logical scopes need, deduplicated in request order: those
 /// of the enabled, known ones (any other is refused by [`admit`] whatever the token holds).
 pub fn oauth_scopes_of(requested: &[String], enabled: &[String]) -> Vec<&'static str> {
@@ -146,6 +167,15 @@ pub fn admit(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn every_advertised_scope_has_plain_words() {
+        for scope in all_oauth_scopes() {
+            let words = plain_words(scope).unwrap_or_else(|| panic!("{scope} has no plain words"));
+            assert!(words.ends_with('.') && !words.contains("helix."), "{scope}: {words}");
+        }
+        assert_eq!(plain_words("helix.unknown"), None);
+    }
+
     use super::*;
 
     fn s(v: &[&str]) -> Vec<String> {

@@ -8,12 +8,15 @@
 use crate::domain::account::{
     AccountPolicy, BrowserSecret, IntentPurpose, ReturnPath, account_id_for, account_ref, owner_hash, tenant_ref,
 };
+use crate::domain::time::rfc3339;
 use crate::error::ApiError;
 use crate::store::{Cond, StoreError};
 
 use super::AccountService;
 use super::accounts::LinkIdentity;
-use super::records::accounts::{AccountRecord, LinkRecord, link_is_active};
+use super::records::accounts::{
+    AccountRecord, LinkRecord, clean_display_name, display_names, link_is_active, profile_item,
+};
 use super::records::sessions::{IntentRecord, SessionRecord, intent_of_browser, session_of};
 use super::records::{Role, Tx, account_key, intent_key, link_key, session_key};
 
@@ -127,6 +130,19 @@ impl AccountService {
         id: &LinkIdentity<'_>,
         previous: Option<&BrowserSecret>,
     ) -> Result<BrowserSecret, ApiError> {
+        self.sign_in_named(id, None, previous).await
+    }
+
+    /// [`Self::sign_in`], keeping the name the provider gave the person (cleaned; None or
+    /// an empty name keeps the one stored before) on the account's profile, in the same
+    /// transaction as the session.
+    pub async fn sign_in_named(
+        &self,
+        id: &LinkIdentity<'_>,
+        display_name: Option<&str>,
+        previous: Option<&BrowserSecret>,
+    ) -> Result<BrowserSecret, ApiError> {
+        let display_name = display_name.and_then(clean_display_name);
         for _ in 0..4 {
             let lkey = link_key(id.provider, id.subject);
             let link = self.store.get(&lkey).await?;
@@ -142,6 +158,9 @@ impl AccountService {
             }
             let token = BrowserSecret::generate();
             tx.put(Role::Session, self.new_session(&account_id, id).to_item(&token.hash()), Cond::NotExists);
+            if let Some(name) = &display_name {
+                tx.put(Role::Account, profile_item(&account_id, name, &rfc3339(self.clock.now())), None);
+            }
             if let Some(old) = previous.filter(|p| p.hash() != token.hash()) {
                 tx.delete(Role::Session, session_key(&old.hash()), None);
             }
@@ -183,6 +202,19 @@ impl AccountService {
         };
         let account = self.store.get(&account_key(&session.account_id)).await?;
         Ok(account.map(|a| AccountRecord::from_item(&a)).filter(AccountRecord::is_active).map(|a| (session, a)))
+    }
+
+    /// The names the sign-in provider gave these accounts' people (those that have one).
+    pub async fn display_names(
+        &self,
+        account_ids: &[String],
+    ) -> Result<std::collections::HashMap<String, String>, ApiError> {
+        Ok(display_names(&*self.store, account_ids).await?)
+    }
+
+    /// The name of the session's person, if their provider gave one.
+    pub async fn display_name(&self, s: &Session) -> Result<Option<String>, ApiError> {
+        Ok(self.display_names(std::slice::from_ref(&s.account_id)).await?.remove(&s.account_id))
     }
 
     /// The live session of a cookie value, with its account's current policy; None when

@@ -17,6 +17,7 @@ use crate::domain::clients::{ClientSetup, client_setups, data_oauth_scopes};
 use crate::domain::random_hex;
 use crate::domain::scopes::all_oauth_scopes;
 use crate::error::ApiError;
+use crate::http::pages::human::{When, when_text};
 use crate::http::pages::sign_in_first::{RETURN_TO, return_to_of_query, to_sign_in_page, with_return_to};
 use crate::http::pages::{
     Asset, BrowserSession, Csp, Page, Referrer, SESSION_COOKIE, SameOrigin, SameOriginSession, cookie, page_headers,
@@ -24,7 +25,7 @@ use crate::http::pages::{
 };
 use crate::http::pages::{CALLBACK_PATH, SIGN_IN_PAGE, pairs, see_other, set_cookie};
 use crate::http::{AppState, Group, pipeline};
-use crate::service::accounts::{BindingList, LinkIdentity};
+use crate::service::accounts::{BindingList, BindingView, LinkIdentity};
 use crate::service::sessions::Session;
 
 pub const SIGNIN_COOKIE: &str = "helix_signin";
@@ -192,7 +193,8 @@ async fn callback(
     match intent.purpose {
         IntentPurpose::SignIn => {
             let previous = cookie(&headers, SESSION_COOKIE).and_then(|v| BrowserSecret::parse(&v));
-            let token = state.services.accounts.sign_in(&id, previous.as_ref()).await?;
+            let name = verified.display_name.as_deref();
+            let token = state.services.accounts.sign_in_named(&id, name, previous.as_ref()).await?;
             let max_age = state.services.config.browser.session_absolute.as_secs() as i64;
             res.headers_mut().append(SET_COOKIE, set_cookie(&state, SESSION_COOKIE, token.expose(), "/", max_age));
         }
@@ -285,11 +287,36 @@ struct AccountPage {
     sign_in_available: bool,
     guest: bool,
     account_ref: String,
+    /// The person's name as their sign-in provider gave it.
+    display_name: Option<String>,
     bindings: Option<BindingList>,
+    /// The listed bindings as a person reads them.
+    binding_rows: Vec<BindingRow>,
     /// Signed out: the page the sign-in comes back to (a checked return path).
     return_to: Option<String>,
     /// A binding revoke awaiting the person's confirmation (its reference).
     confirm_revoke: Option<String>,
+}
+
+/// One agent binding on the account page: who it is (the provider at its issuer's host),
+/// its times as a person reads them; the opaque references stay behind a `<details>`.
+struct BindingRow {
+    view: BindingView,
+    issuer_host: String,
+    created: When,
+    revoked: Option<When>,
+}
+
+impl BindingRow {
+    fn of(b: &BindingView, now: chrono::DateTime<chrono::Utc>) -> Self {
+        let host = reqwest::Url::parse(&b.issuer).ok().and_then(|u| u.host_str().map(str::to_owned));
+        BindingRow {
+            issuer_host: host.unwrap_or_else(|| b.issuer.clone()),
+            created: when_text(&b.created_at, now),
+            revoked: b.revoked_at.as_deref().map(|r| when_text(r, now)),
+            view: b.clone(),
+        }
+    }
 }
 
 /// The account page of a session (signed out: the sign-in, coming back to `return_to`).
@@ -304,19 +331,28 @@ async fn page_for(
             sign_in_available: state.oidc.is_some(),
             guest: false,
             account_ref: String::new(),
+            display_name: None,
             bindings: None,
+            binding_rows: vec![],
             return_to: return_to.map(|r| r.as_str().to_owned()),
             confirm_revoke: None,
         },
-        Some(s) => AccountPage {
-            signed_in: true,
-            sign_in_available: state.oidc.is_some(),
-            guest: s.policy.guest,
-            account_ref: s.account_ref(),
-            bindings: if s.policy.guest { None } else { Some(state.services.accounts.list_bindings(s).await?) },
-            return_to: None,
-            confirm_revoke: None,
-        },
+        Some(s) => {
+            let bindings = if s.policy.guest { None } else { Some(state.services.accounts.list_bindings(s).await?) };
+            let now = state.services.clock.now();
+            let binding_rows = bindings.iter().flat_map(|l| &l.bindings).map(|b| BindingRow::of(b, now)).collect();
+            AccountPage {
+                signed_in: true,
+                sign_in_available: state.oidc.is_some(),
+                guest: s.policy.guest,
+                account_ref: s.account_ref(),
+                display_name: state.services.accounts.display_name(s).await?,
+                bindings,
+                binding_rows,
+                return_to: None,
+                confirm_revoke: None,
+            }
+        }
     })
 }
 

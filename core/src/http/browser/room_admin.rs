@@ -11,6 +11,7 @@ use axum::routing::{get, post};
 use axum::{Form, Router};
 use serde::Deserialize;
 
+use crate::http::pages::human::{When, when_text};
 use crate::domain::page::cursor_query;
 use crate::error::ApiError;
 use crate::http::AppState;
@@ -61,7 +62,9 @@ pub(super) struct RoomsPage {
     /// The page continues one room's members (it links back to the first page).
     one_room: bool,
     invite_code: Option<String>,
-    invite_expires: String,
+    /// The room the invite code is for (its name).
+    invite_room: String,
+    invite_expires: When,
     preview: Option<InvitePreview>,
     preview_code: String,
     /// A revoke awaiting the owner's confirmation: (room id, account reference).
@@ -75,6 +78,12 @@ pub(super) struct RoomsPage {
 }
 
 impl RoomsPage {
+    /// The name a listed member's provider gave (for the confirmation that names them).
+    fn member_name(&self, account_ref: &str) -> Option<&str> {
+        let mut members = self.rooms.iter().flat_map(|r| &r.members);
+        members.find(|m| m.account_ref == account_ref).and_then(|m| m.display_name.as_deref())
+    }
+
     /// The room's Emergency Stop as the page shows it: active in one of its environments,
     /// not active, or None when the room has no environment (the identity section's data).
     fn room_stop(&self, room_id: &str) -> Option<bool> {
@@ -153,10 +162,11 @@ async fn invite(
     Form(f): Form<RoomForm>,
 ) -> Result<Response, ApiError> {
     let done = async {
-        let (code, expires) = state.services.rooms.create_invite(&s, &f.room_id).await?;
+        let invite = state.services.rooms.create_invite(&s, &f.room_id).await?;
         let mut page = page_for(&state, &s, None).await?;
-        page.invite_code = Some(code);
-        page.invite_expires = expires;
+        page.invite_room = invite.room_name;
+        page.invite_code = Some(invite.code);
+        page.invite_expires = when_text(&invite.expires_at, state.services.clock.now());
         Ok(Page(page).into_response())
     }
     .await;

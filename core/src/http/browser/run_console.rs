@@ -6,6 +6,8 @@
 //! lane only: no bearer is read. The run page's one script polls the events twin with
 //! `after_seq` and cancels through the run's own cancel (`RunService::person_cancel`).
 
+use crate::http::pages::human::{When, when};
+use crate::http::pages::run_status::Statuses;
 use crate::domain::event::EventKind;
 use crate::domain::run::{Authority, CancelRequest, RunListQuery, TerminalProduct};
 use crate::domain::wire::{EventPageView, EvidenceBundleView, RunView, to_value};
@@ -20,7 +22,6 @@ use axum::extract::{Path, RawQuery, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use chrono::{DateTime, Utc};
 
 pub const CONSOLE_SCRIPT_PATH: &str = "/runs/static/console.js";
 
@@ -48,44 +49,11 @@ async fn console_script() -> Asset {
 // ---------------------------------------------------------------------------------------------
 // Pages
 
-/// How long ago `at` was, as a person says it.
-fn age(at: DateTime<Utc>, now: DateTime<Utc>) -> String {
-    let s = (now - at).num_seconds().max(0);
-    match s {
-        0..60 => format!("{s} s ago"),
-        60..3600 => format!("{} min ago", s / 60),
-        3600..86400 => format!("{} h ago", s / 3600),
-        _ => format!("{} days ago", s / 86400),
-    }
-}
-
-/// The wire name of a status (`running`, `needs_input`, ...).
-fn name<T: serde::Serialize>(status: &T) -> String {
-    serde_json::to_value(status).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
-}
-
-/// A run's three statuses by their wire names.
-struct Statuses {
-    lifecycle: String,
-    completion: String,
-    authority: String,
-}
-
-impl Statuses {
-    fn of(run: &RunView) -> Self {
-        Statuses {
-            lifecycle: name(&run.lifecycle_status),
-            completion: name(&run.completion_status),
-            authority: name(&run.terminal_authority_status),
-        }
-    }
-}
-
 /// One row of `/runs`.
 struct RunRow {
     run: RunView,
     statuses: Statuses,
-    age: String,
+    started: When,
 }
 
 #[derive(Template)]
@@ -114,7 +82,7 @@ async fn runs_page(
     let rows = listed
         .runs
         .into_iter()
-        .map(|run| RunRow { age: age(run.created_at, now), statuses: Statuses::of(&run), run })
+        .map(|run| RunRow { started: when(run.created_at, now), statuses: Statuses::of(&run), run })
         .collect();
     let status = status_of(q.as_deref());
     Ok(Page(RunsPage { rows, status, next_cursor: listed.next_cursor }).into_response())
@@ -125,10 +93,11 @@ struct TimelineEntry {
     seq: u64,
     kind: String,
     label: &'static str,
-    created_at: String,
+    at: When,
 }
 
 /// One evidence item with its provenance.
+#[derive(Clone)]
 struct EvidenceRow {
     reference: String,
     family: String,
@@ -143,15 +112,21 @@ struct EvidenceRow {
 struct RunPage {
     run: RunView,
     statuses: Statuses,
-    age: String,
+    started: When,
+    expires: When,
     timeline: Vec<TimelineEntry>,
     last_seq: u64,
     labels: Vec<(String, &'static str)>,
+    /// What the page script shows for a status on a run waiting for an answer.
+    status_words: Vec<(&'static str, &'static str)>,
     evidence: EvidenceBundleView,
     rows: Vec<EvidenceRow>,
     terminal: bool,
     /// The verified terminal product, when terminal authority was granted.
     product: Option<TerminalProduct>,
+    /// The evidence the product cites, in its order (a ref the bundle does not hold: its
+    /// reference alone).
+    supporting: Vec<EvidenceRow>,
 }
 
 async fn run_page(
@@ -162,18 +137,14 @@ async fn run_page(
 ) -> Result<Response, ApiError> {
     empty_request(q.as_deref(), b"")?;
     let (run, evidence, events) = state.services.runs.person_page(&session, &run_id, 200).await?;
+    let now = state.services.clock.now();
     let timeline: Vec<TimelineEntry> = events
         .events
         .iter()
-        .map(|e| TimelineEntry {
-            seq: e.seq,
-            kind: e.kind.name(),
-            label: e.kind.label(),
-            created_at: e.created_at.format("%Y-%m-%d %H:%M:%S UTC").to_string(),
-        })
+        .map(|e| TimelineEntry { seq: e.seq, kind: e.kind.name(), label: e.kind.label(), at: when(e.created_at, now) })
         .collect();
     let steps_used = run.budget.steps_used;
-    let rows = evidence
+    let rows: Vec<EvidenceRow> = evidence
         .evidence
         .iter()
         .map(|i| EvidenceRow {
@@ -188,10 +159,13 @@ async fn run_page(
     let product = (run.terminal_authority_status == Authority::Authorized)
         .then(|| run.latest_result.as_ref().and_then(|r| r.terminal_product.clone()))
         .flatten();
+    let supporting = product.iter().flat_map(|p| &p.supporting_evidence_refs).map(|r| cited(&rows, r)).collect();
     let labels = EventKind::labels();
-    let now = state.services.clock.now();
     let page = RunPage {
-        age: age(run.created_at, now),
+        started: when(run.created_at, now),
+        expires: when(run.budget.expires_at, now),
+        status_words: crate::http::pages::run_status::waiting_words(),
+        supporting,
         statuses: Statuses::of(&run),
         terminal: run.completion_status.is_terminal(),
         last_seq: events.next_after_seq,
@@ -203,6 +177,18 @@ async fn run_page(
         product,
     };
     Ok(Page(page).into_response())
+}
+
+/// The evidence row a product cites by `reference`.
+fn cited(rows: &[EvidenceRow], reference: &str) -> EvidenceRow {
+    rows.iter().find(|r| r.reference == reference).cloned().unwrap_or_else(|| EvidenceRow {
+        reference: reference.to_owned(),
+        family: String::new(),
+        source: String::new(),
+        step: 0,
+        current: false,
+        excerpt: String::new(),
+    })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -260,19 +246,4 @@ async fn cancel(
 ) -> Result<Response, ApiError> {
     let m = state.services.runs.person_cancel(&session, &run_id, &key, req).await?;
     Ok(idempotent::mutation_response(m, run_response, None))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ages_read_as_a_person_says_them() {
-        let now = Utc::now();
-        assert_eq!(age(now - chrono::Duration::seconds(5), now), "5 s ago");
-        assert_eq!(age(now - chrono::Duration::minutes(3), now), "3 min ago");
-        assert_eq!(age(now - chrono::Duration::hours(2), now), "2 h ago");
-        assert_eq!(age(now - chrono::Duration::days(4), now), "4 days ago");
-        assert_eq!(age(now + chrono::Duration::seconds(5), now), "0 s ago");
-    }
 }

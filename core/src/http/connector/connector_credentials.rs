@@ -11,12 +11,14 @@ use axum::routing::post;
 use axum::{Form, Json, Router};
 use serde::Deserialize;
 
+use crate::http::connector::connector_choices::{Choices, choices};
 use crate::domain::embodiment::PairingCreated;
 use crate::error::ApiError;
 use crate::http::AppState;
 use crate::http::pages::flash::{self, Done};
 use crate::http::pages::{PAIRING_PAGE_PATH, Page, SameOriginSession, refusal_notice, to_pairing_page};
 use crate::service::embodiment::PairingRoom;
+use crate::service::sessions::Session;
 
 pub const ROTATE_PATH: &str = "/api/account/room-connectors/{environment_binding_id}/rotate";
 pub const REVOKE_PATH: &str = "/api/account/room-connectors/{environment_binding_id}/revoke";
@@ -41,6 +43,8 @@ pub struct PairingPage {
     pub confirm: Option<PendingChange>,
     /// The credential a confirmed rotation just issued (this response only).
     pub rotated: Option<Rotated>,
+    /// The rooms and environments the forms' pickers offer.
+    pub choices: Choices,
 }
 
 pub struct PendingChange {
@@ -70,19 +74,41 @@ impl PairingPage {
     /// The page for a signed-in session: a guest's page is a refusal (403) with no forms.
     /// A form's `303` back here carries its confirmation ([`flash`]): shown once, cleared.
     /// `room_id` is the query's room (checked by [`room_query`]).
-    pub fn for_session(
+    pub async fn for_session(
         state: &AppState,
         s: &crate::service::sessions::Session,
         headers: &HeaderMap,
         room_id: String,
-    ) -> Response {
+    ) -> Result<Response, ApiError> {
         if s.policy.guest {
             let page = PairingPage { guest: true, ..Default::default() };
-            return (ApiError::GuestNotAllowed.status(), Page(page)).into_response();
+            return Ok((ApiError::GuestNotAllowed.status(), Page(page)).into_response());
         }
-        flash::shown(state, headers, PAIRING_PAGE_PATH, |done| {
-            Page(PairingPage { done, room_id, ..Default::default() }).into_response()
-        })
+        let choices = choices(state, s).await?;
+        Ok(flash::shown(state, headers, PAIRING_PAGE_PATH, |done| {
+            Page(PairingPage { done, room_id, choices, ..Default::default() }).into_response()
+        }))
+    }
+
+    /// Whether a room id is the one the forms start with (the query's, or the only one).
+    fn picked_room(&self, room_id: &str) -> bool {
+        room_id == self.room_id || (self.room_id.is_empty() && self.choices.rooms.len() == 1)
+    }
+
+    /// Whether an environment is the one the forms start with (the only one of the page's room).
+    fn picked_environment(&self, environment_binding_id: &str) -> bool {
+        let mut of_room = self.choices.environments.iter().filter(|e| self.picked_room(&e.room_id));
+        match (of_room.next(), of_room.next()) {
+            (Some(only), None) => only.environment_binding_id == environment_binding_id,
+            _ => self.choices.environments.len() == 1,
+        }
+    }
+
+    /// The query's room when the person does not own it (or it is past the first page of
+    /// rooms): offered as it is, so the link of a room's section still fills the forms in.
+    fn unlisted_room(&self) -> Option<&str> {
+        let listed = self.choices.rooms.iter().any(|r| r.room_id == self.room_id);
+        (!self.room_id.is_empty() && !listed).then_some(self.room_id.as_str())
     }
 }
 
@@ -103,14 +129,19 @@ pub fn room_query(raw: Option<&str>) -> Result<String, ApiError> {
 /// The one answer of the pairing page's plain forms: what the form did, or, for a refusal
 /// the person can act on (a client error), the page again with the error's message and
 /// status. A server error stays the error response itself.
-pub(super) fn answer(done: Result<Response, ApiError>) -> Result<Response, ApiError> {
+pub(super) async fn answer(
+    state: &AppState,
+    s: &Session,
+    done: Result<Response, ApiError>,
+) -> Result<Response, ApiError> {
     let e = match done {
         Ok(answered) => return Ok(answered),
         Err(e) => e,
     };
     let guest = matches!(e, ApiError::GuestNotAllowed);
     let (status, notice) = refusal_notice(e)?;
-    Ok((status, Page(PairingPage { guest, notice: Some(notice), ..Default::default() })).into_response())
+    let choices = if guest { Choices::default() } else { choices(state, s).await? };
+    Ok((status, Page(PairingPage { guest, notice: Some(notice), choices, ..Default::default() })).into_response())
 }
 
 async fn method_not_allowed_post() -> ApiError {
@@ -161,32 +192,31 @@ async fn credential_form(
     SameOriginSession(s): SameOriginSession,
     Form(f): Form<CredentialForm>,
 ) -> Result<Response, ApiError> {
-    answer(
-        async {
-            let op = match f.op.as_str() {
-                "rotate" => "rotate",
-                "revoke" => "revoke",
-                _ => return Err(ApiError::InvalidRequest("op must be rotate or revoke".into())),
-            };
-            s.require_member()?;
-            if f.confirm.as_deref() != Some("yes") {
-                let confirm =
-                    Some(PendingChange { op, room_id: f.room_id, environment_binding_id: f.environment_binding_id });
-                return Ok(Page(PairingPage { confirm, ..Default::default() }).into_response());
-            }
-            let room = PairingRoom { room_id: f.room_id };
-            let service = &state.services.embodiment;
-            if op == "rotate" {
-                let created = service.rotate_connector(&s, &f.environment_binding_id, room).await?;
-                return Ok(
-                    Page(PairingPage { rotated: Some(Rotated::of(created)), ..Default::default() }).into_response()
-                );
-            }
-            service.revoke_connector(&s, &f.environment_binding_id, room).await?;
-            Ok(flash::see_other_done(&state, PAIRING_PAGE_PATH, Done::PairingRevoked))
+    let done = async {
+        let op = match f.op.as_str() {
+            "rotate" => "rotate",
+            "revoke" => "revoke",
+            _ => return Err(ApiError::InvalidRequest("op must be rotate or revoke".into())),
+        };
+        s.require_member()?;
+        if f.confirm.as_deref() != Some("yes") {
+            let confirm =
+                Some(PendingChange { op, room_id: f.room_id, environment_binding_id: f.environment_binding_id });
+            let choices = choices(&state, &s).await?;
+            return Ok(Page(PairingPage { confirm, choices, ..Default::default() }).into_response());
         }
-        .await,
-    )
+        let room = PairingRoom { room_id: f.room_id };
+        let service = &state.services.embodiment;
+        if op == "rotate" {
+            let created = service.rotate_connector(&s, &f.environment_binding_id, room).await?;
+            let (rotated, choices) = (Some(Rotated::of(created)), choices(&state, &s).await?);
+            return Ok(Page(PairingPage { rotated, choices, ..Default::default() }).into_response());
+        }
+        service.revoke_connector(&s, &f.environment_binding_id, room).await?;
+        Ok(flash::see_other_done(&state, PAIRING_PAGE_PATH, Done::PairingRevoked))
+    }
+    .await;
+    answer(&state, &s, done).await
 }
 
 #[cfg(test)]

@@ -71,7 +71,8 @@ async fn region_form(
     SameOriginSession(s): SameOriginSession,
     Form(f): Form<RegionForm>,
 ) -> Result<Response, ApiError> {
-    super::connector_credentials::answer(region_change(&state, &s, f).await)
+    let done = region_change(&state, &s, f).await;
+    super::connector_credentials::answer(&state, &s, done).await
 }
 
 async fn region_change(

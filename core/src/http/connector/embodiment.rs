@@ -68,7 +68,7 @@ async fn pairing_page(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let room_id = super::connector_credentials::room_query(q.as_deref())?;
-    Ok(PairingPage::for_session(&state, &session, &headers, room_id))
+    PairingPage::for_session(&state, &session, &headers, room_id).await
 }
 
 async fn pairing_script() -> Asset {

@@ -3,6 +3,7 @@
 //! region) and room sources (the room route, the credential claim page, producer ingress).
 //! Built on the `pages` kit for the owners' pages; never imports `browser` or `agent`.
 
+pub mod connector_choices;
 pub mod connector_credentials;
 pub mod connector_region;
 pub mod embodiment;

@@ -228,6 +228,7 @@ fn sign_in_page(pending: String, headers: &HeaderMap) -> Response {
         hidden: vec![("pending", pending)],
         subject,
         tenant,
+        ask_name: false,
         button_id: "sign-in",
     })
     .into_response()
@@ -239,9 +240,26 @@ struct ConsentPage {
     action: &'static str,
     pending: String,
     client_name: String,
+    /// The client's registered name was absent: `client_name` is its id.
+    unnamed: bool,
+    client_id: String,
+    /// Where the client runs: its redirect URI's host (and port), the place the decision goes.
+    redirect_host: String,
+    /// The redirect host is this computer (a loopback address).
+    loopback: bool,
     subject: String,
     tenant: String,
-    scopes: Vec<String>,
+    /// Each requested scope: (identifier, what it allows in plain words).
+    scopes: Vec<(String, &'static str)>,
+    offline: bool,
+}
+
+/// A requested scope in plain words (only known scopes are ever requested).
+fn scope_words(scope: &str) -> &'static str {
+    if scope == OFFLINE_ACCESS {
+        return "Stay connected: keep access after this sign-in ends, until you revoke it.";
+    }
+    crate::domain::scopes::plain_words(scope).unwrap_or("An access this server does not describe.")
 }
 
 /// `POST /authorize`: the sign-in form (`subject`, `tenant`) or the decision
@@ -298,13 +316,23 @@ async fn signed_in(
     pending.tenant = Some(tenant.to_owned());
     pending.session_hash = Some(token.hash());
     state.services.oauth.keep_pending(pending_id, &pending).await?;
+    let redirect = reqwest::Url::parse(&pending.redirect_uri).ok();
+    let host = redirect.as_ref().and_then(|u| u.host_str().map(str::to_owned)).unwrap_or_default();
     let page = ConsentPage {
         action: AUTHORIZE_PATH,
         pending: pending_id.to_owned(),
         client_name: pending.client_name.clone().unwrap_or_else(|| pending.client_id.clone()),
+        unnamed: pending.client_name.is_none(),
+        client_id: pending.client_id.clone(),
+        loopback: super::dev_register::is_loopback_redirect(&pending.redirect_uri),
+        redirect_host: match redirect.as_ref().and_then(reqwest::Url::port) {
+            Some(port) => format!("{host}:{port}"),
+            None => host,
+        },
         subject: subject.to_owned(),
         tenant: tenant.to_owned(),
-        scopes: pending.scopes.clone(),
+        scopes: pending.scopes.iter().map(|s| (s.clone(), scope_words(s))).collect(),
+        offline: pending.scopes.iter().any(|s| s == OFFLINE_ACCESS),
     };
     let mut res = Page(page).into_response();
     let max_age = state.services.config.browser.session_absolute.as_secs() as i64;

@@ -78,6 +78,7 @@ struct Grant {
     nonce: String,
     subject: String,
     tenant: String,
+    name: Option<String>,
     auth_time: i64,
     expires_at: i64,
 }
@@ -153,6 +154,9 @@ pub(super) struct LoginPage {
     pub hidden: Vec<(&'static str, String)>,
     pub subject: String,
     pub tenant: String,
+    /// The form also asks for the person's name (the development provider's ID token
+    /// carries it as `name`, as a real provider's does).
+    pub ask_name: bool,
     pub button_id: &'static str,
 }
 
@@ -209,6 +213,7 @@ async fn login_page(
         ],
         subject,
         tenant,
+        ask_name: true,
         button_id: "dev-sign-in",
     };
     Ok(Page(page).into_response())
@@ -223,6 +228,9 @@ struct LoginForm {
     code_challenge: String,
     subject: String,
     tenant: String,
+    /// The person's name, optional (no name: the ID token carries none).
+    #[serde(default)]
+    name: Option<String>,
 }
 
 pub(super) fn identifier_ok(s: &str) -> bool {
@@ -251,6 +259,7 @@ async fn login(State(dev): State<Dev>, _: SameOrigin, Form(f): Form<LoginForm>) 
                 nonce: f.nonce,
                 subject: f.subject,
                 tenant: f.tenant,
+                name: f.name.map(|n| n.trim().to_owned()).filter(|n| !n.is_empty() && n.chars().count() <= 200),
                 auth_time: now,
                 expires_at: now + CODE_TTL_SECS,
             },
@@ -298,7 +307,7 @@ pub(super) fn exchange(app: &AppState, provider: &DevProvider, f: TokenForm) -> 
     if grant.expires_at <= now || grant.redirect_uri != f.redirect_uri || challenge != grant.code_challenge {
         return token_error("invalid_grant");
     }
-    let id_token = provider.id_token_key.sign(&json!({
+    let mut claims = json!({
         "iss": super::dev_auth::issuer_url(app),
         "sub": grant.subject,
         "aud": DEV_PROVIDER_CLIENT_ID,
@@ -307,7 +316,11 @@ pub(super) fn exchange(app: &AppState, provider: &DevProvider, f: TokenForm) -> 
         "auth_time": grant.auth_time,
         "nonce": grant.nonce,
         "tenant_id": grant.tenant,
-    }));
+    });
+    if let Some(name) = grant.name {
+        claims["name"] = json!(name);
+    }
+    let id_token = provider.id_token_key.sign(&claims);
     Json(json!({
         "access_token": format!("dev-oidc-{}", random_hex(16)),
         "token_type": "Bearer",

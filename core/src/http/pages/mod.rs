@@ -5,6 +5,8 @@
 //! the cookie); depends on the session service and the limiter only.
 
 pub mod flash;
+pub mod human;
+pub mod run_status;
 pub mod sign_in_first;
 
 use askama::Template;

@@ -41,6 +41,8 @@ pub(super) const MUTATION_SHA256: &str = "mutation_sha256";
 pub(super) const CREATED_AT: &str = "created_at";
 pub(super) const CREATED_BY: &str = "created_by";
 pub(super) const UPDATED_AT: &str = "updated_at";
+/// A person's name as their sign-in provider gives it (an account's profile).
+pub(super) const DISPLAY_NAME: &str = "display_name";
 pub(super) const REVOKED_AT: &str = "revoked_at";
 pub(super) const ACCEPTED_AT: &str = "accepted_at";
 pub(super) const REFRESHED_AT: &str = "refreshed_at";

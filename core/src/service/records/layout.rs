@@ -27,6 +27,7 @@ pub const ACCOUNT_ITEMS: &[ItemLayout] = &[
     row("account link", "LINK#<sha256(provider, subject)>", "LINK"),
     row("agent account binding", "AGENTBIND#<binding_hash>", "AGENTBIND"),
     row("account", "ACCOUNT#<account_id>", "ACCOUNT"),
+    row("account's profile", "ACCOUNT#<account_id>", "PROFILE"),
     row("account's binding entry", "ACCOUNT#<account_id>", "AGENTBIND#<binding_hash>"),
     row("account's run entry", "ACCOUNT#<account_id>", "RUN#<newest-first created-at ms, 15 digits>#<run_id>"),
     row("browser session", "SESSION#<sha256(token)>", "SESSION"),

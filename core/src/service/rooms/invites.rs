@@ -19,21 +19,30 @@ pub struct InvitePreview {
     pub consent_version: u32,
 }
 
+/// A new invite as its owner sees it once: the code, the room it is for, when it expires.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewInvite {
+    pub code: String,
+    pub room_name: String,
+    /// RFC 3339.
+    pub expires_at: String,
+}
+
 impl RoomService {
     /// The owner issues a single-use, expiring invite; the code is shown once and stored hashed.
-    pub async fn create_invite(&self, s: &Session, room_id: &str) -> Result<(String, String), ApiError> {
+    pub async fn create_invite(&self, s: &Session, room_id: &str) -> Result<NewInvite, ApiError> {
         s.require_member()?;
         unlocked(s.policy.rooms_locked)?;
         let (room, _) = self.owned_room(s, room_id).await?;
         let code = format!("hri_{}", crate::domain::random_hex(32));
         let invite = Invite {
             code_hash: items::invite_code_hash(&code),
-            room_id: room.room_id,
+            room_id: room.room_id.clone(),
             created_by: s.account_id.clone(),
             expires_at: self.clock.epoch() + INVITE_TTL_SECS,
         };
         self.store.put(invite.to_item(), Some(Cond::NotExists)).await?;
-        Ok((code, epoch_rfc3339(invite.expires_at)))
+        Ok(NewInvite { code, room_name: room.name.clone(), expires_at: epoch_rfc3339(invite.expires_at) })
     }
 
     /// The live invite behind a code and its active room in the session's tenant; anything

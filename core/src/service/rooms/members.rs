@@ -1,6 +1,7 @@
 //! Members over the browser lane: a signed-in account's rooms with the member list of
-//! each room it owns, and the owner's removal of a member. Members are shown by opaque
-//! account reference, never by identity. Must not depend on `http` or `mcp`.
+//! each room it owns, and the owner's removal of a member. Members are shown by the name
+//! their sign-in provider gave (when it gave one) beside their opaque account reference,
+//! never by identity (subject, issuer, tenant). Must not depend on `http` or `mcp`.
 
 use serde::Serialize;
 
@@ -10,15 +11,18 @@ use crate::domain::account::account_ref;
 use crate::domain::page::{self, PagedList};
 use crate::domain::room::{RoomId, RoomRole, RoomView};
 use crate::error::ApiError;
+use crate::service::records::accounts::display_names;
 use crate::service::records::rooms::{self as items, Membership, RoomRecord};
 use crate::service::records::{Role, Tx};
 use crate::service::sessions::Session;
 use crate::store::Cond;
 
-/// One member as the owner sees it (an opaque account reference, never an identity).
+/// One member as the owner sees it (a name and an opaque account reference, never an identity).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct MemberView {
     pub account_ref: String,
+    /// The member's name as their sign-in provider gave it, if it gave one.
+    pub display_name: Option<String>,
     pub role: RoomRole,
     pub consent_current: bool,
     pub is_caller: bool,
@@ -113,10 +117,13 @@ impl RoomService {
                 .last()
                 .filter(|_| more)
                 .map(|m| page::encode(PagedList::Members, &s.account_id, Some(&room.room_id), &m.account_id));
+            let ids: Vec<String> = page_of.iter().map(|m| m.account_id.clone()).collect();
+            let mut names = display_names(&*self.store, &ids).await?;
             members = page_of
                 .iter()
                 .map(|m| MemberView {
                     account_ref: account_ref(&m.account_id),
+                    display_name: names.remove(&m.account_id),
                     role: m.role,
                     consent_current: rules::consent_current(&room, m),
                     is_caller: m.account_id == s.account_id,

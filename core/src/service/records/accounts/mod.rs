@@ -6,6 +6,7 @@
 mod account;
 mod binding;
 mod link;
+mod profile;
 
 pub use account::{AccountRecord, AccountStatus, policy_of};
 pub use binding::{
@@ -13,6 +14,7 @@ pub use binding::{
     entry_is_revoked,
 };
 pub use link::{LinkRecord, LinkStatus, link_is_active};
+pub use profile::{MAX_DISPLAY_NAME_CHARS, clean_display_name, display_names, profile_item, profile_key};
 
 use crate::domain::hash_parts;
 use crate::store::Key;
