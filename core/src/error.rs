@@ -53,6 +53,10 @@ pub enum ApiError {
     RunNotContinuable { status: &'static str },
     #[error("a request with this Idempotency-Key is in progress")]
     IdempotencyInProgress,
+    /// `idempotency_in_progress` for a request whose receipt names its run (a continuation
+    /// whose turn is still running): the client can poll that run meanwhile.
+    #[error("a request with this Idempotency-Key is in progress on run {run_id}")]
+    IdempotencyInProgressOn { run_id: String },
     #[error("the outcome of the request with this Idempotency-Key is unknown; inspect the run before retrying")]
     OutcomeUnknown { run_id: Option<String> },
     #[error("body too large")]
@@ -204,7 +208,7 @@ impl ApiError {
             VersionConflict { .. } => "version_conflict",
             RunBusy => "run_busy",
             RunNotContinuable { .. } => "run_not_continuable",
-            IdempotencyInProgress => "idempotency_in_progress",
+            IdempotencyInProgress | IdempotencyInProgressOn { .. } => "idempotency_in_progress",
             OutcomeUnknown { .. } => "outcome_unknown",
             PayloadTooLarge { .. } => "payload_too_large",
             UnsupportedMediaType => "unsupported_media_type",
@@ -269,6 +273,7 @@ impl ApiError {
             | RunBusy
             | RunNotContinuable { .. }
             | IdempotencyInProgress
+            | IdempotencyInProgressOn { .. }
             | OutcomeUnknown { .. } => StatusCode::CONFLICT,
             PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -312,6 +317,7 @@ impl ApiError {
             self,
             ApiError::RunBusy
                 | ApiError::IdempotencyInProgress
+                | ApiError::IdempotencyInProgressOn { .. }
                 | ApiError::RateLimited { .. }
                 | ApiError::ServerBusy { .. }
                 | ApiError::Unavailable(_)
@@ -324,7 +330,9 @@ impl ApiError {
             ApiError::InvalidArgument { field, rule } => Some(json!({ "field": field, "rule": rule })),
             ApiError::InsufficientScope { required } => Some(json!({ "required_scopes": required })),
             ApiError::RunNotContinuable { status } => Some(json!({ "completion_status": status })),
-            ApiError::OutcomeUnknown { run_id: Some(id) } => Some(json!({ "run_id": id })),
+            ApiError::OutcomeUnknown { run_id: Some(id) } | ApiError::IdempotencyInProgressOn { run_id: id } => {
+                Some(json!({ "run_id": id }))
+            }
             ApiError::PayloadTooLarge { limit } => Some(json!({ "limit_bytes": limit })),
             ApiError::RateLimited { retry_after_secs } | ApiError::ServerBusy { retry_after_secs } => {
                 Some(json!({ "retry_after_seconds": retry_after_secs }))

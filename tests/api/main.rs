@@ -19,6 +19,7 @@ mod account;
 mod account_pages;
 mod account_provider;
 mod approval;
+mod async_continue;
 mod auth;
 mod chat_context;
 mod connection_cap;

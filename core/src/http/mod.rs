@@ -26,6 +26,7 @@ pub mod observer;
 pub mod openapi;
 pub mod pages;
 pub mod player_actions;
+pub mod prefer;
 pub mod ratelimit;
 pub mod redact;
 pub mod room_admin;

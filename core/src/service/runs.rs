@@ -11,11 +11,13 @@
 mod actor;
 mod admission;
 mod approval;
+mod background;
 mod continuation;
 mod ending;
 mod listing;
 
 pub use actor::Actor;
+pub use background::{Continued, RETRY_AFTER};
 
 use std::collections::HashMap;
 use std::future::Future;
