@@ -17,7 +17,7 @@ mod ending;
 mod listing;
 
 pub use actor::Actor;
-pub use background::{Continued, RETRY_AFTER};
+pub use background::{BackgroundTurn, Continued, RETRY_AFTER, TurnState};
 
 use std::collections::HashMap;
 use std::future::Future;

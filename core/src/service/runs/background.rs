@@ -10,12 +10,13 @@ use std::time::Duration as StdDuration;
 use tracing::Instrument;
 
 use super::continuation::{ClaimedTurn, Continuation, Proceed};
-use super::{Invocation, OP_CONTINUE, RunService, detached, run_mutation};
-use crate::domain::ids::IdempotencyKey;
-use crate::domain::run::ContinueRequest;
-use crate::domain::scopes::RUNS_WRITE;
+use super::{Invocation, OP_CONTINUE, RunService, detached, owned, run_mutation};
+use crate::domain::ids::{IdempotencyKey, RunId};
+use crate::domain::run::{CancelRequest, ContinueRequest};
+use crate::domain::scopes::{RUNS_READ, RUNS_WRITE};
 use crate::domain::wire::RunJson;
 use crate::error::ApiError;
+use crate::service::records::{RECEIPT_TTL_SECS, Receipt, ReceiptState, receipt_key};
 use crate::service::{Caller, Mutation};
 
 /// How long a client is told to wait before it first polls an accepted turn.
@@ -75,5 +76,84 @@ impl RunService {
             }
         };
         tokio::spawn(work.instrument(tracing::info_span!("background_turn")));
+    }
+}
+
+/// A continuation's turn as its key's receipt tells it, for a client that polls the key
+/// instead of replaying the request (an MCP task).
+#[derive(Debug)]
+pub struct BackgroundTurn {
+    /// The run's public version now (a cancel is taken at it).
+    pub version: u64,
+    /// When the turn was claimed, and until when its receipt (and so the task) is kept.
+    pub claimed_at: i64,
+    pub expires_at: i64,
+    pub updated_at: chrono::DateTime<chrono::Utc>,
+    pub state: TurnState,
+}
+
+#[derive(Debug)]
+pub enum TurnState {
+    Running,
+    /// The answer the synchronous call would have given (a refusal included).
+    Finished(Result<Mutation, ApiError>),
+}
+
+impl RunService {
+    /// The turn that `key` continued on the caller's run. The key's receipt is looked up
+    /// under the caller's own identity and the run must be the caller's, so a name that
+    /// another caller learned finds nothing (`not_found`, like a missing one).
+    pub async fn background_turn(
+        &self,
+        p: &Caller,
+        run_id: &str,
+        key: &IdempotencyKey,
+    ) -> Result<BackgroundTurn, ApiError> {
+        p.require(&[RUNS_READ])?;
+        let id = RunId::parse(run_id).ok_or(ApiError::NotFound)?;
+        let rkey = receipt_key(&p.identity_hash(), OP_CONTINUE, key.as_str());
+        let (run, receipt) = self.read_run_and_receipt(None, id.as_str(), &rkey, false).await?;
+        let run = owned(p, &run.ok_or(ApiError::NotFound)?)?;
+        let receipt = Receipt::from_item(&receipt.ok_or(ApiError::NotFound)?)?;
+        if receipt.run_id.as_deref() != Some(id.as_str()) {
+            return Err(ApiError::NotFound);
+        }
+        let now = self.clock.epoch();
+        let state = match receipt.state {
+            ReceiptState::InProgress { .. } if receipt.lease_until > now => TurnState::Running,
+            ReceiptState::InProgress { .. } => {
+                TurnState::Finished(Err(ApiError::OutcomeUnknown { run_id: receipt.run_id }))
+            }
+            ReceiptState::Completed { status, body } => {
+                let body = serde_json::from_str(&body).map_err(ApiError::internal)?;
+                TurnState::Finished(Ok(Mutation { status, body, replayed: false }))
+            }
+        };
+        Ok(BackgroundTurn {
+            version: run.version,
+            claimed_at: receipt.expires_at - RECEIPT_TTL_SECS,
+            expires_at: receipt.expires_at,
+            updated_at: run.updated_at,
+            state,
+        })
+    }
+
+    /// Cancels the run of a turn that is still running, at the run's current version, under
+    /// a cancel key derived from the turn's key (a repeated cancel replays). `None` when the
+    /// turn has already finished: its run is left as the turn left it.
+    pub async fn cancel_background_turn(
+        &self,
+        p: &Caller,
+        run_id: &str,
+        key: &IdempotencyKey,
+    ) -> Result<Option<Mutation>, ApiError> {
+        let turn = self.background_turn(p, run_id, key).await?;
+        if !matches!(turn.state, TurnState::Running) {
+            return Ok(None);
+        }
+        let cancel_key = format!("task-cancel-{}", &crate::domain::sha256_hex(key.as_str())[..40]);
+        let cancel_key = IdempotencyKey::parse(&cancel_key).expect("a derived key is visible ASCII of a valid length");
+        let req = CancelRequest { expected_version: turn.version, reason: Some("tasks/cancel".into()) };
+        self.cancel_run(p, run_id, &cancel_key, req).await.map(Some)
     }
 }
