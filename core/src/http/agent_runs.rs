@@ -82,13 +82,15 @@ async fn continue_run(
     headers: http::HeaderMap,
     JsonBody(req): JsonBody<ContinueRequest>,
 ) -> Result<Response, ApiError> {
-    if super::prefer::respond_async(&headers) {
+    let invocation = invocation.map(|Extension(i)| i).unwrap_or_default();
+    // A preference the server cannot honour here is ignored (RFC 7240): the turn is served
+    // synchronously, within the request's own limits.
+    if super::prefer::respond_async(&headers) && invocation.outlives_response() {
         return Ok(match app.services.runs.continue_run_async(&p, &run_id, &key, req).await? {
             Continued::Answered(m) => mutation_response(m),
             Continued::Accepted(run) => accepted(&run_id, run),
         });
     }
-    let invocation = invocation.map(|Extension(i)| i).unwrap_or_default();
     Ok(mutation_response(app.services.runs.continue_run(&p, &run_id, &key, req, invocation).await?))
 }
 

@@ -27,10 +27,15 @@ use crate::service::runs::{BackgroundTurn, Continued, RETRY_AFTER, TurnState};
 /// The one tool that may answer with a task.
 pub const TASK_TOOL: &str = "helix_run_continue";
 
-/// Whether this call may be answered with a task: the task tool, and a request that
-/// declared the extension (per request on 2026-07-28, or in a handshake the SDK kept).
+/// Whether this call may be answered with a task: the task tool, a request that declared
+/// the extension (per request on 2026-07-28, or in a handshake the SDK kept), and a process
+/// that can run the turn after answering (see `Invocation::outlives_response`).
 pub fn requested(spec: &ToolSpec, context: &RequestContext<RoleServer>) -> bool {
-    spec.name == TASK_TOOL && context.client_capabilities().is_some_and(|c| c.supports_tasks())
+    let parts = context.extensions.get::<http::request::Parts>();
+    let invocation = parts.and_then(|p| p.extensions.get::<crate::http::Invocation>()).copied().unwrap_or_default();
+    spec.name == TASK_TOOL
+        && invocation.outlives_response()
+        && context.client_capabilities().is_some_and(|c| c.supports_tasks())
 }
 
 fn task_id(run_id: &str, key: &IdempotencyKey) -> String {

@@ -56,6 +56,16 @@ pub struct Invocation {
     pub remaining: Option<StdDuration>,
 }
 
+impl Invocation {
+    /// Whether this process may go on working after it has answered: not in a Lambda
+    /// invocation (the only transport that sets `remaining`), whose environment may be
+    /// frozen or discarded once the response is handed back. An asynchronous turn is
+    /// accepted only where it can run.
+    pub fn outlives_response(&self) -> bool {
+        self.remaining.is_none()
+    }
+}
+
 /// The request a receipt answers for: owner, operation, run, canonical body. Receipts
 /// are keyed by the token identity; the owner hash here makes a key reused after the
 /// identity was linked to another account an `idempotency_conflict`, never a replay.
