@@ -50,6 +50,10 @@ error_table! {
             "run is {status} and cannot change";
         IdempotencyInProgress => "idempotency_in_progress", CONFLICT, retry,
             "a request with this Idempotency-Key is in progress";
+        /// `idempotency_in_progress` for a request whose receipt names its run (a continuation
+        /// whose turn is still running): the client can poll that run meanwhile.
+        IdempotencyInProgressOn { run_id: String } => "idempotency_in_progress", CONFLICT, retry,
+            "a request with this Idempotency-Key is in progress on run {run_id}";
         OutcomeUnknown { run_id: Option<String> } => "outcome_unknown", CONFLICT, once,
             "the outcome of the request with this Idempotency-Key is unknown; inspect the run before retrying";
         PayloadTooLarge { limit: usize } => "payload_too_large", PAYLOAD_TOO_LARGE, once, "body too large";
@@ -184,7 +188,9 @@ impl ApiError {
             ApiError::InvalidArgument { field, rule } => Some(json!({ "field": field, "rule": rule })),
             ApiError::InsufficientScope { required } => Some(json!({ "required_scopes": required })),
             ApiError::RunNotContinuable { status } => Some(json!({ "completion_status": status })),
-            ApiError::OutcomeUnknown { run_id: Some(id) } => Some(json!({ "run_id": id })),
+            ApiError::OutcomeUnknown { run_id: Some(id) } | ApiError::IdempotencyInProgressOn { run_id: id } => {
+                Some(json!({ "run_id": id }))
+            }
             ApiError::PayloadTooLarge { limit } => Some(json!({ "limit_bytes": limit })),
             ApiError::RateLimited { retry_after_secs } | ApiError::ServerBusy { retry_after_secs } => {
                 Some(json!({ "retry_after_seconds": retry_after_secs }))

@@ -391,3 +391,23 @@ async fn the_mcp_function_url_serves_its_own_challenge_and_metadata() {
     let (status, _, bytes) = through_adapter(mcp(), "discovery.json", &raw, None).await;
     assert_eq!(status, 400, "{}", String::from_utf8_lossy(&bytes));
 }
+
+/// A Lambda invocation may be frozen once it has answered, so no turn is left running in
+/// it: `Prefer: respond-async` is ignored there (RFC 7240 lets a server ignore a
+/// preference) and the turn is served synchronously, within the invocation.
+#[tokio::test]
+async fn a_lambda_invocation_serves_respond_async_synchronously() {
+    let app = TestApp::spawn_with(Backend::Embedded, &[("HELIX_AGENT_ALLOWED_HOSTS", "api.example.com")]).await;
+    let token = app.token().await;
+    let (_, run) = invoke(&app, "start.json", &token, None).await;
+    let id = run["run_id"].as_str().unwrap().to_owned();
+    app.script(completing_step(2));
+    let mut event: Value = serde_json::from_str(&event_text("continue.json", &[(EXAMPLE_RUN, id.as_str())])).unwrap();
+    event["headers"]["prefer"] = Value::from("respond-async");
+    let (status, headers, bytes) =
+        through_adapter(compose(app.state.clone()), "continue.json", &event.to_string(), Some(&token)).await;
+    let body: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    assert_eq!(status, 200, "{body}");
+    assert!(headers.get("preference-applied").is_none());
+    assert_eq!(body["completion_status"], "completed");
+}

@@ -19,6 +19,8 @@ mod account;
 mod account_pages;
 mod account_provider;
 mod approval;
+mod async_continue;
+mod async_mcp_tasks;
 mod auth;
 mod chat_context;
 mod connection_cap;

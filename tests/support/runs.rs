@@ -28,6 +28,31 @@ impl TestApp {
             .unwrap()
     }
 
+    /// A continuation with `Prefer: respond-async` (the turn runs in the background).
+    pub async fn continue_async(&self, token: &str, run_id: &str, key: &str, body: Value) -> reqwest::Response {
+        self.post(&format!("/api/v1/agent-runs/{run_id}/continue"), token)
+            .header("Idempotency-Key", key)
+            .header("Prefer", "respond-async")
+            .json(&body)
+            .send()
+            .await
+            .unwrap()
+    }
+
+    /// Polls inspect (sparingly: the principal rate limit counts every read) until the run
+    /// reaches `version` or `within` passes; returns the last run read.
+    pub async fn until_version(&self, token: &str, run_id: &str, version: u64, within: std::time::Duration) -> Value {
+        let until = std::time::Instant::now() + within;
+        loop {
+            let run: Value =
+                self.get(&format!("/api/v1/agent-runs/{run_id}"), token).send().await.unwrap().json().await.unwrap();
+            if run["version"] == version || std::time::Instant::now() > until {
+                return run;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        }
+    }
+
     pub async fn cancel(&self, token: &str, run_id: &str, key: &str, body: Value) -> reqwest::Response {
         self.post(&format!("/api/v1/agent-runs/{run_id}/cancel"), token)
             .header("Idempotency-Key", key)

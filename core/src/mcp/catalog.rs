@@ -97,7 +97,12 @@ impl Catalog {
         self.built.get_or_init(|| {
             let (inputs, tools): (Vec<Value>, Vec<Tool>) = self.rows.iter().map(build).unzip();
             let app_tools = self.rows.iter().zip(&tools).map(|(spec, tool)| apps::with_view(spec.view, tool)).collect();
-            let info = ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            // The Tasks extension is declared where its one tool is served.
+            let capabilities = match self.rows.iter().any(|r| r.name == super::tasks::TASK_TOOL) {
+                true => ServerCapabilities::builder().enable_tools().enable_tasks().build(),
+                false => ServerCapabilities::builder().enable_tools().build(),
+            };
+            let info = ServerConfig::new(capabilities)
                 .with_server_info(
                     Implementation::new(self.server.name, env!("CARGO_PKG_VERSION")).with_title(self.server.title),
                 )

@@ -8,6 +8,7 @@ pub mod catalog;
 pub mod front;
 pub mod preflight;
 pub mod server;
+pub mod tasks;
 pub mod tools;
 pub mod validate;
 

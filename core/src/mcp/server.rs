@@ -121,12 +121,7 @@ impl HelixMcp {
         let Some(principal) = cx.principal else {
             return self.error_output(&ApiError::AuthenticationRequired, &cx.request_id);
         };
-        // Arguments off the published input schema are a tool result the model can correct
-        // itself from (SEP-1303): the field and the rule, built from the schema alone.
-        if let Some(schema) = self.front.catalog.input_schema(spec.name)
-            && let Err(v) = super::validate::check(schema, arguments)
-        {
-            let err = ApiError::InvalidArgument { field: v.field(), rule: v.rule };
+        if let Err(err) = self.check_arguments(spec, arguments) {
             tracing::info!(request_id = %cx.request_id, tool = spec.name, "mcp tool arguments off the input schema");
             return self.error_output(&err, &cx.request_id);
         }
@@ -139,6 +134,32 @@ impl HelixMcp {
                 self.error_output(&err, &cx.request_id)
             }
         }
+    }
+}
+
+impl HelixMcp {
+    /// Arguments off the published input schema are a tool result the model can correct
+    /// itself from (SEP-1303): the field and the rule, built from the schema alone.
+    pub(crate) fn check_arguments(&self, spec: &ToolSpec, arguments: &Value) -> Result<(), ApiError> {
+        match self.front.catalog.input_schema(spec.name).map(|schema| super::validate::check(schema, arguments)) {
+            Some(Err(v)) => Err(ApiError::InvalidArgument { field: v.field(), rule: v.rule }),
+            _ => Ok(()),
+        }
+    }
+
+    pub(crate) fn services(&self) -> &crate::service::Services {
+        &self.state.services
+    }
+
+    /// A tool's refusal as its result ([`Self::call`]'s framing of a service error).
+    pub(crate) fn refusal(&self, spec: &ToolSpec, err: ApiError, request_id: &str) -> ToolOutput {
+        tracing::info!(request_id, tool = spec.name, code = err.code(), "mcp tool refused");
+        self.error_output(&with_row_scopes(spec, err), request_id)
+    }
+
+    /// A stored or derived refusal as a tool result (no scope to add).
+    pub(crate) fn refusal_output(&self, err: &ApiError, request_id: &str) -> ToolOutput {
+        self.error_output(err, request_id)
     }
 }
 
@@ -283,7 +304,26 @@ impl ServerHandler for HelixMcp {
         let spec =
             self.front.catalog.find(&request.name).ok_or_else(|| ErrorData::invalid_params("Unknown tool", None))?;
         let arguments = Value::Object(request.arguments.unwrap_or_default());
+        if super::tasks::requested(spec, &context) {
+            return Ok(self.call_as_task(spec, &arguments, &context).await);
+        }
         Ok(self.call(spec, &arguments, call_context(&context)).await.into_result().into())
+    }
+
+    async fn get_task(
+        &self,
+        request: rmcp::model::GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetTaskResult, ErrorData> {
+        self.task_state(&request.task_id, &context).await
+    }
+
+    async fn cancel_task(
+        &self,
+        request: rmcp::model::CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        HelixMcp::cancel_task(self, &request.task_id, &context).await
     }
 }
 
@@ -312,6 +352,11 @@ impl Content {
 }
 
 impl ToolOutput {
+    /// A mutation's answer, fresh or replayed, as a tool result.
+    pub(crate) fn of_mutation(m: crate::service::Mutation) -> Self {
+        framed(Outcome::Mutation(m))
+    }
+
     /// The SDK's result (`structured` / `structured_error`, then the `_meta`).
     pub(crate) fn into_result(self) -> CallToolResult {
         let (content, text) = match self.content {

@@ -11,11 +11,13 @@
 mod actor;
 mod admission;
 mod approval;
+mod background;
 mod continuation;
 mod ending;
 mod listing;
 
 pub use actor::Actor;
+pub use background::{BackgroundTurn, Continued, RETRY_AFTER, TurnState};
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -52,6 +54,16 @@ pub use crate::domain::run::DEFAULT_EVENT_LIMIT;
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Invocation {
     pub remaining: Option<StdDuration>,
+}
+
+impl Invocation {
+    /// Whether this process may go on working after it has answered: not in a Lambda
+    /// invocation (the only transport that sets `remaining`), whose environment may be
+    /// frozen or discarded once the response is handed back. An asynchronous turn is
+    /// accepted only where it can run.
+    pub fn outlives_response(&self) -> bool {
+        self.remaining.is_none()
+    }
 }
 
 /// The request a receipt answers for: owner, operation, run, canonical body. Receipts

@@ -11,6 +11,7 @@ use crate::http::idempotent::{self, Created};
 use crate::http::query::event_query;
 use crate::http::{AppState, Authed, Group, IdemKey, Invocation, JsonBody, pipeline, run_json_response, run_response};
 use crate::service::Mutation;
+use crate::service::runs::{Continued, RETRY_AFTER};
 
 pub fn router(state: AppState) -> Router {
     let routes = Router::new()
@@ -79,10 +80,34 @@ async fn continue_run(
     Path(run_id): Path<String>,
     IdemKey(key): IdemKey,
     invocation: Option<Extension<Invocation>>,
+    headers: http::HeaderMap,
     JsonBody(req): JsonBody<ContinueRequest>,
 ) -> Result<Response, ApiError> {
     let invocation = invocation.map(|Extension(i)| i).unwrap_or_default();
+    // A preference the server cannot honour here is ignored (RFC 7240): the turn is served
+    // synchronously, within the request's own limits.
+    if super::prefer::respond_async(&headers) && invocation.outlives_response() {
+        return Ok(match app.services.runs.continue_run_async(&p, &run_id, &key, req).await? {
+            Continued::Answered(m) => mutation_response(m),
+            Continued::Accepted(run) => accepted(&run_id, run),
+        });
+    }
     Ok(mutation_response(app.services.runs.continue_run(&p, &run_id, &key, req, invocation).await?))
+}
+
+/// `202 Accepted` for a turn claimed under `Prefer: respond-async`: the run as it stands,
+/// where to poll it, and when.
+fn accepted(run_id: &str, run: crate::domain::wire::RunJson) -> Response {
+    use http::HeaderValue;
+    let mut res = run_json_response(run);
+    *res.status_mut() = http::StatusCode::ACCEPTED;
+    let h = res.headers_mut();
+    h.insert(super::prefer::PREFERENCE_APPLIED, HeaderValue::from_static(super::prefer::RESPOND_ASYNC));
+    let location = format!("/api/v1/agent-runs/{run_id}");
+    h.insert(http::header::LOCATION, HeaderValue::from_str(&location).expect("a claimed run's id is ascii"));
+    h.insert(http::header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER.as_secs()));
+    h.insert(crate::http::idempotent::IDEMPOTENCY_REPLAYED, HeaderValue::from_static("false"));
+    res
 }
 
 async fn cancel(

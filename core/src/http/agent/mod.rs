@@ -5,4 +5,5 @@
 pub mod agent_runs;
 pub mod discovery;
 pub mod player_actions;
+pub mod prefer;
 pub mod rooms;

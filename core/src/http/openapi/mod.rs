@@ -145,6 +145,13 @@ fn operation(r: &Route, schemas: &mut Map<String, Value>) -> Value {
         params.push(json!({"name": "Idempotency-Key", "in": "header", "required": true,
             "description": "Replays of the same key answer the first outcome.", "schema": schema}));
     }
+    if r.respond_async {
+        params.push(json!({"name": "Prefer", "in": "header", "required": false,
+            "description": "`respond-async` (RFC 7240): the turn is claimed as without it, answered `202 Accepted` \
+                with the run, `Preference-Applied: respond-async`, its `Location` and a `Retry-After`, and runs in the \
+                background; inspect, events or a replay of the key give its outcome.",
+            "schema": {"type": "string"}}));
+    }
     let mut responses = Map::new();
     for (status, schema) in r.ok {
         let mut ok = json!({"description": "Success", "headers": headers(),

@@ -90,6 +90,8 @@ pub struct Route {
     pub request: Option<SchemaFn>,
     /// Success status and the schema of its body.
     pub ok: &'static [(u16, SchemaFn)],
+    /// Takes `Prefer: respond-async` (RFC 7240) and may answer `202 Accepted`.
+    pub respond_async: bool,
 }
 
 const CURSOR: Option<SchemaFn> = Some(request::<PageQuery>);
@@ -108,7 +110,18 @@ const fn op(
     summary: &'static str,
     lane: Lane,
 ) -> Route {
-    Route { method, path, operation_id, summary, lane, query: None, idempotency_key: false, request: None, ok: &[] }
+    Route {
+        method,
+        path,
+        operation_id,
+        summary,
+        lane,
+        query: None,
+        idempotency_key: false,
+        request: None,
+        ok: &[],
+        respond_async: false,
+    }
 }
 
 pub const ROUTES: &[Route] = &[
@@ -131,7 +144,8 @@ pub const ROUTES: &[Route] = &[
     Route {
         idempotency_key: true,
         request: Some(request::<ContinueRequest>),
-        ok: &[(200, response::<RunView>)],
+        ok: &[(200, response::<RunView>), (202, response::<RunView>)],
+        respond_async: true,
         ..op("post", "/api/v1/agent-runs/{run_id}/continue", "continueAgentRun", "Run a bounded turn", RUNS_W)
     },
     Route {

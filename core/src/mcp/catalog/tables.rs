@@ -64,7 +64,10 @@ pub static CATALOG: &[ToolSpec] = &[
         description: "Execute and persist exactly one governed Helix Ask solver turn on a run. Pass the run's \
             current version as request.expected_version, and an instruction, answers to pending_questions, \
             or both. Stop when recommended_next_action is \"stop\"; answer pending questions when it is \
-            \"answer_questions\".",
+            \"answer_questions\". A request that declares the MCP Tasks extension (io.modelcontextprotocol/tasks) \
+            may be answered with a task instead: poll tasks/get with its taskId (a name valid for this caller \
+            only, kept 24 hours from the call, as long as the idempotency key's receipt); its result is this \
+            tool's result. tasks/cancel cancels the run at its current version.",
         scopes: WRITE,
         hints: Hints { read_only: false, destructive: false, idempotent: true, open_world: true },
         input: input_schema::<runs::ContinueArgs>,

@@ -71,7 +71,10 @@ pub fn answer_from_receipt(item: &Item, request_hash: &str, now: i64) -> Result<
             let body = serde_json::from_str(&body).map_err(ApiError::internal)?;
             Ok(Mutation { status, body, replayed: true })
         }
-        ReceiptState::InProgress { .. } if receipt.lease_until > now => Err(ApiError::IdempotencyInProgress),
+        ReceiptState::InProgress { .. } if receipt.lease_until > now => Err(match receipt.run_id {
+            Some(run_id) => ApiError::IdempotencyInProgressOn { run_id },
+            None => ApiError::IdempotencyInProgress,
+        }),
         ReceiptState::InProgress { .. } => Err(ApiError::OutcomeUnknown { run_id: receipt.run_id }),
     }
 }

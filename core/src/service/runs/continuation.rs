@@ -35,16 +35,19 @@ use crate::store::{Cond, Key, StoreError};
 const FINALIZE_ATTEMPTS: u32 = 3;
 
 /// One continuation request past its shape checks: what every step needs.
-struct Continuation {
-    hash: String,
-    rkey: Key,
-    req: ContinueRequest,
-    invocation: Invocation,
+pub(super) struct Continuation {
+    pub(super) hash: String,
+    pub(super) rkey: Key,
+    pub(super) req: ContinueRequest,
+    pub(super) invocation: Invocation,
+    /// The turn runs outside its request (`Prefer: respond-async`): no gateway in front of
+    /// it limits its deadline.
+    pub(super) background: bool,
 }
 
 /// Either the value the next step needs, or the answer the request already has
 /// (a receipt's replay or refusal).
-enum Proceed<T> {
+pub(super) enum Proceed<T> {
     With(T),
     Answered(Mutation),
 }
@@ -59,6 +62,7 @@ pub(super) struct ClaimedTurn {
     recovered: bool,
     pub(super) families: Vec<String>,
     pub(super) capabilities: Vec<String>,
+    admitted: Vec<&'static DataScope>,
 }
 
 impl RunService {
@@ -73,31 +77,53 @@ impl RunService {
         p.require(&[RUNS_WRITE])?;
         req.validate()?;
         let (id, hash, rkey) = run_mutation(p, OP_CONTINUE, run_id, key, &req)?;
-        let c = Continuation { hash, rkey, req, invocation };
+        let c = Continuation { hash, rkey, req, invocation, background: false };
         let (this, p) = (self.clone(), p.clone());
         detached(async move { this.continuation(&p, id, c).await }).await
     }
 
     /// The steps of one continuation, in order.
     async fn continuation(&self, p: &Caller, id: RunId, c: Continuation) -> Result<Mutation, ApiError> {
-        let run = match self.continuable_run(p, &id, &c).await? {
+        match self.claimed_turn(p, &id, &c).await? {
+            Proceed::With(turn) => self.run_claimed_turn(p, &c, turn).await,
+            Proceed::Answered(m) => Ok(m),
+        }
+    }
+
+    /// The steps up to a committed claim: the receipt's answer, the checks, the scopes'
+    /// admission, an expired run's ending, then the claim transaction.
+    pub(super) async fn claimed_turn(
+        &self,
+        p: &Caller,
+        id: &RunId,
+        c: &Continuation,
+    ) -> Result<Proceed<ClaimedTurn>, ApiError> {
+        let run = match self.continuable_run(p, id, c).await? {
             Proceed::With(run) => run,
-            Proceed::Answered(m) => return Ok(m),
+            Proceed::Answered(m) => return Ok(Proceed::Answered(m)),
         };
         let admitted = self.admit_scopes(p, &run.database_scope, Some(&run))?;
         if run.is_expired(self.clock.now()) {
-            return self.exhaust(run, &c.rkey, &c.hash).await;
+            return self.exhaust(run, &c.rkey, &c.hash).await.map(Proceed::Answered);
         }
-        let turn = match self.claim_turn(run, &admitted, &c).await? {
-            Proceed::With(turn) => turn,
-            Proceed::Answered(m) => return Ok(m),
-        };
+        self.claim_turn(run, &admitted, c).await
+    }
+
+    /// The steps after the claim: one turn through the executor, its governance, and
+    /// the finalize that records it (or discards it when the claim was lost).
+    pub(super) async fn run_claimed_turn(
+        &self,
+        p: &Caller,
+        c: &Continuation,
+        turn: ClaimedTurn,
+    ) -> Result<Mutation, ApiError> {
+        let admitted = turn.admitted.clone();
         let step = turn.claimed.budget.steps_used + 1;
         // The turn's span (a trace's `turn`): the executor call and the store calls that
         // record its outcome. The step only: no objective, answer or artifact.
         let span = tracing::info_span!("turn", helix.step = step);
         async move {
-            let (budget, deadline) = self.deadline(&turn.claimed, c.invocation);
+            let (budget, deadline) = self.deadline(&turn.claimed, c.invocation, c.background);
             let started = Instant::now();
             let mut request = turn_request(&turn, &c.req, step, deadline);
             request.conversation_context = self.conversation_context(p, &request.run_id).await;
@@ -120,7 +146,7 @@ impl RunService {
             let binding = TurnBinding { run_id: &turn.claimed.run_id, step, claim_token: &turn.token };
             let admitted = (turn.capabilities.as_slice(), turn.families.as_slice());
             let (outcome, approved) = self.govern_turn(p, binding, admitted, outcome).await?;
-            self.finalize_turn(&p.owner_hash(), &c, turn, step, outcome, &issued, approved).await
+            self.finalize_turn(&p.owner_hash(), c, turn, step, outcome, &issued, approved).await
         }
         .instrument(span)
         .await
@@ -176,6 +202,7 @@ impl RunService {
                 lease_until,
                 families: admitted.iter().map(|s| s.evidence_family.to_owned()).collect(),
                 capabilities: admitted.iter().flat_map(|s| s.capabilities.iter().map(|c| c.to_string())).collect(),
+                admitted: admitted.to_vec(),
             })),
             Err(f) if f.is_cancelled() => {
                 if let Some(existing) = f.current(Role::Receipt) {
@@ -209,12 +236,14 @@ impl RunService {
     }
 
     /// Effective deadline: the earliest of the turn timeout, the run's expiry, the
-    /// Lambda's remaining time and the gateway limit, minus a margin.
-    fn deadline(&self, run: &Run, invocation: Invocation) -> (StdDuration, DateTime<Utc>) {
+    /// Lambda's remaining time and the gateway limit, minus a margin. A turn in the
+    /// background answered no request, so no gateway limits it.
+    fn deadline(&self, run: &Run, invocation: Invocation, background: bool) -> (StdDuration, DateTime<Utc>) {
         let now = self.clock.now();
         let until_expiry = (run.budget.expires_at - now).to_std().unwrap_or_default();
         let mut budget = self.config.turn_timeout.min(until_expiry);
-        for limit in [invocation.remaining, self.config.gateway_timeout].into_iter().flatten() {
+        let gateway = self.config.gateway_timeout.filter(|_| !background);
+        for limit in [invocation.remaining, gateway].into_iter().flatten() {
             budget = budget.min(limit);
         }
         let budget = budget.saturating_sub(self.config.deadline_margin).max(StdDuration::from_millis(100));
