@@ -5,9 +5,11 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Extension, Router};
 
+use super::actor::AgentActor;
 use super::idempotent::{self, Created};
 use super::{AppState, Authed, Group, IdemKey, Invocation, JsonBody, pipeline, run_json_response, run_response};
 use crate::domain::run::{CancelRequest, ContinueRequest, EventQuery, RunListQuery, StartRequest};
+use crate::domain::wire::RunJson;
 use crate::error::ApiError;
 use crate::service::Mutation;
 
@@ -51,25 +53,30 @@ async fn start(
 }
 
 /// `GET /api/v1/agent-runs[?status=…][&cursor=…]`: the caller's own runs, newest first.
-async fn list(State(app): State<AppState>, Authed(p): Authed, RawQuery(query): RawQuery) -> Result<Response, ApiError> {
+async fn list(
+    State(app): State<AppState>,
+    AgentActor(agent): AgentActor,
+    RawQuery(query): RawQuery,
+) -> Result<Response, ApiError> {
     let q = RunListQuery::parse(query.as_deref())?;
-    Ok(axum::Json(crate::domain::wire::to_value(&app.services.runs.list_runs(&p, &q).await?)).into_response())
+    Ok(axum::Json(crate::domain::wire::to_value(&app.services.runs.list_runs(&agent, &q).await?)).into_response())
 }
 
 async fn inspect(
     State(app): State<AppState>,
-    Authed(p): Authed,
+    AgentActor(agent): AgentActor,
     Path(run_id): Path<String>,
 ) -> Result<Response, ApiError> {
-    Ok(run_json_response(app.services.runs.inspect_run(&p, &run_id).await?))
+    Ok(run_json_response(RunJson::of(&app.services.runs.inspect_run(&agent, &run_id).await?)))
 }
 
 async fn evidence(
     State(app): State<AppState>,
-    Authed(p): Authed,
+    AgentActor(agent): AgentActor,
     Path(run_id): Path<String>,
 ) -> Result<Response, ApiError> {
-    Ok(axum::Json(crate::domain::wire::to_value(&app.services.runs.run_evidence(&p, &run_id).await?)).into_response())
+    Ok(axum::Json(crate::domain::wire::to_value(&app.services.runs.run_evidence(&agent, &run_id).await?))
+        .into_response())
 }
 
 async fn continue_run(
@@ -86,12 +93,12 @@ async fn continue_run(
 
 async fn cancel(
     State(app): State<AppState>,
-    Authed(p): Authed,
+    AgentActor(agent): AgentActor,
     Path(run_id): Path<String>,
     IdemKey(key): IdemKey,
     JsonBody(req): JsonBody<CancelRequest>,
 ) -> Result<Response, ApiError> {
-    Ok(mutation_response(app.services.runs.cancel_run(&p, &run_id, &key, req).await?))
+    Ok(mutation_response(app.services.runs.cancel_run(&agent, &run_id, &key, req).await?))
 }
 
 /// `after_seq` (default 0) and `limit` (default 50, 1-200): [`EventQuery`]'s rule.
@@ -102,13 +109,13 @@ pub(crate) fn event_query(raw: Option<&str>) -> Result<(u64, u32), ApiError> {
 
 async fn events(
     State(app): State<AppState>,
-    Authed(p): Authed,
+    AgentActor(agent): AgentActor,
     Path(run_id): Path<String>,
     RawQuery(query): RawQuery,
 ) -> Result<Response, ApiError> {
     let (after, limit) = event_query(query.as_deref())?;
-    Ok(axum::Json(crate::domain::wire::to_value(&app.services.runs.list_events(&p, &run_id, after, limit).await?))
-        .into_response())
+    let page = app.services.runs.list_events(&agent, &run_id, after, limit).await?;
+    Ok(axum::Json(crate::domain::wire::to_value(&page)).into_response())
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@
 //! socket transport of `helix serve`.
 
 pub mod account;
+pub mod actor;
 pub mod admission;
 pub mod agent_runs;
 mod connections;

@@ -7,6 +7,7 @@
 //! Must not depend on `http` or `mcp`.
 
 pub mod accounts;
+pub mod actor;
 pub mod cancel_watch;
 pub mod embodiment;
 pub mod records;
@@ -21,6 +22,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use chrono::{DateTime, Duration, Utc};
 
 pub use accounts::AccountService;
+pub use actor::Actor;
 pub use embodiment::EmbodimentService;
 pub use rooms::RoomService;
 pub use runs::RunService;

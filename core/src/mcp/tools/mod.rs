@@ -24,13 +24,13 @@ use crate::error::ApiError;
 // Strict argument parsing with the REST body's error mapping (never echoes values).
 use crate::http::parse_strict_value;
 use crate::service::runs::Invocation;
-use crate::service::{Caller, Mutation, Services};
+use crate::service::{Actor, Caller, Mutation, Services};
 
-/// One tool call as a catalog row's handler receives it: the verified caller and the
+/// One tool call as a catalog row's handler receives it: the verified agent and the
 /// arguments the preflight already parsed and checked against the input schema.
 pub struct Call<'a> {
     pub services: &'a Services,
-    pub caller: &'a Caller,
+    pub actor: &'a Actor,
     pub arguments: &'a Value,
     pub invocation: Invocation,
 }
@@ -39,6 +39,9 @@ pub struct Call<'a> {
 #[derive(Clone, Copy)]
 pub struct Cx<'a> {
     pub services: &'a Services,
+    /// The agent, for the use cases written once for agents and people.
+    pub actor: &'a Actor,
+    /// The same agent's caller, for the agent-only use cases.
     pub caller: &'a Caller,
     /// The remaining time of a Lambda invocation (a continue runs one solver turn in it).
     pub invocation: Invocation,
@@ -59,7 +62,11 @@ impl<'a> Call<'a> {
         R: Reply,
         F: Future<Output = Result<R, ApiError>> + Send + 'a,
     {
-        let cx = Cx { services: self.services, caller: self.caller, invocation: self.invocation };
+        // Only an agent reaches a tool (the front authenticates bearers, never a cookie).
+        let Some(caller) = self.actor.caller() else {
+            return Box::pin(std::future::ready(Err(ApiError::AuthenticationRequired)));
+        };
+        let cx = Cx { services: self.services, actor: self.actor, caller, invocation: self.invocation };
         match parse_strict_value::<A>(self.arguments) {
             Ok(args) => {
                 let answer = handler(cx, args);
