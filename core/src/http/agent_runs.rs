@@ -6,10 +6,10 @@ use axum::routing::{get, post};
 use axum::{Extension, Router};
 
 use super::actor::AgentActor;
-use super::idempotent::{self, Created};
+use super::idempotent;
 use super::{AppState, Authed, Group, IdemKey, Invocation, JsonBody, pipeline, run_json_response, run_response};
 use crate::domain::run::{CancelRequest, ContinueRequest, EventQuery, RunListQuery, StartRequest};
-use crate::domain::wire::RunJson;
+use crate::domain::wire::{RunJson, RunView};
 use crate::error::ApiError;
 use crate::service::Mutation;
 
@@ -39,8 +39,8 @@ async fn method_not_allowed_get() -> ApiError {
 }
 
 /// A start, continue or cancel answer; a fresh or replayed start also says where its run lives.
-fn mutation_response(m: Mutation) -> Response {
-    idempotent::mutation_response(m, run_response, Some(Created { id_field: "run_id", under: "/api/v1/agent-runs" }))
+fn mutation_response(m: Mutation<RunView>) -> Response {
+    idempotent::mutation_response(m, run_response)
 }
 
 async fn start(

@@ -93,7 +93,7 @@ async fn act(
     JsonBody(b): JsonBody<ActionBody>,
 ) -> Result<Response, ApiError> {
     let m = app.services.embodiment.player_action(&p, &room_id, &key, b.environment.as_deref(), &b.action).await?;
-    Ok(idempotent::mutation_response(m, |status, body| (status, Json(body)).into_response(), None))
+    Ok(idempotent::mutation_response(m, |status, body| (status, Json(body)).into_response()))
 }
 
 async fn status(

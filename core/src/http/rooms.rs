@@ -10,7 +10,7 @@ use axum::routing::{delete, get, post};
 use axum::{Json, Router};
 use http::StatusCode;
 
-use super::idempotent::{self, Created};
+use super::idempotent;
 use super::{AppState, Authed, Group, IdemKey, JsonBody, pipeline};
 use crate::domain::page::cursor_query;
 use crate::domain::room::{ChatClaimRequest, CreateRoomRequest, RunBindingRequest};
@@ -80,7 +80,7 @@ async fn create(
     JsonBody(req): JsonBody<CreateRoomRequest>,
 ) -> Result<Response, ApiError> {
     let m = app.services.rooms.create_room(&p, &key, req).await?;
-    Ok(idempotent::mutation_response(m, json, Some(Created { id_field: "room_id", under: "/api/v1/rooms" })))
+    Ok(idempotent::mutation_response(m, json))
 }
 
 async fn inspect(

@@ -260,7 +260,7 @@ async fn cancel(
     JsonBody(req): JsonBody<CancelRequest>,
 ) -> Result<Response, ApiError> {
     let m = state.services.runs.cancel_run(&person, &run_id, &key, req).await?;
-    Ok(idempotent::mutation_response(m, run_response, None))
+    Ok(idempotent::mutation_response(m, run_response))
 }
 
 #[cfg(test)]

@@ -132,7 +132,7 @@ impl HelixMcp {
             return self.error_output(&err, &cx.request_id);
         }
         let call = Call { services: &self.state.services, actor: &principal, arguments, invocation: cx.invocation };
-        match (spec.call)(call).await {
+        match (spec.io.call)(call).await {
             Ok(outcome) => framed(outcome),
             Err(err) => {
                 tracing::info!(request_id = %cx.request_id, tool = spec.name, code = err.code(), "mcp tool refused");
@@ -160,13 +160,13 @@ fn framed(outcome: Outcome) -> ToolOutput {
     match outcome {
         Outcome::Value(v) => ToolOutput { content: Content::Value(v), is_error: false, meta: None },
         Outcome::Object(json) => ToolOutput { content: Content::Object(json), is_error: false, meta: None },
-        Outcome::Mutation(m) => {
+        Outcome::Mutation { status, body, replayed } => {
             // A replayed receipt may hold a stored error response; it stays an error, and
             // carries the four false flags like every MCP result.
-            let is_error = m.status >= 400;
-            let content = if is_error { with_false_flags(m.body) } else { m.body };
+            let is_error = status >= 400;
+            let content = if is_error { with_false_flags(body) } else { body };
             let mut meta = MetaObject::new();
-            meta.insert(REPLAYED_META.into(), Value::Bool(m.replayed));
+            meta.insert(REPLAYED_META.into(), Value::Bool(replayed));
             ToolOutput { content: Content::Value(content), is_error, meta: Some(meta) }
         }
     }

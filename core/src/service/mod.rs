@@ -10,6 +10,7 @@ pub mod accounts;
 pub mod actor;
 pub mod cancel_watch;
 pub mod embodiment;
+pub mod mutation;
 pub mod records;
 pub mod rooms;
 pub mod runs;
@@ -24,6 +25,7 @@ use chrono::{DateTime, Duration, Utc};
 pub use accounts::AccountService;
 pub use actor::Actor;
 pub use embodiment::EmbodimentService;
+pub use mutation::{Mutation, MutationView};
 pub use rooms::RoomService;
 pub use runs::RunService;
 pub use sources::SourceService;
@@ -119,12 +121,4 @@ impl std::ops::Deref for Caller {
     fn deref(&self) -> &Principal {
         &self.principal
     }
-}
-
-/// The result of a mutation: the response to send (fresh or replayed from its receipt).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Mutation {
-    pub status: u16,
-    pub body: serde_json::Value,
-    pub replayed: bool,
 }

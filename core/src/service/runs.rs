@@ -111,8 +111,8 @@ pub enum RunMutation {
     Cancel,
 }
 
-fn completed(status: u16, body: &Value, replayed: bool) -> Mutation {
-    Mutation { status, body: body.clone(), replayed }
+fn completed(status: u16, body: &Value, replayed: bool) -> Mutation<RunView> {
+    Mutation::answered(status, body.clone(), replayed)
 }
 
 /// Runs: start, reads, continue (the turn through the executor) and the endings.
@@ -138,8 +138,8 @@ impl RunService {
     }
 
     /// What an existing receipt answers for a retry carrying `request_hash`.
-    pub(super) fn answer_from_receipt(&self, item: &Item, request_hash: &str) -> Result<Mutation, ApiError> {
-        answer_from_receipt(item, request_hash, self.clock.epoch())
+    pub(super) fn answer_from_receipt(&self, item: &Item, request_hash: &str) -> Result<Mutation<RunView>, ApiError> {
+        answer_from_receipt(item, request_hash, self.clock.epoch()).map(Mutation::from)
     }
 
     /// The actor's run, from the authentication read when the transport prefetched it.
@@ -155,7 +155,12 @@ impl RunService {
 
     // ---------- start ----------
 
-    pub async fn start_run(&self, p: &Caller, key: &IdempotencyKey, req: StartRequest) -> Result<Mutation, ApiError> {
+    pub async fn start_run(
+        &self,
+        p: &Caller,
+        key: &IdempotencyKey,
+        req: StartRequest,
+    ) -> Result<Mutation<RunView>, ApiError> {
         // A refusal names the data scopes' OAuth scopes too: the whole set the start needs.
         p.require_all(&[RUNS_WRITE], &oauth_scopes_of(&req.database_scope, &self.config.database_scopes))?;
         let body = serde_json::to_value(&req).map_err(ApiError::internal)?;
@@ -246,7 +251,7 @@ enum RunWrite {
 
 /// The outcome of committing a completed mutation.
 enum Commit {
-    Done(Mutation),
+    Done(Mutation<RunView>),
     /// The run changed since it was read (its compare-and-set failed).
     RunChanged,
 }

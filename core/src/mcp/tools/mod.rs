@@ -19,12 +19,16 @@ use crate::domain::embodiment::{SubjectList, SubjectSelection, WorkflowView};
 use crate::domain::ids::IdempotencyKey;
 use crate::domain::room::Redacted;
 use crate::domain::source::{DeviceCheckReport, SourceList};
-use crate::domain::wire::{self, EventPageView, EvidenceBundleView, RunJson};
+use crate::domain::wire::{self, EventPageView, EvidenceBundleView, RunJson, RunView};
 use crate::error::ApiError;
 // Strict argument parsing with the REST body's error mapping (never echoes values).
+use super::catalog::{error_only, or_error};
 use crate::http::parse_strict_value;
 use crate::service::runs::Invocation;
-use crate::service::{Actor, Caller, Mutation, Services};
+use crate::service::{Actor, Caller, Mutation, MutationView, Services};
+
+/// A JSON Schema object (the SDK's `JsonObject`, named here without the SDK).
+type JsonObject = serde_json::Map<String, Value>;
 
 /// One tool call as a catalog row's handler receives it: the verified agent and the
 /// arguments the preflight already parsed and checked against the input schema.
@@ -82,30 +86,59 @@ pub enum Outcome {
     Value(Value),
     /// A view the service already serialized (the text of a JSON object, [`RunJson`]).
     Object(String),
-    /// A mutation: its response (fresh or replayed) and the replay flag.
-    Mutation(Mutation),
+    /// A mutation: its response (fresh or replayed, its status) and the replay flag.
+    Mutation {
+        status: u16,
+        body: Value,
+        replayed: bool,
+    },
 }
 
-/// A service result a tool may return: how it becomes the tool's structured content.
+/// A service result a tool may return: how it becomes the tool's structured content, and
+/// the `outputSchema` a tool returning it publishes. The catalog takes a row's schema from
+/// its handler's return type ([`crate::mcp::catalog::tool_io`]), so a tool cannot publish
+/// one shape and answer another; a handler whose result is not a `Reply` does not compile:
+///
+/// ```compile_fail
+/// use helix_core::mcp::catalog::output_of;
+/// use helix_core::mcp::tools::Cx;
+/// async fn text(_: Cx<'_>, _: serde_json::Value) -> Result<String, helix_core::error::ApiError> {
+///     Ok("not a view".into())
+/// }
+/// let _ = output_of(text);
+/// ```
 pub trait Reply {
     fn into_outcome(self) -> Outcome;
+    /// The published `outputSchema`: this result's view, or an error result.
+    fn output() -> JsonObject;
 }
 
+/// An untyped answer promises no success shape: a tool returning one publishes the error
+/// schema alone (the disabled command request, which never succeeds).
 impl Reply for Value {
     fn into_outcome(self) -> Outcome {
         Outcome::Value(self)
     }
+    fn output() -> JsonObject {
+        error_only()
+    }
 }
 
-impl Reply for Mutation {
+impl<V: MutationView> Reply for Mutation<V> {
     fn into_outcome(self) -> Outcome {
-        Outcome::Mutation(self)
+        Outcome::Mutation { status: self.status, body: self.body, replayed: self.replayed }
+    }
+    fn output() -> JsonObject {
+        or_error::<V>()
     }
 }
 
 impl Reply for RunJson {
     fn into_outcome(self) -> Outcome {
         Outcome::Object(self.json)
+    }
+    fn output() -> JsonObject {
+        or_error::<RunView>()
     }
 }
 
@@ -116,16 +149,22 @@ macro_rules! serialized_views {
             fn into_outcome(self) -> Outcome {
                 Outcome::Value(wire::to_value(&self))
             }
+            fn output() -> JsonObject {
+                or_error::<$view>()
+            }
         }
     )*};
 }
 
 serialized_views!(DeviceCheckReport, EvidenceBundleView, EventPageView, SubjectList, SubjectSelection, WorkflowView);
 
-/// Room outputs redact as they serialize.
-impl<T: serde::Serialize> Reply for Redacted<T> {
+/// Room outputs redact as they serialize; their shape is the view's.
+impl<T: serde::Serialize + schemars::JsonSchema> Reply for Redacted<T> {
     fn into_outcome(self) -> Outcome {
         Outcome::Value(wire::to_value(&self))
+    }
+    fn output() -> JsonObject {
+        or_error::<T>()
     }
 }
 
@@ -133,6 +172,9 @@ impl<T: serde::Serialize> Reply for Redacted<T> {
 impl Reply for SourceList {
     fn into_outcome(self) -> Outcome {
         Outcome::Value(self.projected().expect("wire DTOs serialize to JSON"))
+    }
+    fn output() -> JsonObject {
+        or_error::<SourceList>()
     }
 }
 

@@ -106,7 +106,7 @@ impl EmbodimentService {
         key: &IdempotencyKey,
         environment: Option<&str>,
         action: &Value,
-    ) -> Result<Mutation, ApiError> {
+    ) -> Result<Mutation<WorkflowView>, ApiError> {
         let r = self.in_room(p, room_id, &[ROOMS_READ, ENV_ACTIONS_WRITE]).await?;
         if !r.may_act {
             return Err(ApiError::ActionAuthorityRequired);

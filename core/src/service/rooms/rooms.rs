@@ -56,7 +56,7 @@ impl RoomService {
         p: &Caller,
         key: &IdempotencyKey,
         req: CreateRoomRequest,
-    ) -> Result<Mutation, ApiError> {
+    ) -> Result<Mutation<RoomView>, ApiError> {
         p.require(&[ROOMS_MANAGE])?;
         check_principal(p)?;
         req.validate()?;

@@ -23,6 +23,7 @@ use super::RunService;
 use super::approval::ApprovedMutation;
 use crate::domain::approval::TurnBinding;
 use crate::domain::turn::{TurnArtifact, TurnContext, TurnFailure, apply_turn};
+use crate::domain::wire::RunView;
 use crate::error::ApiError;
 use crate::executor::{TURN_REQUEST_SCHEMA, TurnRequest};
 use crate::service::records::receipts::held_by;
@@ -46,7 +47,7 @@ struct Continuation {
 /// (a receipt's replay or refusal).
 enum Proceed<T> {
     With(T),
-    Answered(Mutation),
+    Answered(Mutation<RunView>),
 }
 
 /// A turn whose claim is committed: from here it runs to its finalize.
@@ -69,7 +70,7 @@ impl RunService {
         key: &IdempotencyKey,
         req: ContinueRequest,
         invocation: Invocation,
-    ) -> Result<Mutation, ApiError> {
+    ) -> Result<Mutation<RunView>, ApiError> {
         p.require(&[RUNS_WRITE])?;
         req.validate()?;
         let (id, hash, rkey) = run_mutation(p, OP_CONTINUE, run_id, key, &req)?;
@@ -79,7 +80,7 @@ impl RunService {
     }
 
     /// The steps of one continuation, in order.
-    async fn continuation(&self, p: &Caller, id: RunId, c: Continuation) -> Result<Mutation, ApiError> {
+    async fn continuation(&self, p: &Caller, id: RunId, c: Continuation) -> Result<Mutation<RunView>, ApiError> {
         let run = match self.continuable_run(p, &id, &c).await? {
             Proceed::With(run) => run,
             Proceed::Answered(m) => return Ok(m),
@@ -318,7 +319,7 @@ impl RunService {
         outcome: Result<TurnArtifact, TurnFailure>,
         issued: &[(String, Vec<String>)],
         approved: Option<ApprovedMutation>,
-    ) -> Result<Mutation, ApiError> {
+    ) -> Result<Mutation<RunView>, ApiError> {
         let now = self.clock.now();
         let mut done = turn.claimed.clone();
         let mut log = EventLog::after(&done.run_id, done.last_seq, now);
@@ -390,7 +391,7 @@ impl RunService {
         rkey: &Key,
         finished: &Receipt,
         mine: Cond,
-    ) -> Result<Mutation, ApiError> {
+    ) -> Result<Mutation<RunView>, ApiError> {
         // A fresh read: the prefetched run predates the turn.
         let item = self.store.get(&run_key(run_id)).await?.ok_or(ApiError::NotFound)?;
         let current = owned_by(owner_hash, &item)?;

@@ -10,6 +10,7 @@ use crate::domain::event::{BudgetExhausted, EventData, EventLog, ExhaustionReaso
 use crate::domain::ids::{IdempotencyKey, RunId};
 use crate::domain::run::{CancelRequest, Run};
 use crate::domain::scopes::RUNS_WRITE;
+use crate::domain::wire::RunView;
 use crate::error::ApiError;
 use crate::service::Mutation;
 use crate::store::Key;
@@ -29,7 +30,7 @@ impl RunService {
         run_id: &str,
         key: &IdempotencyKey,
         req: CancelRequest,
-    ) -> Result<Mutation, ApiError> {
+    ) -> Result<Mutation<RunView>, ApiError> {
         actor.require(&[RUNS_WRITE])?;
         req.validate()?;
         let (id, hash, rkey) =
@@ -47,7 +48,7 @@ impl RunService {
         hash: String,
         rkey: Key,
         req: CancelRequest,
-    ) -> Result<Mutation, ApiError> {
+    ) -> Result<Mutation<RunView>, ApiError> {
         for attempt in 0..CANCEL_ATTEMPTS {
             let (run_item_now, receipt) =
                 self.read_run_and_receipt(actor.caller(), id.as_str(), &rkey, attempt == 0).await?;
@@ -81,7 +82,7 @@ impl RunService {
         }
     }
 
-    pub(super) async fn exhaust(&self, run: Run, rkey: &Key, hash: &str) -> Result<Mutation, ApiError> {
+    pub(super) async fn exhaust(&self, run: Run, rkey: &Key, hash: &str) -> Result<Mutation<RunView>, ApiError> {
         let data = EventData::BudgetExhausted(BudgetExhausted {
             reason: ExhaustionReason::Expired,
             steps_used: run.budget.steps_used,
