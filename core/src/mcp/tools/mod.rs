@@ -99,7 +99,7 @@ pub enum Outcome {
 /// its handler's return type ([`crate::mcp::catalog::tool_io`]), so a tool cannot publish
 /// one shape and answer another; a handler whose result is not a `Reply` does not compile:
 ///
-/// ```compile_fail
+/// ```compile_fail,E0277
 /// use helix_core::mcp::catalog::output_of;
 /// use helix_core::mcp::tools::Cx;
 /// async fn text(_: Cx<'_>, _: serde_json::Value) -> Result<String, helix_core::error::ApiError> {
