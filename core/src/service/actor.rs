@@ -10,12 +10,13 @@
 //! the browser signed in with (the same tuple as the bearer routes, so another tenant's
 //! runs of the same account are not theirs).
 
-use crate::domain::account::account_ref;
+use crate::domain::account::{AccountPolicy, account_ref};
 use crate::domain::hash_parts;
 use crate::domain::page::PagedList;
 use crate::domain::run::Run;
 use crate::error::ApiError;
 use crate::service::Caller;
+use crate::service::records::rooms::RoomTenant;
 use crate::service::records::run_from_item;
 use crate::service::sessions::Session;
 use crate::store::{Item, Key};
@@ -52,6 +53,33 @@ impl Actor {
         match self {
             Actor::Agent(p) => &p.account_id,
             Actor::Person(s) => &s.account_id,
+        }
+    }
+
+    /// The account's policy, read with the principal or the session on this request.
+    pub fn policy(&self) -> &AccountPolicy {
+        match self {
+            Actor::Agent(p) => &p.policy,
+            Actor::Person(s) => &s.policy,
+        }
+    }
+
+    /// The tenant the actor reaches rooms under: an agent's owner tuple's, a person's the
+    /// one it signed in with (`issuer`: this deployment's, for sessions from before
+    /// tenants were recorded).
+    pub(crate) fn room_tenant(&self, issuer: &str) -> RoomTenant {
+        match self {
+            Actor::Agent(p) => crate::service::rooms::room_tenant(p),
+            Actor::Person(s) => RoomTenant::of_session(s.tenant_ref.as_deref(), issuer),
+        }
+    }
+
+    /// A room member acting in a room: an agent's grant holds `scopes`; a person is a
+    /// member session, never a guest.
+    pub(crate) fn require_room_member(&self, scopes: &[&str]) -> Result<(), ApiError> {
+        match self {
+            Actor::Agent(p) => p.require(scopes),
+            Actor::Person(s) => s.require_member(),
         }
     }
 
