@@ -10,6 +10,7 @@ use axum::routing::{delete, get, post};
 use axum::{Json, Router};
 use http::StatusCode;
 
+use super::actor::AgentActor;
 use super::idempotent;
 use super::{AppState, Authed, Group, IdemKey, JsonBody, pipeline};
 use crate::domain::page::cursor_query;
@@ -85,12 +86,12 @@ async fn create(
 
 async fn inspect(
     State(app): State<AppState>,
-    Authed(p): Authed,
+    AgentActor(agent): AgentActor,
     Path(room_id): Path<String>,
     RawQuery(q): RawQuery,
 ) -> Result<Response, ApiError> {
     no_query(q.as_deref())?;
-    Ok(json(StatusCode::OK, app.services.rooms.inspect_room(&p, &room_id).await?))
+    Ok(json(StatusCode::OK, app.services.rooms.inspect_room(&agent, &room_id).await?))
 }
 
 async fn bind_run(
