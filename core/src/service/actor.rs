@@ -158,3 +158,41 @@ fn owned_by_person(account_id: &str, owner_hash: Option<&str>, item: &Item) -> R
     }
     Ok(run)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::account::AccountPolicy;
+
+    fn person(owner_hash: Option<&str>, guest: bool) -> Actor {
+        Actor::Person(Session {
+            token_hash: "t".into(),
+            account_id: "acct_1".into(),
+            policy: AccountPolicy { guest, ..AccountPolicy::default() },
+            tenant_ref: None,
+            owner_hash: owner_hash.map(str::to_owned),
+        })
+    }
+
+    #[test]
+    fn a_session_without_an_owner_tuple_lists_under_no_owner() {
+        assert_eq!(person(None, false).run_listing(), (PagedList::AccountRuns, String::new()));
+        assert_eq!(person(Some("o1"), false).run_listing(), (PagedList::AccountRuns, "o1".to_owned()));
+    }
+
+    #[test]
+    fn a_persons_receipts_differ_by_the_owner_tuple_it_signed_in_with() {
+        let (a, b) = (person(Some("o1"), false), person(Some("o2"), false));
+        assert_ne!(a.identity_hash(), b.identity_hash());
+        assert_eq!(a.identity_hash(), a.owner_hash());
+    }
+
+    #[test]
+    fn a_person_holds_no_grant_but_a_guest_is_no_room_member() {
+        assert!(person(None, false).require(&["helix.runs.write"]).is_ok());
+        assert!(person(None, false).require_room_member(&["helix.rooms.read"]).is_ok());
+        let guest = person(None, true).require_room_member(&["helix.rooms.read"]);
+        assert!(matches!(guest, Err(ApiError::GuestNotAllowed)));
+        assert!(person(None, false).caller().is_none());
+    }
+}

@@ -182,3 +182,31 @@ impl Reply for SourceList {
 fn key(raw: &str) -> Result<IdempotencyKey, ApiError> {
     IdempotencyKey::parse(raw).ok_or(ApiError::InvalidIdempotencyKey)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::domain::account::AccountPolicy;
+    use crate::service::sessions::Session;
+
+    #[tokio::test]
+    async fn a_person_never_reaches_a_tool_handler() {
+        let config = crate::config::tests::dev_config();
+        let executor = Arc::new(crate::executor::scripted::ScriptedExecutor::new(vec![], None));
+        let services = Services::new(config, Arc::new(crate::store::NoStore), executor);
+        let person = Actor::Person(Session {
+            token_hash: "t".into(),
+            account_id: "acct_1".into(),
+            policy: AccountPolicy::default(),
+            tenant_ref: None,
+            owner_hash: Some("o1".into()),
+        });
+        let arguments = serde_json::json!({"run_id": "run_0123456789abcdef0123456789abcdef"});
+        let call =
+            Call { services: &services, actor: &person, arguments: &arguments, invocation: Invocation::default() };
+        let refused = call.run(runs::inspect).await;
+        assert!(matches!(refused, Err(ApiError::AuthenticationRequired)));
+    }
+}
