@@ -12,8 +12,8 @@ use helix_core::domain::random_hex;
 use helix_core::executor::TurnExecutor;
 use helix_core::executor::local::LocalExecutor;
 use helix_core::http::AppState;
-use helix_core::http::dev_auth::{self, DevAuthKey};
-use helix_core::http::dev_routes;
+use helix_core::http::oauth::dev_auth::{self, DevAuthKey};
+use helix_core::http::oauth::dev_routes;
 use helix_core::service::accounts::LinkIdentity;
 use helix_core::store::Store;
 
@@ -56,6 +56,9 @@ fn secret_file(dir: &Path, name: &str, make: impl FnOnce() -> String) -> anyhow:
     Ok(std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?.trim().to_owned())
 }
 
+/// The logical data scopes `helix serve` enables unless `HELIX_AGENT_DATABASE_SCOPES` is set.
+pub const LOCAL_DATA_SCOPES: &str = "research_library,bound_room_evidence,bound_room_environment_probe";
+
 /// Development configuration: the process environment, overlaid with local defaults.
 fn local_config(data_dir: &Path, addr: Option<SocketAddr>) -> anyhow::Result<Config> {
     let secret = secret_file(data_dir, "local-hs256.secret", || random_hex(32))?;
@@ -71,7 +74,10 @@ fn local_config(data_dir: &Path, addr: Option<SocketAddr>) -> anyhow::Result<Con
         std::env::var(name).ok().or_else(|| match name {
             "HELIX_AGENT_ALLOW_LOCAL_HS256" => Some("1".into()),
             "HELIX_AGENT_LOCAL_JWT_SECRET" => Some(secret.clone()),
-            "HELIX_AGENT_DATABASE_SCOPES" => Some("research_library".into()),
+            // Every logical data scope the local server can serve, so every walkthrough (live
+            // rooms, bound-room evidence, the probe) runs against the one `helix serve`; a run
+            // still asks for each scope and is checked for it.
+            "HELIX_AGENT_DATABASE_SCOPES" => Some(LOCAL_DATA_SCOPES.into()),
             "CASIMIR_PUBLIC_BASE_URL" => base.clone(),
             "HELIX_AGENT_OAUTH_JWKS_URL" => jwks.clone(),
             "HELIX_AGENT_OAUTH_ALGORITHMS" => jwks.as_ref().map(|_| "ES256".into()),

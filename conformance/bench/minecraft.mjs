@@ -12,7 +12,7 @@
 //      BENCH_KILLS (5: connector kills mid-dig; and 3 kills of helix serve).
 import { join } from 'node:path';
 import {
-  agent, haltedAt, http, killableHelix, observer, pairedRoom, secondMember, sleep, startConnector, startWorld, until,
+  MC_VERSION, agent, haltedAt, http, killableHelix, observer, pairedRoom, secondMember, sleep, startConnector, startWorld, until,
 } from '../../connectors/minecraft/test/lib/harness.mjs';
 
 const N_LAT = Number(process.env.BENCH_LATENCY_SAMPLES ?? 28);
@@ -39,7 +39,7 @@ const eye = await observer(world.port, 'Owner');
 const connArgs = ['--username', 'Alex', '--owner-player', 'Owner', '--ledger', join(room.dir, 'ledger.json')];
 let conn = startConnector(room, world.port, connArgs);
 let ai;
-const out = { world: 'flying-squid 1.12.0, Minecraft 1.19.4', helix_bin: process.env.HELIX_BIN ?? 'target/debug/helix' };
+const out = { world: `flying-squid 1.12.0, Minecraft ${MC_VERSION}`, helix_bin: process.env.HELIX_BIN ?? 'target/debug/helix' };
 try {
   await conn.waitLine(/registered environment/, 60_000);
   ai = await agent(h, room.roomId);
@@ -147,6 +147,7 @@ try {
     if (name !== 'grass_block' && name !== 'dirt') continue;
     const before = drops;
     const r = await act({ type: 'break_block', ...target, expected_block: `minecraft:${name}` });
+    if (!r.ref) throw new Error(`the dig before kill ${i} was refused: ${JSON.stringify(r)}`);
     await conn.waitLine(new RegExp(`^command ${r.ref} step 0: break_block`), 15_000);
     const takenBefore = helixKill ? 0 : conn.lines.filter((l) => l.startsWith(`command ${r.ref} `)).length;
     if (helixKill) {
@@ -160,6 +161,8 @@ try {
       await conn.exited;
       conn = startConnector(room, world.port, connArgs);
       await conn.waitLine(/restarted with ledger/, 60_000);
+      // The next action needs the player back in the world (the connector reports it).
+      await conn.waitLine(/player Alex joined/, 60_000);
     }
     const s = await done(r.ref);
     await sleep(1500);

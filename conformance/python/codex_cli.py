@@ -105,10 +105,15 @@ class AppServer:
         self.proc.stdin.flush()
 
     def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=10)
+        stop(self.proc)
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    """Ends a child process: SIGTERM, then SIGKILL if it has not exited within 10 s."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)

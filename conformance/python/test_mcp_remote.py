@@ -19,7 +19,7 @@ from urllib.parse import parse_qs, urlsplit
 import httpx2
 import pytest
 
-from codex_cli import REPO_ROOT, Lines
+from codex_cli import REPO_ROOT, Lines, stop
 from helix_server import SUBJECT, TENANT
 from oauth_browser import Browser, browser_available
 from test_mcp_conformance import RUN_TOOLS, assert_run, key, start_request
@@ -99,13 +99,7 @@ class Bridge:
         return self.err.seen
 
     def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=10)
+        stop(self.proc)
 
 
 def page_url(helix) -> str:

@@ -27,9 +27,8 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from helix_server import HelixServer
 from oauth_browser import browser_available
-from test_oauth_sdk import CLIENT_NAME, MemoryStorage, Wire, oauth_session, person, verified_claims  # noqa: F401
+from test_oauth_sdk import CLIENT_NAME, MemoryStorage, Wire, oauth_session, person, public_client_metadata, verified_claims  # noqa: F401
 from mcp.client.auth import OAuthClientProvider
-from mcp.shared.auth import OAuthClientMetadata
 
 pytestmark = [
     pytest.mark.anyio,
@@ -162,13 +161,7 @@ async def test_sdk_in_cimd_mode_signs_in_without_registering_then_calls_tools(
         "response_types": ["code"],
         "token_endpoint_auth_method": "none",
     }
-    metadata = OAuthClientMetadata(
-        client_name=CLIENT_NAME,
-        redirect_uris=[person.callback.uri],
-        grant_types=["authorization_code", "refresh_token"],
-        response_types=["code"],
-        token_endpoint_auth_method="none",
-    )
+    metadata = public_client_metadata(person)
     storage, wire = MemoryStorage(), Wire()
     provider = OAuthClientProvider(
         helix.mcp_url, metadata, storage, person.redirect, person.result, client_metadata_url=documents.url

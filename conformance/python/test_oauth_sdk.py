@@ -123,15 +123,19 @@ def person():
         callback.close()
 
 
-def provider_for(helix, person: Person, storage: MemoryStorage) -> OAuthClientProvider:
-    metadata = OAuthClientMetadata(
+def public_client_metadata(person: Person) -> OAuthClientMetadata:
+    """A public client (no secret) redirecting to the person's loopback callback."""
+    return OAuthClientMetadata(
         client_name=CLIENT_NAME,
         redirect_uris=[person.callback.uri],
         grant_types=["authorization_code", "refresh_token"],
         response_types=["code"],
         token_endpoint_auth_method="none",
     )
-    return OAuthClientProvider(helix.mcp_url, metadata, storage, person.redirect, person.result)
+
+
+def provider_for(helix, person: Person, storage: MemoryStorage) -> OAuthClientProvider:
+    return OAuthClientProvider(helix.mcp_url, public_client_metadata(person), storage, person.redirect, person.result)
 
 
 @asynccontextmanager

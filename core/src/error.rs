@@ -1,5 +1,6 @@
-//! The one error enum of the service layer and its one mapping to the wire:
-//! HTTP status + stable `helix.agent_api.error.v1` code. REST and MCP both use it.
+//! The one error enum of the service layer and its one mapping to the wire: one table of
+//! stable `helix.agent_api.error.v1` code, HTTP status, retryability and message per
+//! variant (checked against docs/wire.md's list by `wire_doc`). REST and MCP both use it.
 
 use http::StatusCode;
 use serde_json::{Value, json};
@@ -7,134 +8,116 @@ use serde_json::{Value, json};
 use crate::domain::run::Invalid;
 use crate::store::StoreError;
 
+mod table;
+#[cfg(test)]
+mod wire_doc;
+
+pub use table::ErrorRow;
+use table::error_table;
+
 pub const ERROR_SCHEMA: &str = crate::domain::wire::ERROR_SCHEMA;
 
-#[derive(Debug, thiserror::Error)]
-pub enum ApiError {
-    #[error("invalid request: {0}")]
-    InvalidRequest(String),
-    /// Tool arguments off the published input schema: where (a path of the schema's own
-    /// names, `arguments` for the root) and which rule, never a value of the call.
-    #[error("invalid request: {field}: {rule}")]
-    InvalidArgument { field: String, rule: String },
-    #[error("Idempotency-Key must be 8-200 visible ASCII characters")]
-    InvalidIdempotencyKey,
-    #[error("host not allowed")]
-    HostNotAllowed,
-    #[error("the {name} header must appear once")]
-    DuplicateHeader { name: &'static str },
-    #[error("this resource is served over HTTPS only")]
-    HttpsRequired,
-    #[error("the request body did not arrive in time")]
-    RequestTimeout,
-    #[error("bearer token required")]
-    AuthenticationRequired,
-    #[error("invalid bearer token")]
-    InvalidToken { reason: &'static str },
-    #[error("tenant header does not match the signed tenant")]
-    TenantMismatch,
-    #[error("no active account link and agent binding for this principal")]
-    AccountNotLinked,
-    #[error("insufficient scope")]
-    InsufficientScope { required: Vec<String> },
-    #[error("origin not allowed")]
-    OriginNotAllowed,
-    #[error("data scope not admitted: {0}")]
-    DataScopeNotAdmitted(String),
-    #[error("not found")]
-    NotFound,
-    #[error("method not allowed")]
-    MethodNotAllowed { allow: &'static str },
-    #[error("expected_version is stale")]
-    VersionConflict { current: u64 },
-    #[error("another continuation holds this run")]
-    RunBusy,
-    #[error("run is {status} and cannot change")]
-    RunNotContinuable { status: &'static str },
-    #[error("a request with this Idempotency-Key is in progress")]
-    IdempotencyInProgress,
-    #[error("the outcome of the request with this Idempotency-Key is unknown; inspect the run before retrying")]
-    OutcomeUnknown { run_id: Option<String> },
-    #[error("body too large")]
-    PayloadTooLarge { limit: usize },
-    #[error("body must be application/json")]
-    UnsupportedMediaType,
-    #[error("this Idempotency-Key was used with a different request")]
-    IdempotencyConflict,
-    #[error("a signed-in browser session is required")]
-    SessionRequired,
-    #[error("this account is a guest account and cannot use this lane")]
-    GuestNotAllowed,
-    #[error("cross-site request refused")]
-    CrossSiteRequest,
-    #[error("sign-in failed")]
-    SignInFailed { reason: &'static str },
-    #[error("the verified identity is not this session's account")]
-    IdentityMismatch,
-    #[error("browser sign-in is not configured")]
-    SignInUnavailable,
-    #[error("the account policy locks the Shared Live Room feature")]
-    RoomFeatureLocked,
-    #[error("this run already has an active binding of this kind; withdraw it before binding again")]
-    RunAlreadyBound,
-    #[error("the claim handle is not valid for this account and run")]
-    ClaimHandleInvalid,
-    #[error("the invite code is not valid")]
-    InviteInvalid,
-    #[error("the room's current consent version has not been accepted")]
-    ConsentRequired,
-    #[error("room command execution is not enabled; nothing was executed")]
-    CommandExecutionNotEnabled,
-    #[error("{0}")]
-    CredentialRejected(String),
-    #[error("only a developer account may manage room-source credentials")]
-    DeveloperRequired,
-    #[error("the source credential is not valid")]
-    SourceCredentialInvalid,
-    #[error("the producer manifest was not admitted")]
-    ManifestNotAdmitted { reason: &'static str },
-    #[error("the producer epoch is lower than the admitted one")]
-    ProducerEpochStale { current: u64 },
-    #[error("no admitted manifest matches this batch; register the manifest first")]
-    ManifestNotRegistered,
-    #[error("an observation with this request identity was already stored")]
-    DuplicateObservation,
-    #[error("no probe with this id is queued for this source")]
-    ProbeNotFound,
-    #[error("the probe is no longer pending")]
-    ProbeNotPending { reason: &'static str },
-    #[error("the connector credential is not valid")]
-    ConnectorCredentialInvalid,
-    #[error("the connector registration was refused")]
-    ConnectorRegistrationRefused { reason: &'static str },
-    #[error("the connector epoch is not the current one; register again")]
-    ConnectorEpochStale { current: u64 },
-    #[error("no live, registered connector serves this environment")]
-    ConnectorUnavailable,
-    #[error("the room owner has not granted action authority to this member")]
-    ActionAuthorityRequired,
-    #[error("select your subject in this environment first")]
-    SubjectNotSelected,
-    #[error("this subject is held by another member")]
-    SubjectConflict,
-    #[error("this subject_ref is not in the current directory; list the subjects again")]
-    SubjectStale,
-    #[error("another member holds the control lease of this subject")]
-    LeaseHeld,
-    #[error("an Emergency Stop is active; a person must clear it in the browser")]
-    EmergencyStopActive,
-    #[error("the action was refused before queuing; nothing reached the world")]
-    ActionRefused { reason: &'static str },
-    #[error("only a paused workflow can be resumed")]
-    WorkflowNotResumable,
-    #[error("rate limit exceeded")]
-    RateLimited { retry_after_secs: u64 },
-    #[error("the server is at its connection limit; retry later")]
-    ServerBusy { retry_after_secs: u64 },
-    #[error("service unavailable")]
-    Unavailable(#[source] Box<dyn std::error::Error + Send + Sync>),
-    #[error("internal error")]
-    Internal(#[source] Box<dyn std::error::Error + Send + Sync>),
+error_table! {
+    /// Every refusal and failure of the service layer. Each row is the variant, then its
+    /// code, HTTP status, `retry` (a retry can succeed) or `once`, and its public message.
+    pub enum ApiError {
+        InvalidRequest(String) => "invalid_request", BAD_REQUEST, once, "invalid request: {0}";
+        /// Tool arguments off the published input schema: where (a path of the schema's own
+        /// names, `arguments` for the root) and which rule, never a value of the call.
+        InvalidArgument { field: String, rule: String } => "invalid_request", BAD_REQUEST, once,
+            "invalid request: {field}: {rule}";
+        InvalidIdempotencyKey => "invalid_idempotency_key", BAD_REQUEST, once,
+            "Idempotency-Key must be 8-200 visible ASCII characters";
+        HostNotAllowed => "host_not_allowed", BAD_REQUEST, once, "host not allowed";
+        DuplicateHeader { name: &'static str } => "duplicate_header", BAD_REQUEST, once,
+            "the {name} header must appear once";
+        HttpsRequired => "https_required", BAD_REQUEST, once, "this resource is served over HTTPS only";
+        RequestTimeout => "request_timeout", REQUEST_TIMEOUT, once, "the request body did not arrive in time";
+        AuthenticationRequired => "authentication_required", UNAUTHORIZED, once, "bearer token required";
+        InvalidToken { reason: &'static str } => "invalid_token", UNAUTHORIZED, once, "invalid bearer token";
+        TenantMismatch => "tenant_mismatch", UNAUTHORIZED, once, "tenant header does not match the signed tenant";
+        AccountNotLinked => "account_not_linked", FORBIDDEN, once,
+            "no active account link and agent binding for this principal";
+        InsufficientScope { required: Vec<String> } => "insufficient_scope", FORBIDDEN, once, "insufficient scope";
+        OriginNotAllowed => "origin_not_allowed", FORBIDDEN, once, "origin not allowed";
+        DataScopeNotAdmitted(String) => "data_scope_not_admitted", FORBIDDEN, once, "data scope not admitted: {0}";
+        NotFound => "not_found", NOT_FOUND, once, "not found";
+        MethodNotAllowed { allow: &'static str } => "method_not_allowed", METHOD_NOT_ALLOWED, once,
+            "method not allowed";
+        VersionConflict { current: u64 } => "version_conflict", CONFLICT, once, "expected_version is stale";
+        RunBusy => "run_busy", CONFLICT, retry, "another continuation holds this run";
+        RunNotContinuable { status: &'static str } => "run_not_continuable", CONFLICT, once,
+            "run is {status} and cannot change";
+        IdempotencyInProgress => "idempotency_in_progress", CONFLICT, retry,
+            "a request with this Idempotency-Key is in progress";
+        OutcomeUnknown { run_id: Option<String> } => "outcome_unknown", CONFLICT, once,
+            "the outcome of the request with this Idempotency-Key is unknown; inspect the run before retrying";
+        PayloadTooLarge { limit: usize } => "payload_too_large", PAYLOAD_TOO_LARGE, once, "body too large";
+        UnsupportedMediaType => "unsupported_media_type", UNSUPPORTED_MEDIA_TYPE, once, "body must be application/json";
+        IdempotencyConflict => "idempotency_conflict", UNPROCESSABLE_ENTITY, once,
+            "this Idempotency-Key was used with a different request";
+        SessionRequired => "session_required", UNAUTHORIZED, once, "a signed-in browser session is required";
+        GuestNotAllowed => "guest_not_allowed", FORBIDDEN, once,
+            "this account is a guest account and cannot use this lane";
+        CrossSiteRequest => "cross_site_request", FORBIDDEN, once, "cross-site request refused";
+        SignInFailed { reason: &'static str } => "sign_in_failed", BAD_REQUEST, once, "sign-in failed";
+        IdentityMismatch => "identity_mismatch", FORBIDDEN, once, "the verified identity is not this session's account";
+        SignInUnavailable => "sign_in_unavailable", SERVICE_UNAVAILABLE, once, "browser sign-in is not configured";
+        RoomFeatureLocked => "room_feature_locked", FORBIDDEN, once,
+            "the account policy locks the Shared Live Room feature";
+        RunAlreadyBound => "run_already_bound", CONFLICT, once,
+            "this run already has an active binding of this kind; withdraw it before binding again";
+        ClaimHandleInvalid => "claim_handle_invalid", NOT_FOUND, once,
+            "the claim handle is not valid for this account and run";
+        InviteInvalid => "invite_invalid", NOT_FOUND, once, "the invite code is not valid";
+        ConsentRequired => "consent_required", FORBIDDEN, once,
+            "the room's current consent version has not been accepted";
+        CommandExecutionNotEnabled => "command_execution_not_enabled", FORBIDDEN, once,
+            "room command execution is not enabled; nothing was executed";
+        CredentialRejected(String) => "credential_rejected", BAD_REQUEST, once, "{0}";
+        DeveloperRequired => "developer_required", FORBIDDEN, once,
+            "only a developer account may manage room-source credentials";
+        SourceCredentialInvalid => "source_credential_invalid", UNAUTHORIZED, once,
+            "the source credential is not valid";
+        ManifestNotAdmitted { reason: &'static str } => "manifest_not_admitted", CONFLICT, once,
+            "the producer manifest was not admitted";
+        ProducerEpochStale { current: u64 } => "producer_epoch_stale", CONFLICT, once,
+            "the producer epoch is lower than the admitted one";
+        ManifestNotRegistered => "manifest_not_registered", CONFLICT, once,
+            "no admitted manifest matches this batch; register the manifest first";
+        DuplicateObservation => "duplicate_observation", CONFLICT, once,
+            "an observation with this request identity was already stored";
+        ProbeNotFound => "probe_not_found", NOT_FOUND, once, "no probe with this id is queued for this source";
+        ProbeNotPending { reason: &'static str } => "probe_not_pending", CONFLICT, once,
+            "the probe is no longer pending";
+        ConnectorCredentialInvalid => "connector_credential_invalid", UNAUTHORIZED, once,
+            "the connector credential is not valid";
+        ConnectorRegistrationRefused { reason: &'static str } => "connector_registration_refused", CONFLICT, once,
+            "the connector registration was refused";
+        ConnectorEpochStale { current: u64 } => "connector_epoch_stale", CONFLICT, once,
+            "the connector epoch is not the current one; register again";
+        ConnectorUnavailable => "connector_unavailable", CONFLICT, once,
+            "no live, registered connector serves this environment";
+        ActionAuthorityRequired => "action_authority_required", FORBIDDEN, once,
+            "the room owner has not granted action authority to this member";
+        SubjectNotSelected => "subject_not_selected", CONFLICT, once, "select your subject in this environment first";
+        SubjectConflict => "subject_conflict", CONFLICT, once, "this subject is held by another member";
+        SubjectStale => "subject_stale", CONFLICT, once,
+            "this subject_ref is not in the current directory; list the subjects again";
+        LeaseHeld => "lease_held", CONFLICT, once, "another member holds the control lease of this subject";
+        EmergencyStopActive => "emergency_stop_active", CONFLICT, once,
+            "an Emergency Stop is active; a person must clear it in the browser";
+        ActionRefused { reason: &'static str } => "action_refused", BAD_REQUEST, once,
+            "the action was refused before queuing; nothing reached the world";
+        WorkflowNotResumable => "workflow_not_resumable", CONFLICT, once, "only a paused workflow can be resumed";
+        RateLimited { retry_after_secs: u64 } => "rate_limited", TOO_MANY_REQUESTS, retry, "rate limit exceeded";
+        ServerBusy { retry_after_secs: u64 } => "server_busy", SERVICE_UNAVAILABLE, retry,
+            "the server is at its connection limit; retry later";
+        Unavailable(#[source] Box<dyn std::error::Error + Send + Sync>) => "unavailable", SERVICE_UNAVAILABLE, retry,
+            "service unavailable";
+        Internal(#[source] Box<dyn std::error::Error + Send + Sync>) => "internal_error", INTERNAL_SERVER_ERROR, once,
+            "internal error";
+    }
 }
 
 impl From<Invalid> for ApiError {
@@ -184,138 +167,15 @@ impl ApiError {
     }
 
     pub fn code(&self) -> &'static str {
-        use ApiError::*;
-        match self {
-            InvalidRequest(_) | InvalidArgument { .. } => "invalid_request",
-            InvalidIdempotencyKey => "invalid_idempotency_key",
-            HostNotAllowed => "host_not_allowed",
-            DuplicateHeader { .. } => "duplicate_header",
-            HttpsRequired => "https_required",
-            RequestTimeout => "request_timeout",
-            AuthenticationRequired => "authentication_required",
-            InvalidToken { .. } => "invalid_token",
-            TenantMismatch => "tenant_mismatch",
-            AccountNotLinked => "account_not_linked",
-            InsufficientScope { .. } => "insufficient_scope",
-            OriginNotAllowed => "origin_not_allowed",
-            DataScopeNotAdmitted(_) => "data_scope_not_admitted",
-            NotFound => "not_found",
-            MethodNotAllowed { .. } => "method_not_allowed",
-            VersionConflict { .. } => "version_conflict",
-            RunBusy => "run_busy",
-            RunNotContinuable { .. } => "run_not_continuable",
-            IdempotencyInProgress => "idempotency_in_progress",
-            OutcomeUnknown { .. } => "outcome_unknown",
-            PayloadTooLarge { .. } => "payload_too_large",
-            UnsupportedMediaType => "unsupported_media_type",
-            IdempotencyConflict => "idempotency_conflict",
-            RateLimited { .. } => "rate_limited",
-            ServerBusy { .. } => "server_busy",
-            RoomFeatureLocked => "room_feature_locked",
-            RunAlreadyBound => "run_already_bound",
-            ClaimHandleInvalid => "claim_handle_invalid",
-            CommandExecutionNotEnabled => "command_execution_not_enabled",
-            ConnectorCredentialInvalid => "connector_credential_invalid",
-            ConnectorRegistrationRefused { .. } => "connector_registration_refused",
-            ConnectorEpochStale { .. } => "connector_epoch_stale",
-            ConnectorUnavailable => "connector_unavailable",
-            ActionAuthorityRequired => "action_authority_required",
-            SubjectNotSelected => "subject_not_selected",
-            SubjectConflict => "subject_conflict",
-            SubjectStale => "subject_stale",
-            LeaseHeld => "lease_held",
-            EmergencyStopActive => "emergency_stop_active",
-            ActionRefused { .. } => "action_refused",
-            WorkflowNotResumable => "workflow_not_resumable",
-            ConsentRequired => "consent_required",
-            InviteInvalid => "invite_invalid",
-            CredentialRejected(_) => "credential_rejected",
-            DeveloperRequired => "developer_required",
-            SourceCredentialInvalid => "source_credential_invalid",
-            ManifestNotAdmitted { .. } => "manifest_not_admitted",
-            ProducerEpochStale { .. } => "producer_epoch_stale",
-            ManifestNotRegistered => "manifest_not_registered",
-            DuplicateObservation => "duplicate_observation",
-            ProbeNotFound => "probe_not_found",
-            ProbeNotPending { .. } => "probe_not_pending",
-            SessionRequired => "session_required",
-            GuestNotAllowed => "guest_not_allowed",
-            CrossSiteRequest => "cross_site_request",
-            SignInFailed { .. } => "sign_in_failed",
-            IdentityMismatch => "identity_mismatch",
-            SignInUnavailable => "sign_in_unavailable",
-            Unavailable(_) => "unavailable",
-            Internal(_) => "internal_error",
-        }
+        self.row().code
     }
 
     pub fn status(&self) -> StatusCode {
-        use ApiError::*;
-        match self {
-            InvalidRequest(_)
-            | InvalidArgument { .. }
-            | InvalidIdempotencyKey
-            | HostNotAllowed
-            | DuplicateHeader { .. }
-            | HttpsRequired => StatusCode::BAD_REQUEST,
-            RequestTimeout => StatusCode::REQUEST_TIMEOUT,
-            AuthenticationRequired | InvalidToken { .. } | TenantMismatch => StatusCode::UNAUTHORIZED,
-            AccountNotLinked | InsufficientScope { .. } | OriginNotAllowed | DataScopeNotAdmitted(_) => {
-                StatusCode::FORBIDDEN
-            }
-            NotFound => StatusCode::NOT_FOUND,
-            MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
-            VersionConflict { .. }
-            | RunBusy
-            | RunNotContinuable { .. }
-            | IdempotencyInProgress
-            | OutcomeUnknown { .. } => StatusCode::CONFLICT,
-            PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
-            UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            IdempotencyConflict => StatusCode::UNPROCESSABLE_ENTITY,
-            RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
-            RoomFeatureLocked | CommandExecutionNotEnabled | ConsentRequired => StatusCode::FORBIDDEN,
-            RunAlreadyBound => StatusCode::CONFLICT,
-            ClaimHandleInvalid | InviteInvalid => StatusCode::NOT_FOUND,
-            CredentialRejected(_) => StatusCode::BAD_REQUEST,
-            DeveloperRequired => StatusCode::FORBIDDEN,
-            SourceCredentialInvalid => StatusCode::UNAUTHORIZED,
-            ManifestNotAdmitted { .. }
-            | ProducerEpochStale { .. }
-            | ManifestNotRegistered
-            | DuplicateObservation
-            | ProbeNotPending { .. } => StatusCode::CONFLICT,
-            ProbeNotFound => StatusCode::NOT_FOUND,
-            ConnectorCredentialInvalid => StatusCode::UNAUTHORIZED,
-            ActionAuthorityRequired => StatusCode::FORBIDDEN,
-            ActionRefused { .. } => StatusCode::BAD_REQUEST,
-            ConnectorRegistrationRefused { .. }
-            | ConnectorEpochStale { .. }
-            | ConnectorUnavailable
-            | SubjectNotSelected
-            | SubjectConflict
-            | SubjectStale
-            | LeaseHeld
-            | EmergencyStopActive
-            | WorkflowNotResumable => StatusCode::CONFLICT,
-            SessionRequired => StatusCode::UNAUTHORIZED,
-            GuestNotAllowed | CrossSiteRequest | IdentityMismatch => StatusCode::FORBIDDEN,
-            SignInFailed { .. } => StatusCode::BAD_REQUEST,
-            SignInUnavailable | ServerBusy { .. } => StatusCode::SERVICE_UNAVAILABLE,
-            Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
-            Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
-        }
+        self.row().status
     }
 
     pub fn retryable(&self) -> bool {
-        matches!(
-            self,
-            ApiError::RunBusy
-                | ApiError::IdempotencyInProgress
-                | ApiError::RateLimited { .. }
-                | ApiError::ServerBusy { .. }
-                | ApiError::Unavailable(_)
-        )
+        self.row().retryable
     }
 
     fn details(&self) -> Option<Value> {

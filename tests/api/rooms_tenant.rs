@@ -2,9 +2,10 @@
 //! same Helix account) under another tenant reaches none of the first tenant's rooms, on
 //! REST and on MCP, exactly as if they did not exist; chat claims stay in the tenant of the
 //! browser that issued them; a room stored before tenants were recorded belongs to the
-//! development tenant only.
+//! development tenant only; a chat observer is read only in the tenant of the browser that
+//! created it, and one stored without a tenant is read by no one.
 
-use helix_core::service::records::rooms::{LEGACY_TENANT, RoomRecord, room_key};
+use helix_core::service::records::rooms::{LEGACY_TENANT, RoomRecord, observer_key, room_key};
 use helix_integration_tests::support::browser::between;
 use helix_integration_tests::support::runs::research_run;
 use helix_integration_tests::support::sources::ALL as SOURCE_SCOPES;
@@ -279,10 +280,75 @@ async fn a_room_stored_without_a_tenant_belongs_to_the_development_tenant_only(b
     assert_eq!(v["rooms"].as_array().map(Vec::len), Some(0), "{v}");
 }
 
+/// What the observer lane answers `cookie` on an observer: the view, its events, and a
+/// disconnect (each as status and error code, the view's binding status when it is read).
+async fn observer_lane(app: &TestApp, cookie: &str, observer_ref: &str) -> Vec<(u16, Value)> {
+    use reqwest::Method;
+    let path = format!("/api/agi/agent-run-observer/bindings/{observer_ref}");
+    let mut got = vec![];
+    for (method, path) in
+        [(Method::GET, path.clone()), (Method::GET, format!("{path}/events")), (Method::DELETE, path.clone())]
+    {
+        let (status, v) = read(app.browser(method, &path, cookie).send().await.unwrap()).await;
+        got.push((status, v["error"]["code"].clone()));
+    }
+    got
+}
+
+/// The observer a browser of `cookie` creates, by its ref.
+async fn observer_of(app: &TestApp, cookie: &str) -> String {
+    let (status, v) = read(
+        app.browser(reqwest::Method::POST, "/api/agi/agent-run-observer/bindings", cookie)
+            .json(&json!({ "chat_id": "chat-tenant-2", "snapshot": [{ "role": "user", "content": "hello" }] }))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 201, "{v}");
+    v["observer_binding_ref"].as_str().unwrap().to_owned()
+}
+
+async fn a_chat_observer_is_read_only_in_the_tenant_of_the_browser_that_created_it(backend: Backend) {
+    let app = TestApp::spawn_with(backend, &[]).await;
+    let (alice_a, alice_b) = (app.session_in("alice", "tenant-a").await, app.session_in("alice", "tenant-b").await);
+    let observer_ref = observer_of(&app, &alice_a).await;
+    // The same account under tenant B: exactly what an observer that does not exist gets,
+    // on the view, the events and the disconnect.
+    let missing = observer_lane(&app, &alice_b, &format!("obs_{}", "0".repeat(24))).await;
+    assert!(missing.iter().all(|(status, code)| (*status, code.as_str()) == (404, Some("not_found"))), "{missing:?}");
+    assert_eq!(observer_lane(&app, &alice_b, &observer_ref).await, missing);
+    // Tenant B's disconnect changed nothing: tenant A still reads it, awaiting its claim.
+    let path = format!("/api/agi/agent-run-observer/bindings/{observer_ref}");
+    let (status, v) = read(app.browser(reqwest::Method::GET, &path, &alice_a).send().await.unwrap()).await;
+    assert_eq!((status, v["binding_status"].as_str()), (200, Some("awaiting_claim")), "{v}");
+    let (status, v) = read(app.browser(reqwest::Method::DELETE, &path, &alice_a).send().await.unwrap()).await;
+    assert_eq!((status, v["disconnect_status"].as_str()), (200, Some("disconnected")), "{v}");
+}
+
+async fn a_chat_observer_stored_without_a_tenant_is_read_by_no_one(backend: Backend) {
+    let app = TestApp::spawn_with(backend, &[]).await;
+    let alice = app.session_in("alice", "tenant-a").await;
+    let observer_ref = observer_of(&app, &alice).await;
+    // As the build before observers recorded their tenant stored it: no tenant attribute.
+    let store = app.state.services.store.clone();
+    let mut item = store.get(&observer_key(&observer_ref)).await.unwrap().unwrap();
+    item.attrs.remove("tenant_ref");
+    store.put(item, None).await.unwrap();
+    let missing = observer_lane(&app, &alice, &format!("obs_{}", "0".repeat(24))).await;
+    assert_eq!(observer_lane(&app, &alice, &observer_ref).await, missing, "refused, as if it did not exist");
+    let dev = app.session_in("alice", LEGACY_TENANT).await;
+    assert_eq!(observer_lane(&app, &dev, &observer_ref).await, missing, "not the development tenant's either");
+    let stored = store.get(&observer_key(&observer_ref)).await.unwrap().unwrap();
+    assert!(stored.s("body").unwrap().contains("awaiting_claim"), "nothing was rewritten");
+}
+
 on_both_backends!(
     another_tenants_rooms_are_not_found_on_every_rest_room_route,
     another_tenants_rooms_are_not_found_on_every_room_tool,
     a_chat_claim_is_claimed_only_in_the_tenant_of_the_browser_that_issued_it,
     the_rooms_page_invites_and_joins_stay_in_the_tenant_the_browser_signed_in_with,
     a_room_stored_without_a_tenant_belongs_to_the_development_tenant_only,
+    a_chat_observer_is_read_only_in_the_tenant_of_the_browser_that_created_it,
+    a_chat_observer_stored_without_a_tenant_is_read_by_no_one,
 );

@@ -14,6 +14,25 @@ const JOIN_MS = 30_000;
 /** `<name> text`, as a server shows a player's chat line. */
 const CHAT_LINE = /^<([A-Za-z0-9_]{1,16})> (.*)$/s;
 
+/**
+ * Runs every packet handler of a Mineflayer client guarded. Mineflayer's own handlers can
+ * throw on a packet that comes before the state they read (a block-break animation of
+ * another player while this one is still joining: its world is not loaded yet), and the
+ * protocol parser rethrows that out of the socket, ending the whole process. Guarded, that
+ * packet is logged and dropped; the connection and every other player go on.
+ */
+export function guardPackets(client, log) {
+  const emit = client.emit;
+  client.emit = function guardedEmit(...args) {
+    try {
+      return emit.apply(this, args);
+    } catch (e) {
+      log(`packet ${String(args[0])}: handler error: ${e?.message ?? e}`);
+      return true;
+    }
+  };
+}
+
 export class Player extends EventEmitter {
   constructor({ host, port, username, version, auth, log, joinMs = JOIN_MS }) {
     super();
@@ -44,6 +63,7 @@ export class Player extends EventEmitter {
       version: this.version || false, hideErrors: true, checkTimeoutInterval: 30_000,
     });
     this.bot = bot;
+    guardPackets(bot._client, (m) => this.log(`player ${this.username}: ${m}`));
     let settle = null;
     // A join that never completes (no answer, or a server that never spawns the player)
     // is given up after joinMs and tried again with the back-off: nothing waits forever.

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { Connector } from '../lib/connector.mjs';
 import { key } from '../lib/ledger.mjs';
-import { Player } from '../lib/player.mjs';
+import { guardPackets, Player } from '../lib/player.mjs';
 import { execute } from '../lib/steps.mjs';
 
 /** A joined player as the connector sees it (no server: a `wait` step needs none). */
@@ -95,4 +95,20 @@ test('a join the server never answers is given up and tried again (no wait on th
     for (const s of sockets) s.destroy();
     silent.close();
   }
+});
+
+test('a Mineflayer packet handler that throws is logged and dropped, not thrown out of the socket', () => {
+  // As mineflayer's block_actions plugin does on a block-break animation that comes while
+  // the player is still joining (its world is not loaded yet): unguarded, the protocol
+  // parser rethrows it and the whole connector process ends.
+  const client = new EventEmitter();
+  const after = [];
+  client.on('block_break_animation', () => { throw new TypeError("Cannot read properties of undefined (reading 'getBlock')"); });
+  client.on('keep_alive', (p) => after.push(p.keepAliveId));
+  const lines = [];
+  guardPackets(client, (l) => lines.push(l));
+  assert.doesNotThrow(() => client.emit('block_break_animation', { entityId: 7, location: { x: 0, y: 4, z: 0 } }));
+  assert.match(lines[0], /^packet block_break_animation: handler error: Cannot read properties of undefined/);
+  client.emit('keep_alive', { keepAliveId: 1n });
+  assert.deepEqual(after, [1n], 'the next packet is handled as before');
 });

@@ -252,6 +252,18 @@ test('partition from Helix: the dead-man rule halts the walking player within de
   assert.ok(!c.isError, JSON.stringify(c.sc));
 });
 
+/** Queues a dig of the grass block at `target` while the observer counts the items that drop,
+ * and waits until the connector has taken the step. */
+async function digTaken(target) {
+  assert.equal(eye.block(target.x, target.y, target.z), 'grass_block');
+  let n = 0;
+  const count = (e) => { try { if (e.name === 'item') n += 1; } catch { /* guarded */ } };
+  eye.bot.on('entitySpawn', count);
+  const ref = await ai.queue({ type: 'break_block', ...target, expected_block: 'minecraft:grass_block' });
+  await conn.waitLine(new RegExp(`^command ${ref} step 0: break_block`), 10_000);
+  return { ref, drops: () => n, stopCounting: () => eye.bot.off('entitySpawn', count) };
+}
+
 // The server's kill comes before the connector's: Alex stays in the world through it, so the
 // observer still sees Alex (a player who joins again is not always sent to an observer that
 // stands still).
@@ -259,12 +271,7 @@ test('kill -9 of helix serve between dispatch and acknowledgement: the effect ap
   await seeAlexAgain();
   const p = alex();
   const target = { x: p.x, y: GRASS_Y, z: p.z + 1 };
-  assert.equal(eye.block(target.x, target.y, target.z), 'grass_block');
-  let drops = 0;
-  const count = (e) => { try { if (e.name === 'item') drops += 1; } catch { /* guarded */ } };
-  eye.bot.on('entitySpawn', count);
-  const ref = await ai.queue({ type: 'break_block', ...target, expected_block: 'minecraft:grass_block' });
-  await conn.waitLine(new RegExp(`^command ${ref} step 0: break_block`), 10_000);
+  const { ref, drops, stopCounting } = await digTaken(target);
   await h.kill9(); // dispatched; the acknowledgements wait in the connector's ledger
   await until(() => eye.block(target.x, target.y, target.z) === 'air', 5000, 'the dig goes on without Helix');
   await h.restart();
@@ -273,8 +280,8 @@ test('kill -9 of helix serve between dispatch and acknowledgement: the effect ap
   const s = await ai.settle(ref, ['succeeded', 'failed', 'outcome_unknown'], 20_000);
   assert.equal(s.status, 'succeeded', JSON.stringify(s));
   await sleep(1000);
-  eye.bot.off('entitySpawn', count);
-  assert.equal(drops, 1, 'the block was broken exactly once');
+  stopCounting();
+  assert.equal(drops(), 1, 'the block was broken exactly once');
   assert.equal(conn.lines.filter((l) => l.startsWith(`command ${ref}`)).length, 1, 'taken once');
 });
 
@@ -282,12 +289,7 @@ test('kill -9 of the connector mid-dig: outcome_unknown after the restart, the b
   await seeAlexAgain();
   const p = alex();
   const target = { x: p.x + 1, y: GRASS_Y, z: p.z };
-  assert.equal(eye.block(target.x, target.y, target.z), 'grass_block');
-  let drops = 0;
-  const count = (e) => { try { if (e.name === 'item') drops += 1; } catch { /* guarded */ } };
-  eye.bot.on('entitySpawn', count);
-  const ref = await ai.queue({ type: 'break_block', ...target, expected_block: 'minecraft:grass_block' });
-  await conn.waitLine(new RegExp(`^command ${ref} step 0: break_block`), 10_000);
+  const { ref, drops, stopCounting } = await digTaken(target);
   conn.proc.kill('SIGKILL');
   await conn.exited;
   conn = startConnector(room, world.port, connArgs, connEnv);
@@ -295,8 +297,8 @@ test('kill -9 of the connector mid-dig: outcome_unknown after the restart, the b
   const s = await ai.settle(ref, ['outcome_unknown', 'succeeded', 'failed'], 20_000);
   assert.equal(s.status, 'outcome_unknown', JSON.stringify(s));
   await sleep(2000);
-  eye.bot.off('entitySpawn', count);
-  assert.ok(drops <= 1, `the observer counted ${drops} drops`);
+  stopCounting();
+  assert.ok(drops() <= 1, `the observer counted ${drops()} drops`);
   assert.ok(!conn.lines.some((l) => l.startsWith(`command ${ref}`)), 'never executed again');
   const r = await ai.control(ref, 'resume');
   assert.ok(r.isError && r.sc.error.code === 'workflow_not_resumable', JSON.stringify(r.sc));

@@ -303,7 +303,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::http::dev_oidc::DevSigner;
+    use crate::http::oauth::dev_oidc::DevSigner;
 
     /// A provider on loopback whose signing key can be rotated; counts its discoveries.
     struct Provider {

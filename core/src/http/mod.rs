@@ -3,40 +3,27 @@
 //! strict JSON, bearer and scope checks, one error envelope, panics caught). Handlers
 //! only frame service calls. `pages` is the cookie lanes' kit (session extractors with
 //! the same-origin proof, template responder, page security headers). `server` is the
-//! socket transport of `helix serve`.
+//! socket transport of `helix serve`. Route handlers sit in folders by lane (`agent`,
+//! `browser`, `connector`, `oauth`); what each folder may name is `layers_test`'s rule.
 
-pub mod account;
-pub mod actor;
 pub mod admission;
-pub mod agent_runs;
+pub mod agent;
+pub mod browser;
 mod connections;
-pub mod connector_credentials;
-pub mod connector_region;
-pub mod dev_auth;
-pub mod dev_authorize;
-pub mod dev_client_metadata;
-pub mod dev_oidc;
-pub mod dev_register;
-pub mod dev_routes;
-pub mod dev_token;
-pub mod discovery;
-pub mod embodiment;
-pub mod flash;
+pub mod connector;
 pub mod idempotent;
-pub mod observer;
+#[cfg(test)]
+mod layers_test;
+pub mod oauth;
 pub mod openapi;
 pub mod pages;
-pub mod player_actions;
+pub mod query;
 pub mod ratelimit;
 pub mod redact;
-pub mod room_admin;
-mod room_embodiment;
-pub mod room_pages;
-pub mod rooms;
-pub mod run_console;
 pub mod server;
-pub mod sign_in_first;
-pub mod sources;
+
+// The development issuer's modules, also at the paths the integration tests name.
+pub use oauth::{dev_auth, dev_oidc, dev_register, dev_routes};
 
 use std::sync::Arc;
 
@@ -57,8 +44,7 @@ use crate::domain::ids::IdempotencyKey;
 use crate::domain::random_hex;
 use crate::error::ApiError;
 use crate::service::runs::{RunMutation, prefetch_keys};
-use crate::service::{Caller, Services};
-use crate::store::Key;
+use crate::service::{Caller, Key, Services};
 use admission::Transport;
 use ratelimit::{RateLimits, Window, WindowKey};
 use tracing::Instrument;
@@ -83,7 +69,7 @@ impl AppState {
             let redirect = format!("{}{}", services.config.public_base_url, pages::CALLBACK_PATH);
             Arc::new(crate::auth::oidc::OidcClient::new(o, redirect))
         });
-        let limits = Arc::new(RateLimits::new(services.store.clone()));
+        let limits = Arc::new(RateLimits::new(services.window_counters()));
         Self { services, verifier, limits, oidc }
     }
 }

@@ -17,8 +17,7 @@ use futures::future::{BoxFuture, Shared};
 
 use super::Group;
 use crate::error::ApiError;
-use crate::service::records::limits::counter_key;
-use crate::store::Store;
+use crate::service::limits::WindowCounters;
 
 /// What one per-minute window counts.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -151,13 +150,14 @@ impl Window {
 /// The limits of one process: in memory, plus the store's counters when it is shared.
 pub struct RateLimits {
     local: Arc<RateLimiter>,
-    shared: Option<Arc<dyn Store>>,
+    shared: Option<WindowCounters>,
 }
 
 impl RateLimits {
-    /// Windows counted through `store` when it is shared between processes, else in memory.
-    pub fn new(store: Arc<dyn Store>) -> Self {
-        Self { local: Arc::new(RateLimiter::default()), shared: store.is_shared().then_some(store) }
+    /// Windows counted through the `shared` counters (a store shared between processes),
+    /// else in memory.
+    pub fn new(shared: Option<WindowCounters>) -> Self {
+        Self { local: Arc::new(RateLimiter::default()), shared }
     }
 
     /// True when windows are counted in the shared store.
@@ -174,14 +174,11 @@ impl RateLimits {
         }
         let key = key.stored();
         self.local.check(&key, limit, now).map_err(|retry_after_secs| Refusal::Limited { retry_after_secs })?;
-        let Some(store) = self.shared.clone() else { return Ok(Window::ready(Ok(()))) };
+        let Some(counters) = self.shared.clone() else { return Ok(Window::ready(Ok(()))) };
         let local = self.local.clone();
         // In the request's span: the shared count is one of its store calls.
         let task = tokio::spawn(tracing::Instrument::in_current_span(async move {
-            let minute = now.div_euclid(60);
-            let counter = counter_key(&key, minute);
-            // A short TTL: the window's minute plus one, so lazily deleted items stay few.
-            match store.count(&counter, (minute + 2) * 60).await {
+            match counters.count(&key, now.div_euclid(60)).await {
                 Ok(n) if n <= i64::from(limit) => Ok(()),
                 Ok(_) => {
                     local.fill(&key, limit, now);
@@ -200,7 +197,7 @@ impl RateLimits {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::{Cond, Item, Key, Page, StoreError, WriteOp};
+    use crate::store::{Cond, Item, Key, Page, Store, StoreError, WriteOp};
 
     #[test]
     fn a_window_admits_the_limit_then_refuses_until_the_next_minute() {
@@ -288,7 +285,7 @@ mod tests {
     #[tokio::test]
     async fn the_shared_counter_decides_and_a_refused_window_is_then_refused_locally() {
         let store = Arc::new(SharedCounter { base: 2, fail: false, calls: Mutex::new(0) });
-        let limits = RateLimits::new(store.clone());
+        let limits = RateLimits::new(WindowCounters::shared(store.clone()));
         assert!(limits.is_shared());
         // Other processes counted 2 of 3: this process admits one more, then refuses.
         assert_eq!(limits.start(p(), 3, 125).unwrap().verdict().await, Ok(()));
@@ -301,13 +298,17 @@ mod tests {
 
     #[tokio::test]
     async fn an_unavailable_shared_counter_refuses() {
-        let limits = RateLimits::new(Arc::new(SharedCounter { base: 0, fail: true, calls: Mutex::new(0) }));
+        let limits = RateLimits::new(WindowCounters::shared(Arc::new(SharedCounter {
+            base: 0,
+            fail: true,
+            calls: Mutex::new(0),
+        })));
         assert_eq!(limits.start(p(), 3, 0).unwrap().verdict().await, Err(Refusal::Unavailable));
     }
 
     #[tokio::test]
     async fn an_unshared_store_counts_in_memory() {
-        let limits = RateLimits::new(Arc::new(crate::store::NoStore));
+        let limits = RateLimits::new(WindowCounters::shared(Arc::new(crate::store::NoStore)));
         assert!(!limits.is_shared());
         assert_eq!(limits.start(p(), 1, 0).unwrap().verdict().await, Ok(()));
         assert!(matches!(limits.start(p(), 1, 1), Err(Refusal::Limited { retry_after_secs: 59 })));

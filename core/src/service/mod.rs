@@ -10,7 +10,9 @@ pub mod accounts;
 pub mod actor;
 pub mod cancel_watch;
 pub mod embodiment;
+pub mod limits;
 pub mod mutation;
+pub mod oauth;
 pub mod records;
 pub mod rooms;
 pub mod runs;
@@ -26,6 +28,7 @@ pub use accounts::AccountService;
 pub use actor::Actor;
 pub use embodiment::EmbodimentService;
 pub use mutation::{Mutation, MutationView};
+pub use oauth::OAuthService;
 pub use rooms::RoomService;
 pub use runs::RunService;
 pub use sources::SourceService;
@@ -33,7 +36,8 @@ pub use sources::SourceService;
 use crate::auth::principal::Principal;
 use crate::config::Config;
 use crate::executor::TurnExecutor;
-use crate::store::{Item, Key, Store};
+pub use crate::store::Key;
+use crate::store::{Item, Store};
 use records::RECEIPT_TTL_SECS;
 
 /// Wall clock with a test-only offset (so expiry and lease paths are testable).
@@ -81,6 +85,7 @@ pub struct Services {
     pub rooms: RoomService,
     pub runs: RunService,
     pub embodiment: EmbodimentService,
+    pub oauth: OAuthService,
 }
 
 impl Services {
@@ -91,8 +96,9 @@ impl Services {
         let rooms = RoomService::new(ctx.clone());
         let runs = RunService::new(ctx.clone(), executor, sources.clone());
         let embodiment = EmbodimentService::new(ctx.clone());
+        let oauth = OAuthService::new(ctx.clone());
         let Ctx { config, store, clock } = ctx;
-        Self { config, store, clock, accounts, sources, rooms, runs, embodiment }
+        Self { config, store, clock, accounts, sources, rooms, runs, embodiment, oauth }
     }
 }
 

@@ -8,12 +8,12 @@ pub fn routes(state: AppState) -> axum::Router {
     // The observer lane is part of the cookie lane (same function, same session).
     // The observer lane, the room pages, the run console and the source credential lane are part of the
     // cookie lane (same function, same session).
-    helix_core::http::account::router(state.clone())
-        .merge(helix_core::http::observer::router(state.clone()))
-        .merge(helix_core::http::room_pages::router(state.clone()))
-        .merge(helix_core::http::run_console::router(state.clone()))
-        .merge(helix_core::http::sources::browser_router(state.clone()))
-        .merge(helix_core::http::embodiment::browser_router(state))
+    helix_core::http::browser::account::router(state.clone())
+        .merge(helix_core::http::browser::observer::router(state.clone()))
+        .merge(helix_core::http::browser::room_pages::router(state.clone()))
+        .merge(helix_core::http::browser::run_console::router(state.clone()))
+        .merge(helix_core::http::connector::sources::browser_router(state.clone()))
+        .merge(helix_core::http::connector::embodiment::browser_router(state))
 }
 
 /// The function's whole router: its routes plus the enveloped 404 fallback.

@@ -4,7 +4,7 @@ pub use helix_core::http::AppState;
 
 /// The routes alone, for composition with other functions (the local server).
 pub fn routes(state: AppState) -> axum::Router {
-    helix_core::http::agent_runs::router(state)
+    helix_core::http::agent::agent_runs::router(state)
 }
 
 /// The function's whole router: its routes plus the enveloped 404 fallback.

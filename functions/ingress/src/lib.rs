@@ -7,8 +7,8 @@ pub use helix_core::http::AppState;
 pub fn routes(state: AppState) -> axum::Router {
     // The action connector routes share the ingress function (short polls, no held
     // connections) with their own route group and limits.
-    helix_core::http::sources::ingress_router(state.clone())
-        .merge(helix_core::http::embodiment::connector_router(state))
+    helix_core::http::connector::sources::ingress_router(state.clone())
+        .merge(helix_core::http::connector::embodiment::connector_router(state))
 }
 
 /// The function's whole router: its routes plus the enveloped 404 fallback.

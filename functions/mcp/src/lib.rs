@@ -13,6 +13,6 @@ pub fn routes(state: AppState) -> axum::Router {
 /// docs/deploy.md, "Long turns") and the enveloped 404 fallback.
 pub fn router(state: AppState) -> axum::Router {
     routes(state.clone())
-        .merge(helix_core::http::discovery::mcp_router(state.clone()))
+        .merge(helix_core::http::agent::discovery::mcp_router(state.clone()))
         .fallback_service(helix_core::http::fallback_router(state))
 }

@@ -5,9 +5,9 @@ pub use helix_core::http::AppState;
 
 /// The routes alone, for composition with other functions (the local server).
 pub fn routes(state: AppState) -> axum::Router {
-    helix_core::http::rooms::router(state.clone())
-        .merge(helix_core::http::sources::router(state.clone()))
-        .merge(helix_core::http::player_actions::router(state))
+    helix_core::http::agent::rooms::router(state.clone())
+        .merge(helix_core::http::connector::sources::router(state.clone()))
+        .merge(helix_core::http::agent::player_actions::router(state))
 }
 
 /// The function's whole router: its routes plus the enveloped 404 fallback.

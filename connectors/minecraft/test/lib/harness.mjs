@@ -13,12 +13,16 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import mineflayer from 'mineflayer';
 import { Vec3 } from 'vec3';
+import { guardPackets } from '../../lib/player.mjs';
 import {
   FULL_SCOPE, freePort, helixBin, mintToken, SUBJECT, TENANT,
 } from '../../../../conformance/node/lib/helix-server.mjs';
 
 export { startHelix } from '../../../../conformance/node/lib/helix-server.mjs';
 export const PKG = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+/** The Minecraft version of the test world and every bot (MC_VERSION; 1.19.4 is where
+ * flying-squid shows other players correctly, so the observer sees the driven player). */
+export const MC_VERSION = process.env.MC_VERSION ?? '1.19.4';
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 export const key = (p) => `mc-${p}-${randomUUID()}`;
 const EMBODIMENT_SCOPE = 'helix.rooms.read helix.rooms.manage helix.environment_actions.read helix.environment_actions.write';
@@ -57,14 +61,15 @@ export function child(cmd, args, env = {}) {
 /** The test world on a free port. */
 export async function startWorld() {
   const port = await freePort();
-  const w = child(process.execPath, [join(PKG, 'bin/helix-test-world.mjs'), '--port', String(port)]);
+  const w = child(process.execPath, [join(PKG, 'bin/helix-test-world.mjs'), '--port', String(port), '--version', MC_VERSION]);
   await w.waitLine(/^helix-test-world ready on 127\.0\.0\.1:\d+/);
   return { ...w, port };
 }
 
 /** A bot of the test (not driven by Helix): it reads the world to confirm each effect. */
 export async function observer(port, username = 'Observer') {
-  const bot = mineflayer.createBot({ host: '127.0.0.1', port, username, auth: 'offline', version: '1.19.4', hideErrors: true });
+  const bot = mineflayer.createBot({ host: '127.0.0.1', port, username, auth: 'offline', version: MC_VERSION, hideErrors: true });
+  guardPackets(bot._client, (m) => process.stderr.write(`observer ${username}: ${m}\n`));
   const chat = [];
   bot.on('messagestr', (text) => { try { chat.push(text); } catch { /* guarded */ } });
   await new Promise((res, rej) => { bot.once('spawn', res); bot.once('error', rej); bot.once('kicked', rej); });
@@ -154,7 +159,7 @@ export async function pairedRoom(h) {
 /** The connector process. */
 export function startConnector(room, port, args = [], env = {}) {
   return child(process.execPath, [join(PKG, 'bin/helix-minecraft-connector.mjs'), '--config', room.configPath,
-    '--server', `127.0.0.1:${port}`, '--version', '1.19.4', ...args], { HELIX_CONNECTOR_CREDENTIAL: room.credential, ...env });
+    '--server', `127.0.0.1:${port}`, '--version', MC_VERSION, ...args], { HELIX_CONNECTOR_CREDENTIAL: room.credential, ...env });
 }
 
 /** The agent: the official MCP SDK over Streamable HTTP with a bearer. */

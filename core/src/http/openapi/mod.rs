@@ -105,8 +105,8 @@ pub fn document() -> Value {
                     "type": "oauth2",
                     "description": "Access tokens of the authorization server named by /.well-known/oauth-protected-resource.",
                     "flows": {"authorizationCode": {
-                        "authorizationUrl": crate::http::dev_auth::AUTHORIZE_PATH,
-                        "tokenUrl": crate::http::dev_auth::TOKEN_PATH,
+                        "authorizationUrl": crate::http::oauth::dev_auth::AUTHORIZE_PATH,
+                        "tokenUrl": crate::http::oauth::dev_auth::TOKEN_PATH,
                         "scopes": scopes,
                     }},
                 },

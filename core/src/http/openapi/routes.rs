@@ -24,7 +24,7 @@ use crate::domain::source::{
     SourceRevocation,
 };
 use crate::domain::wire::{EventPageView, EvidenceBundleView, RunListView, RunView};
-use crate::http::player_actions::{ActionBody, ControlBody, SelectBody};
+use crate::http::agent::player_actions::{ActionBody, ControlBody, SelectBody};
 use crate::service::accounts::{BindingList, Revocation};
 use crate::service::embodiment::{ClearStopRequest, PairingRevoked, PairingRoom, RegionRequest, RegionSet};
 

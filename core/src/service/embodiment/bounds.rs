@@ -1,5 +1,6 @@
 //! The bounds an action passes before it is queued and again before it is dispatched:
-//! the owner-set region of the environment binding (set on the pairing page), the
+//! the owner-set region of the environment binding (set on the pairing page: the
+//! pairing lane's `region`), the
 //! player's reach, the per-subject rate limit (the store's atomic per-minute counter),
 //! and the gate a queued workflow passes at dispatch (`expired` after the queue time,
 //! `paused: lease_lapsed`, `rejected: out_of_region` when the region changed). Must not
@@ -7,18 +8,17 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{EmbodimentService, LEASE_SECS, RACE_RETRIES};
+use super::{EmbodimentService, LEASE_SECS};
 use crate::domain::embodiment::WorkflowView;
 use crate::domain::embodiment::{RegionBox, Step, WorkflowState, within_reach};
 use crate::domain::time::rfc3339;
 use crate::error::ApiError;
 use crate::service::Mutation;
+use crate::service::records::Tx;
 use crate::service::records::embodiment::{
     EnvBinding, Selection, SubjectEntry, WorkflowRecord, subject_action_counter,
 };
 use crate::service::records::idempotent::answer_from_receipt;
-use crate::service::records::{Role, Tx};
-use crate::service::sessions::Session;
 use crate::store::Key;
 
 /// Most actions accepted per subject (player) and minute.
@@ -53,7 +53,7 @@ pub struct RegionSet {
 }
 
 impl RegionRequest {
-    fn region(&self) -> Result<Option<RegionBox>, ApiError> {
+    pub(super) fn region(&self) -> Result<Option<RegionBox>, ApiError> {
         match (self.clear, &self.min, &self.max) {
             (true, None, None) => Ok(None),
             (false, Some(min), Some(max)) => {
@@ -133,39 +133,6 @@ fn machine_reason(r: &str) -> bool {
 }
 
 impl EmbodimentService {
-    /// `POST /api/account/room-connectors/{environment_binding_id}/region`: the room owner
-    /// sets or clears the binding's region (conditional on the binding's revision and the
-    /// room's owner, one transaction). Queued workflows are checked again at dispatch.
-    pub async fn set_region(&self, s: &Session, binding_id: &str, req: RegionRequest) -> Result<RegionSet, ApiError> {
-        let region = req.region()?;
-        let owner = self.person_owner(s)?;
-        for _ in 0..RACE_RETRIES {
-            let binding = self.owned_binding(s, &req.room_id, binding_id).await?;
-            if !binding.is_active() {
-                return Err(ApiError::NotFound);
-            }
-            let mut next = binding.next();
-            next.region = region.clone();
-            let mut tx = Tx::new();
-            next.write(&mut tx, binding.rev);
-            owner.check(&mut tx, &next.room_id);
-            match tx.commit(self.store.as_ref()).await {
-                Ok(()) => {
-                    return Ok(RegionSet {
-                        schema: REGION_SCHEMA,
-                        environment_binding_id: next.binding_id,
-                        room_id: next.room_id,
-                        region,
-                    });
-                }
-                Err(f) if f.failed(Role::Room) || f.failed(Role::Member) => return Err(ApiError::NotFound),
-                Err(f) if f.failed(Role::EnvBinding) || f.contended() => continue,
-                Err(f) => return Err(f.into()),
-            }
-        }
-        Err(ApiError::RunBusy)
-    }
-
     /// Counts one action for the subject in this minute (the store's atomic counter).
     /// Over [`ACTIONS_PER_MINUTE`] it is `rate_limited`, unless the idempotency key was
     /// already answered: then that answer is replayed.

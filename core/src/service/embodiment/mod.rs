@@ -1,30 +1,28 @@
-//! Minecraft Player Embodiment: action-connector pairing (cookie lane), the southbound
-//! connector (credential authentication with every boundary rechecked, registration with
-//! a fencing epoch, the one poll: acknowledgements in, leased commands, cancel list and
-//! Emergency Stop out), and the agent side (subjects, selection and control lease, typed
-//! actions as durable workflows, status, control). The table is the kernel's
-//! (`records::embodiment`). Reads sessions, policies and rooms as values; must not depend
-//! on runs, nor on `http` or `mcp`.
+//! Minecraft Player Embodiment, in three lanes: `pairing` (cookie: the room owner pairs,
+//! rotates and revokes an action connector and clears stops), `connector` (southbound:
+//! credential authentication with every boundary rechecked, registration with a fencing
+//! epoch, the one poll: acknowledgements in, leased commands, cancel list and Emergency
+//! Stop out) and `player` (the agent, and a member in the browser: subjects, selection and
+//! control lease, typed actions as durable workflows, status, control). The rules the lanes
+//! share: `owner` (the room owner's checks), `late` (late effects), `bounds` (regions,
+//! rates, dispatch gates). The table is the kernel's (`records::embodiment`). Reads
+//! sessions, policies and rooms as values; must not depend on runs, nor on `http` or `mcp`.
 
-mod agent;
-mod bounds;
+// The three lanes: each one's public methods are its use cases.
 mod connector;
-mod connector_auth;
+mod pairing;
+mod player;
+// The rules the lanes share: the room owner's checks, late effects, bounds.
+mod bounds;
 mod late;
 mod owner;
-mod pairing;
-mod poll;
-mod subject_stop;
-mod subjects;
 
 use crate::service::Ctx;
 
-pub use agent::Control;
 pub use bounds::{ACTIONS_PER_MINUTE, RegionRequest, RegionSet};
-pub use connector_auth::AuthedConnector;
+pub use connector::AuthedConnector;
 pub use pairing::{ClearStopRequest, PairingRevoked, PairingRoom};
-pub use subject_stop::SubjectStopOutcome;
-pub use subjects::RoomIdentity;
+pub use player::{Control, RoomIdentity, SubjectStopOutcome};
 
 /// The suggested poll interval of a connector, and what an agent is told to wait.
 pub const POLL_INTERVAL_MS: u64 = 500;
@@ -50,7 +48,7 @@ pub const CREDENTIAL_ENV: &str = "HELIX_CONNECTOR_CREDENTIAL";
 pub struct EmbodimentService {
     ctx: Ctx,
     /// The connector credential lookups this process has read.
-    lookups: std::sync::Arc<connector_auth::LookupCache>,
+    lookups: std::sync::Arc<connector::LookupCache>,
 }
 
 impl std::ops::Deref for EmbodimentService {

@@ -49,10 +49,12 @@ fn terminal_message(observer_ref: &str, run: &Run) -> Option<TerminalMessage> {
 impl RoomService {
     /// `POST /api/agi/agent-run-observer/bindings`: a signed-in, non-guest browser issues a
     /// show-once claim handle for a chat it selected, claimable under the tenant it signed
-    /// in with; the snapshot is redacted before storage.
+    /// in with; the observer is read only under that tenant (a session signed in before
+    /// tenants were recorded must sign in again); the snapshot is redacted before storage.
     pub async fn create_observer(&self, s: &Session, req: ObserverRequest) -> Result<ObserverCreated, ApiError> {
         s.require_member()?;
         unlocked(s.policy.rooms_locked)?;
+        let tenant_ref = s.tenant_ref.clone().ok_or(ApiError::SessionRequired)?;
         let snapshot = req.validate()?;
         let now = self.clock.now();
         let observer_ref = ObserverRef::generate();
@@ -74,10 +76,10 @@ impl RoomService {
             created_at: now,
             claim_expires_at: expires,
             schema_version: BODY_VERSION,
+            tenant_ref: Some(tenant_ref.clone()),
         };
         let mut tx = Tx::new();
-        let tenant_ref = self.session_tenant(s).tenant_ref().map(str::to_owned);
-        let claim = Claim { observer: obs.clone(), expires_at: expires, tenant_ref };
+        let claim = Claim { observer: obs.clone(), expires_at: expires, tenant_ref: Some(tenant_ref) };
         tx.put(Role::Claim, claim.to_item()?, Cond::NotExists).put(Role::Observer, obs.to_item()?, Cond::NotExists);
         if !snapshot.is_empty() {
             let snap = Snapshot { observer_ref: obs.observer_ref.clone(), messages: snapshot };
@@ -95,11 +97,12 @@ impl RoomService {
         })
     }
 
-    /// The session's own observer (another account's is not found).
+    /// The session's own observer: another account's, or one created under another tenant
+    /// (or stored without one), is not found.
     async fn own_observer(&self, s: &Session, observer_ref: &str) -> Result<ObserverRecord, ApiError> {
         let r = ObserverRef::parse(observer_ref).ok_or(ApiError::NotFound)?;
         let obs = items::read_observer(&*self.store, r.as_str()).await?.ok_or(ApiError::NotFound)?;
-        if obs.account_id != s.account_id {
+        if obs.account_id != s.account_id || !self.session_tenant(s).admits_observer(&obs) {
             return Err(ApiError::NotFound);
         }
         Ok(obs)

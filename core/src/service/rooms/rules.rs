@@ -168,6 +168,7 @@ mod tests {
             created_at: Utc::now(),
             claim_expires_at,
             schema_version: 1,
+            tenant_ref: None,
         }
     }
 

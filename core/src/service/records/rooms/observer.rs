@@ -21,7 +21,10 @@ pub enum ObserverState {
     Disconnected,
 }
 
-/// The stored observer record (its claim item carries a copy until consumed).
+/// The stored observer record (its claim item carries a copy until consumed), with the
+/// tenant of the browser session that created it as an attribute only (none on an observer
+/// stored before observers recorded their tenant: such an observer is read by no one, see
+/// [`super::tenant`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ObserverRecord {
     pub observer_ref: String,
@@ -38,19 +41,27 @@ pub struct ObserverRecord {
     pub claim_expires_at: i64,
     #[serde(default = "version::first", skip_serializing_if = "version::is_first")]
     pub schema_version: u32,
+    /// The creating session's tenant reference: the `tenant_ref` attribute, never in the body.
+    #[serde(skip)]
+    pub tenant_ref: Option<String>,
 }
 
 impl ObserverRecord {
     pub fn to_item(&self) -> Result<Item, ApiError> {
         let k = observer_key(&self.observer_ref);
-        Ok(Item::new(k.pk, k.sk)
+        let item = Item::new(k.pk, k.sk)
             .with_s(STATUS, tag(&self.status))
             .with_s(ACCOUNT_ID, &self.account_id)
-            .with_s(BODY, text(self)?))
+            .with_s(BODY, text(self)?);
+        Ok(match &self.tenant_ref {
+            Some(t) => item.with_s(TENANT_REF, t),
+            None => item,
+        })
     }
 
     pub fn from_item(item: &Item) -> Result<Self, ApiError> {
-        body(item, "observer without body")
+        let observer: Self = body(item, "observer without body")?;
+        Ok(ObserverRecord { tenant_ref: item.s(TENANT_REF).map(str::to_owned), ..observer })
     }
 }
 
@@ -83,11 +94,15 @@ impl Claim {
         item.s(ACCOUNT_ID)
     }
 
+    /// The claim, its copy of the observer carrying the claim's tenant (the observer's:
+    /// both are written from the one issuing session).
     pub fn from_item(item: &Item) -> Result<Self, ApiError> {
+        let tenant_ref = item.s(TENANT_REF).map(str::to_owned);
+        let observer: ObserverRecord = body(item, "claim without body")?;
         Ok(Claim {
-            observer: body(item, "claim without body")?,
+            observer: ObserverRecord { tenant_ref: tenant_ref.clone(), ..observer },
             expires_at: item.n(EXPIRES_AT).unwrap_or(0),
-            tenant_ref: item.s(TENANT_REF).map(str::to_owned),
+            tenant_ref,
         })
     }
 }

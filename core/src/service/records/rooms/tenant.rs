@@ -4,9 +4,11 @@
 //! attribute and belongs to [`LEGACY_TENANT`], the tenant of the development setup that
 //! wrote it. Memberships, listing entries, sources and bindings live under their room,
 //! so the room's tenant is theirs. A chat claim item carries the tenant of the browser
-//! session that issued it the same way. Must not depend on the use cases above the kernel.
+//! session that issued it the same way. A chat observer records its creating session's
+//! tenant too, but an observer stored without one belongs to no tenant: it is read by no
+//! one (fail closed). Must not depend on the use cases above the kernel.
 
-use super::{RoomRecord, TENANT_REF};
+use super::{ObserverRecord, RoomRecord, TENANT_REF};
 use crate::domain::account::tenant_ref;
 use crate::store::{Cond, Item};
 
@@ -49,6 +51,13 @@ impl RoomTenant {
             Some(t) => self.tenant_ref.as_ref() == Some(t),
             None => self.legacy,
         }
+    }
+
+    /// True when the observer was created under this tenant: its recorded tenant is this
+    /// one's. An observer without a tenant (stored before observers recorded it) and a
+    /// session without one admit nothing.
+    pub fn admits_observer(&self, observer: &ObserverRecord) -> bool {
+        observer.tenant_ref.is_some() && observer.tenant_ref == self.tenant_ref
     }
 
     /// The same rule on a stored room or claim item, as a condition (for writes and
@@ -106,5 +115,49 @@ mod tests {
             }
             assert!(!t.admits_item(None));
         }
+    }
+
+    /// An observer as stored before observers recorded their tenant.
+    fn stored_observer() -> ObserverRecord {
+        let body = r#"{"observer_ref":"obs_a","account_id":"acct_b","chat_hash":"c","claim_hash":"h","status":"awaiting_claim","binding_ref":null,"run_id":null,"snapshot_ref":null,"snapshot_message_count":0,"snapshot_char_count":0,"created_at":"2026-01-01T00:00:00Z","claim_expires_at":1}"#;
+        let k = crate::service::records::rooms::observer_key("obs_a");
+        ObserverRecord::from_item(&Item::new(k.pk, k.sk).with_s(crate::service::records::BODY, body)).unwrap()
+    }
+
+    #[test]
+    fn an_observer_belongs_to_the_tenant_it_records_and_one_without_a_tenant_to_no_one() {
+        let a = RoomTenant::of("https://issuer", "tenant-a");
+        let b = RoomTenant::of("https://issuer", "tenant-b");
+        let legacy = RoomTenant::of("https://issuer", LEGACY_TENANT);
+        let old_session = RoomTenant::of_session(None, "https://issuer");
+        let old = stored_observer();
+        let of_a = ObserverRecord { tenant_ref: a.tenant_ref().map(str::to_owned), ..old.clone() };
+        // The tenant is an attribute beside the unchanged body, and survives a round trip.
+        let item = of_a.to_item().unwrap();
+        assert_eq!(item.s(TENANT_REF), a.tenant_ref());
+        assert!(!item.s(crate::service::records::BODY).unwrap().contains("tenant"));
+        assert_eq!(ObserverRecord::from_item(&item).unwrap(), of_a);
+        assert!(a.admits_observer(&of_a));
+        for t in [&b, &legacy, &old_session] {
+            assert!(!t.admits_observer(&of_a), "{t:?}");
+        }
+        for t in [&a, &b, &legacy, &old_session] {
+            assert!(!t.admits_observer(&old), "{t:?}");
+        }
+    }
+
+    #[test]
+    fn a_claims_copy_of_its_observer_carries_the_claims_tenant() {
+        let a = RoomTenant::of("https://issuer", "tenant-a");
+        let observer = stored_observer();
+        let observer = ObserverRecord { tenant_ref: a.tenant_ref().map(str::to_owned), ..observer };
+        let claim = crate::service::records::rooms::Claim {
+            observer: observer.clone(),
+            expires_at: 1,
+            tenant_ref: observer.tenant_ref.clone(),
+        };
+        let back = crate::service::records::rooms::Claim::from_item(&claim.to_item().unwrap()).unwrap();
+        assert_eq!(back, claim);
+        assert!(a.admits_observer(&back.observer));
     }
 }

@@ -1,0 +1,279 @@
+//! The run console: `/runs` (the signed-in account's runs under the owner tuple the browser
+//! signed in with,
+//! newest first, cursor-paged, filterable by status) and `/runs/{run_id}` (the timeline,
+//! pending questions, evidence with provenance, the verified terminal product and the
+//! Cancel button), with their same-origin JSON twins under `/api/account/runs`. Cookie
+//! lane only: no bearer is read. The run page's one script polls the events twin with
+//! `after_seq` and cancels through the run's own cancel (`RunService::cancel_run`, the
+//! person as its actor).
+
+use crate::domain::event::EventKind;
+use crate::domain::run::{Authority, CancelRequest, RunListQuery, TerminalProduct};
+use crate::domain::wire::{EventPageView, EvidenceBundleView, RunView, to_value};
+use crate::error::ApiError;
+use crate::http::idempotent;
+use crate::http::pages::actor::{PageActor, PersonActor};
+use crate::http::pages::{Asset, Csp, Page, Referrer, page_headers};
+use crate::http::query::empty_request;
+use crate::http::{AppState, Group, IdemKey, JsonBody, pipeline, run_response};
+use askama::Template;
+use axum::extract::{Path, RawQuery, State};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use chrono::{DateTime, Utc};
+
+pub const CONSOLE_SCRIPT_PATH: &str = "/runs/static/console.js";
+
+pub fn router(state: AppState) -> Router {
+    Router::new()
+        .route("/runs", get(runs_page))
+        .route("/runs/{run_id}", get(run_page))
+        .route(CONSOLE_SCRIPT_PATH, get(console_script))
+        .route("/api/account/runs", get(list))
+        .route("/api/account/runs/{run_id}", get(inspect))
+        .route("/api/account/runs/{run_id}/events", get(events))
+        .route("/api/account/runs/{run_id}/evidence", get(evidence))
+        .route("/api/account/runs/{run_id}/cancel", post(cancel))
+        .layer(axum::middleware::from_fn_with_state((state.clone(), Group::Account), pipeline))
+        .layer(page_headers(&state, Csp::SameOriginScript, Referrer::SameOrigin))
+        .with_state(state)
+}
+
+const CONSOLE_SCRIPT: &str = include_str!("../../../templates/console.js");
+
+async fn console_script() -> Asset {
+    Asset::script(CONSOLE_SCRIPT)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pages
+
+/// How long ago `at` was, as a person says it.
+fn age(at: DateTime<Utc>, now: DateTime<Utc>) -> String {
+    let s = (now - at).num_seconds().max(0);
+    match s {
+        0..60 => format!("{s} s ago"),
+        60..3600 => format!("{} min ago", s / 60),
+        3600..86400 => format!("{} h ago", s / 3600),
+        _ => format!("{} days ago", s / 86400),
+    }
+}
+
+/// The wire name of a status (`running`, `needs_input`, ...).
+fn name<T: serde::Serialize>(status: &T) -> String {
+    serde_json::to_value(status).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
+}
+
+/// A run's three statuses by their wire names.
+struct Statuses {
+    lifecycle: String,
+    completion: String,
+    authority: String,
+}
+
+impl Statuses {
+    fn of(run: &RunView) -> Self {
+        Statuses {
+            lifecycle: name(&run.lifecycle_status),
+            completion: name(&run.completion_status),
+            authority: name(&run.terminal_authority_status),
+        }
+    }
+}
+
+/// One row of `/runs`.
+struct RunRow {
+    run: RunView,
+    statuses: Statuses,
+    age: String,
+}
+
+#[derive(Template)]
+#[template(path = "runs.html")]
+struct RunsPage {
+    rows: Vec<RunRow>,
+    /// The status the list is filtered by (empty: every run).
+    status: String,
+    next_cursor: Option<String>,
+}
+
+/// The raw `status` of a query, for the page's filter form and next-page link.
+fn status_of(raw: Option<&str>) -> String {
+    raw.unwrap_or("").split('&').find_map(|p| p.strip_prefix("status=")).unwrap_or_default().to_owned()
+}
+
+/// `GET /runs[?status=…][&cursor=…]` (signed out: sent to sign in, and back).
+async fn runs_page(
+    State(state): State<AppState>,
+    PageActor(person): PageActor,
+    RawQuery(q): RawQuery,
+) -> Result<Response, ApiError> {
+    let query = RunListQuery::parse(q.as_deref())?;
+    let listed = state.services.runs.list_runs(&person, &query).await?;
+    let now = state.services.clock.now();
+    let rows = listed
+        .runs
+        .into_iter()
+        .map(|run| RunRow { age: age(run.created_at, now), statuses: Statuses::of(&run), run })
+        .collect();
+    let status = status_of(q.as_deref());
+    Ok(Page(RunsPage { rows, status, next_cursor: listed.next_cursor }).into_response())
+}
+
+/// One event on the timeline, with its human label.
+struct TimelineEntry {
+    seq: u64,
+    kind: String,
+    label: &'static str,
+    created_at: String,
+}
+
+/// One evidence item with its provenance.
+struct EvidenceRow {
+    reference: String,
+    family: String,
+    source: String,
+    step: u32,
+    current: bool,
+    excerpt: String,
+}
+
+#[derive(Template)]
+#[template(path = "run.html")]
+struct RunPage {
+    run: RunView,
+    statuses: Statuses,
+    age: String,
+    timeline: Vec<TimelineEntry>,
+    last_seq: u64,
+    labels: Vec<(String, &'static str)>,
+    evidence: EvidenceBundleView,
+    rows: Vec<EvidenceRow>,
+    terminal: bool,
+    /// The verified terminal product, when terminal authority was granted.
+    product: Option<TerminalProduct>,
+}
+
+async fn run_page(
+    State(state): State<AppState>,
+    PageActor(person): PageActor,
+    Path(run_id): Path<String>,
+    RawQuery(q): RawQuery,
+) -> Result<Response, ApiError> {
+    empty_request(q.as_deref(), b"")?;
+    let (run, evidence, events) = state.services.runs.run_page(&person, &run_id, 200).await?;
+    let timeline: Vec<TimelineEntry> = events
+        .events
+        .iter()
+        .map(|e| TimelineEntry {
+            seq: e.seq,
+            kind: e.kind.name(),
+            label: e.kind.label(),
+            created_at: e.created_at.format("%Y-%m-%d %H:%M:%S UTC").to_string(),
+        })
+        .collect();
+    let steps_used = run.budget.steps_used;
+    let rows = evidence
+        .evidence
+        .iter()
+        .map(|i| EvidenceRow {
+            reference: i.reference.clone(),
+            family: i.family.clone(),
+            source: i.source.clone(),
+            step: i.step,
+            current: i.step == steps_used,
+            excerpt: i.excerpt.clone(),
+        })
+        .collect();
+    let product = (run.terminal_authority_status == Authority::Authorized)
+        .then(|| run.latest_result.as_ref().and_then(|r| r.terminal_product.clone()))
+        .flatten();
+    let labels = EventKind::labels();
+    let now = state.services.clock.now();
+    let page = RunPage {
+        age: age(run.created_at, now),
+        statuses: Statuses::of(&run),
+        terminal: run.completion_status.is_terminal(),
+        last_seq: events.next_after_seq,
+        run,
+        timeline,
+        labels,
+        evidence,
+        rows,
+        product,
+    };
+    Ok(Page(page).into_response())
+}
+
+// ---------------------------------------------------------------------------------------------
+// JSON twins (same-origin)
+
+async fn list(
+    State(state): State<AppState>,
+    PersonActor(person): PersonActor,
+    RawQuery(q): RawQuery,
+) -> Result<Response, ApiError> {
+    let query = RunListQuery::parse(q.as_deref())?;
+    Ok(Json(to_value(&state.services.runs.list_runs(&person, &query).await?)).into_response())
+}
+
+async fn inspect(
+    State(state): State<AppState>,
+    PersonActor(person): PersonActor,
+    Path(run_id): Path<String>,
+    RawQuery(q): RawQuery,
+) -> Result<Response, ApiError> {
+    empty_request(q.as_deref(), b"")?;
+    let run = state.services.runs.inspect_run(&person, &run_id).await?;
+    Ok(run_response(http::StatusCode::OK, to_value(&run)))
+}
+
+async fn events(
+    State(state): State<AppState>,
+    PersonActor(person): PersonActor,
+    Path(run_id): Path<String>,
+    RawQuery(q): RawQuery,
+) -> Result<Response, ApiError> {
+    let (after, limit) = crate::http::query::event_query(q.as_deref())?;
+    let page: EventPageView = state.services.runs.list_events(&person, &run_id, after, limit).await?;
+    Ok(Json(to_value(&page)).into_response())
+}
+
+async fn evidence(
+    State(state): State<AppState>,
+    PersonActor(person): PersonActor,
+    Path(run_id): Path<String>,
+    RawQuery(q): RawQuery,
+) -> Result<Response, ApiError> {
+    empty_request(q.as_deref(), b"")?;
+    Ok(Json(to_value(&state.services.runs.run_evidence(&person, &run_id).await?)).into_response())
+}
+
+/// The person's cancel: `Idempotency-Key` and `{expected_version, reason?}` as on the
+/// bearer route; the answer is the run (200), replayed for a retry of the same key.
+async fn cancel(
+    State(state): State<AppState>,
+    PersonActor(person): PersonActor,
+    Path(run_id): Path<String>,
+    IdemKey(key): IdemKey,
+    JsonBody(req): JsonBody<CancelRequest>,
+) -> Result<Response, ApiError> {
+    let m = state.services.runs.cancel_run(&person, &run_id, &key, req).await?;
+    Ok(idempotent::mutation_response(m, run_response))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ages_read_as_a_person_says_them() {
+        let now = Utc::now();
+        assert_eq!(age(now - chrono::Duration::seconds(5), now), "5 s ago");
+        assert_eq!(age(now - chrono::Duration::minutes(3), now), "3 min ago");
+        assert_eq!(age(now - chrono::Duration::hours(2), now), "2 h ago");
+        assert_eq!(age(now - chrono::Duration::days(4), now), "4 days ago");
+        assert_eq!(age(now + chrono::Duration::seconds(5), now), "0 s ago");
+    }
+}
