@@ -7,7 +7,7 @@ use axum::middleware::Next;
 use axum::response::Response;
 use http::{HeaderValue, Method, StatusCode};
 
-use crate::service::Mutation;
+use crate::service::{Mutation, MutationView};
 
 pub const IDEMPOTENCY_REPLAYED: &str = "idempotency-replayed";
 
@@ -28,24 +28,15 @@ async fn replayed_false_by_default(req: Request, next: Next) -> Response {
     res
 }
 
-/// Where a created resource lives: `{under}/{body[id_field]}`.
-pub struct Created {
-    pub id_field: &'static str,
-    pub under: &'static str,
-}
-
 /// A mutation's answer, fresh or replayed: its stored status and body rendered by
-/// `render`, with `Idempotency-Replayed` and, for a `201` when `created` names where, a
-/// `Location`.
-pub fn mutation_response(
-    m: Mutation,
+/// `render`, with `Idempotency-Replayed` and, for a `201` of a view with an address, its
+/// `Location` ([`MutationView`]).
+pub fn mutation_response<V: MutationView>(
+    m: Mutation<V>,
     render: impl FnOnce(StatusCode, serde_json::Value) -> Response,
-    created: Option<Created>,
 ) -> Response {
     let status = StatusCode::from_u16(m.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let location = created
-        .filter(|_| status == StatusCode::CREATED)
-        .and_then(|c| m.body.get(c.id_field).and_then(|v| v.as_str()).map(|id| format!("{}/{id}", c.under)));
+    let location = m.location();
     let mut res = render(status, m.body);
     let h = res.headers_mut();
     h.insert(IDEMPOTENCY_REPLAYED, HeaderValue::from_static(if m.replayed { "true" } else { "false" }));
@@ -58,6 +49,7 @@ pub fn mutation_response(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::room::RoomView;
     use axum::response::IntoResponse;
     use serde_json::json;
 
@@ -67,16 +59,16 @@ mod tests {
 
     #[test]
     fn a_fresh_create_says_not_replayed_and_where_it_lives() {
-        let m = Mutation { status: 201, body: json!({"room_id": "room_1"}), replayed: false };
-        let res = mutation_response(m, json, Some(Created { id_field: "room_id", under: "/api/v1/rooms" }));
+        let m = Mutation::<RoomView>::answered(201, json!({"room_id": "room_1"}), false);
+        let res = mutation_response(m, json);
         assert_eq!(res.headers()[IDEMPOTENCY_REPLAYED], "false");
         assert_eq!(res.headers()[http::header::LOCATION], "/api/v1/rooms/room_1");
     }
 
     #[test]
     fn a_replayed_refusal_says_replayed_without_a_location() {
-        let m = Mutation { status: 409, body: json!({"room_id": "room_1"}), replayed: true };
-        let res = mutation_response(m, json, Some(Created { id_field: "room_id", under: "/api/v1/rooms" }));
+        let m = Mutation::<RoomView>::answered(409, json!({"room_id": "room_1"}), true);
+        let res = mutation_response(m, json);
         assert_eq!(res.status(), 409);
         assert_eq!(res.headers()[IDEMPOTENCY_REPLAYED], "true");
         assert!(!res.headers().contains_key(http::header::LOCATION));

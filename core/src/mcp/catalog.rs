@@ -13,9 +13,12 @@ use rmcp::model::{
 use serde_json::{Value, json};
 
 use super::apps::{self, AppView, RUN_VIEW};
-use super::tools::Handler;
+use std::future::Future;
+
+use super::tools::{Cx, Handler, Reply};
 use crate::domain::schema::output_schema_of;
 use crate::domain::wire::McpErrorView;
+use crate::error::ApiError;
 use crate::http::Group;
 use crate::service::runs::RunMutation;
 
@@ -47,14 +50,53 @@ pub struct ToolSpec {
     pub scopes: &'static [&'static str],
     pub hints: Hints,
     pub input: fn() -> JsonObject,
-    /// The published `outputSchema` ([`or_error`], or [`error_only`]).
-    pub output: fn() -> JsonObject,
+    /// The handler and the `outputSchema` it publishes, made from one handler ([`tool_io`]).
+    pub io: Io,
     pub prefetch: Prefetch,
-    pub call: Handler,
     /// The MCP App view (`_meta.ui.resourceUri`) hosts render this tool's results in, for
     /// clients that declare the `io.modelcontextprotocol/ui` extension ([`super::apps`]).
     pub view: Option<&'static AppView>,
 }
+
+/// A row's handler and its published `outputSchema` ([`or_error`] of the view the handler
+/// answers with, or [`error_only`]); built by [`tool_io`] from the handler alone, so the
+/// schema a tool publishes is the type its handler returns.
+pub struct Io {
+    pub output: fn() -> JsonObject,
+    pub call: Handler,
+}
+
+/// The `outputSchema` of a tool whose handler is `handler`: its result's [`Reply::output`].
+/// A handler whose result is no [`Reply`] does not compile (see [`Reply`]); one whose
+/// result is, publishes that result's schema:
+///
+/// ```
+/// use helix_core::error::ApiError;
+/// use helix_core::mcp::catalog::{error_only, output_of};
+/// use helix_core::mcp::tools::Cx;
+/// async fn refused(_: Cx<'_>, _: serde_json::Value) -> Result<serde_json::Value, ApiError> {
+///     Err(ApiError::CommandExecutionNotEnabled)
+/// }
+/// assert_eq!(output_of(refused), error_only());
+/// ```
+pub fn output_of<'a, A, F, Fut, R>(_handler: F) -> JsonObject
+where
+    F: FnOnce(Cx<'a>, A) -> Fut,
+    Fut: Future<Output = Result<R, ApiError>>,
+    R: Reply,
+{
+    R::output()
+}
+
+/// `tool_io!(runs::start)`: the [`Io`] of a row, its output schema and its call both from
+/// the one handler named.
+#[macro_export]
+macro_rules! tool_io {
+    ($handler:path) => {
+        $crate::mcp::catalog::Io { output: || $crate::mcp::catalog::output_of($handler), call: |c| c.run($handler) }
+    };
+}
+pub use tool_io;
 
 /// How a server describes itself (`initialize`, `server/discover`).
 pub struct Server {
@@ -167,7 +209,7 @@ fn build(spec: &ToolSpec) -> (Value, Tool) {
     meta.insert("securitySchemes".into(), security_schemes(spec));
     let tool = Tool::new(spec.name, spec.description, Arc::new(input.clone()))
         .with_title(spec.title)
-        .with_raw_output_schema(Arc::new((spec.output)()))
+        .with_raw_output_schema(Arc::new((spec.io.output)()))
         .with_annotations(annotations)
         .with_meta(meta);
     (Value::Object(input), tool)
@@ -291,7 +333,7 @@ mod tests {
         for spec in every_row() {
             let input = catalog_of(spec).input_schema(spec.name).unwrap();
             assert_eq!(unsupported_keywords(input), Vec::<String>::new(), "{} input", spec.name);
-            let output = Value::Object((spec.output)());
+            let output = Value::Object((spec.io.output)());
             assert_eq!(unsupported_keywords(&output), Vec::<String>::new(), "{} output", spec.name);
         }
     }

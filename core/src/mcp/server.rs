@@ -23,7 +23,7 @@ use super::tools::{Call, Outcome};
 use crate::domain::wire::{self, McpErrorView, NotAnAnswer};
 use crate::error::ApiError;
 use crate::http::{AppState, Invocation, RequestId, challenge, resource_metadata_url};
-use crate::service::Caller;
+use crate::service::{Actor, Caller};
 
 /// Protocol revisions served, oldest first. `initialize` negotiates among the ones with a
 /// handshake; 2026-07-28 clients negotiate per request (`server/discover`).
@@ -66,7 +66,8 @@ impl HelixMcp {
 
 /// The per-request values the HTTP handler put into the request extensions.
 pub(crate) struct CallContext {
-    principal: Option<Caller>,
+    /// The agent the front authenticated (the MCP lane has no other kind of actor).
+    principal: Option<Actor>,
     request_id: String,
     invocation: Invocation,
 }
@@ -75,7 +76,7 @@ impl CallContext {
     /// Takes the values out of the request's extensions (the direct path owns them).
     pub(crate) fn take(ext: &mut http::Extensions) -> Self {
         CallContext {
-            principal: ext.remove::<Caller>(),
+            principal: ext.remove::<Caller>().map(Actor::Agent),
             request_id: ext.get::<RequestId>().map(|r| r.0.clone()).unwrap_or_default(),
             invocation: ext.get::<Invocation>().copied().unwrap_or_default(),
         }
@@ -85,7 +86,7 @@ impl CallContext {
 fn call_context(ctx: &RequestContext<RoleServer>) -> CallContext {
     let ext = ctx.extensions.get::<http::request::Parts>().map(|p| &p.extensions);
     CallContext {
-        principal: ext.and_then(|e| e.get::<Caller>()).cloned(),
+        principal: ext.and_then(|e| e.get::<Caller>()).cloned().map(Actor::Agent),
         request_id: ext.and_then(|e| e.get::<RequestId>()).map(|r| r.0.clone()).unwrap_or_default(),
         invocation: ext.and_then(|e| e.get::<Invocation>()).copied().unwrap_or_default(),
     }
@@ -125,8 +126,8 @@ impl HelixMcp {
             tracing::info!(request_id = %cx.request_id, tool = spec.name, "mcp tool arguments off the input schema");
             return self.error_output(&err, &cx.request_id);
         }
-        let call = Call { services: &self.state.services, caller: &principal, arguments, invocation: cx.invocation };
-        match (spec.call)(call).await {
+        let call = Call { services: &self.state.services, actor: &principal, arguments, invocation: cx.invocation };
+        match (spec.io.call)(call).await {
             Ok(outcome) => framed(outcome),
             Err(err) => {
                 tracing::info!(request_id = %cx.request_id, tool = spec.name, code = err.code(), "mcp tool refused");
@@ -180,13 +181,13 @@ fn framed(outcome: Outcome) -> ToolOutput {
     match outcome {
         Outcome::Value(v) => ToolOutput { content: Content::Value(v), is_error: false, meta: None },
         Outcome::Object(json) => ToolOutput { content: Content::Object(json), is_error: false, meta: None },
-        Outcome::Mutation(m) => {
+        Outcome::Mutation { status, body, replayed } => {
             // A replayed receipt may hold a stored error response; it stays an error, and
             // carries the four false flags like every MCP result.
-            let is_error = m.status >= 400;
-            let content = if is_error { with_false_flags(m.body) } else { m.body };
+            let is_error = status >= 400;
+            let content = if is_error { with_false_flags(body) } else { body };
             let mut meta = MetaObject::new();
-            meta.insert(REPLAYED_META.into(), Value::Bool(m.replayed));
+            meta.insert(REPLAYED_META.into(), Value::Bool(replayed));
             ToolOutput { content: Content::Value(content), is_error, meta: Some(meta) }
         }
     }
@@ -353,8 +354,8 @@ impl Content {
 
 impl ToolOutput {
     /// A mutation's answer, fresh or replayed, as a tool result.
-    pub(crate) fn of_mutation(m: crate::service::Mutation) -> Self {
-        framed(Outcome::Mutation(m))
+    pub(crate) fn of_mutation<V>(m: crate::service::Mutation<V>) -> Self {
+        framed(Outcome::Mutation { status: m.status, body: m.body, replayed: m.replayed })
     }
 
     /// The SDK's result (`structured` / `structured_error`, then the `_meta`).

@@ -7,9 +7,11 @@
 //! Must not depend on `http` or `mcp`.
 
 pub mod accounts;
+pub mod actor;
 pub mod cancel_watch;
 pub mod embodiment;
 pub mod limits;
+pub mod mutation;
 pub mod oauth;
 pub mod records;
 pub mod rooms;
@@ -23,7 +25,9 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use chrono::{DateTime, Duration, Utc};
 
 pub use accounts::AccountService;
+pub use actor::Actor;
 pub use embodiment::EmbodimentService;
+pub use mutation::{Mutation, MutationView};
 pub use oauth::OAuthService;
 pub use rooms::RoomService;
 pub use runs::RunService;
@@ -123,12 +127,4 @@ impl std::ops::Deref for Caller {
     fn deref(&self) -> &Principal {
         &self.principal
     }
-}
-
-/// The result of a mutation: the response to send (fresh or replayed from its receipt).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Mutation {
-    pub status: u16,
-    pub body: serde_json::Value,
-    pub replayed: bool,
 }

@@ -8,7 +8,6 @@
 //! service: it reads room evidence and probes through [`SourceService`]; no feature
 //! depends on it. Must not depend on `http` or `mcp`.
 
-mod actor;
 mod admission;
 mod approval;
 mod background;
@@ -16,7 +15,7 @@ mod continuation;
 mod ending;
 mod listing;
 
-pub use actor::Actor;
+pub use super::Actor;
 pub use background::{BackgroundTurn, Continued, RETRY_AFTER, TurnState};
 
 use std::collections::HashMap;
@@ -33,7 +32,7 @@ use crate::domain::ids::{IdempotencyKey, RunId};
 use crate::domain::run::{Run, StartRequest};
 use crate::domain::scopes::oauth_scopes_of;
 use crate::domain::scopes::{RUNS_READ, RUNS_WRITE};
-use crate::domain::wire::{EventPageView, EvidenceBundleView, RunJson};
+use crate::domain::wire::{EventPageView, EvidenceBundleView, RunView};
 use crate::error::ApiError;
 use crate::executor::TurnExecutor;
 use crate::store::{Cond, Item, Key};
@@ -124,8 +123,8 @@ pub enum RunMutation {
     Cancel,
 }
 
-fn completed(status: u16, body: &Value, replayed: bool) -> Mutation {
-    Mutation { status, body: body.clone(), replayed }
+fn completed(status: u16, body: &Value, replayed: bool) -> Mutation<RunView> {
+    Mutation::answered(status, body.clone(), replayed)
 }
 
 /// Runs: start, reads, continue (the turn through the executor) and the endings.
@@ -151,24 +150,29 @@ impl RunService {
     }
 
     /// What an existing receipt answers for a retry carrying `request_hash`.
-    pub(super) fn answer_from_receipt(&self, item: &Item, request_hash: &str) -> Result<Mutation, ApiError> {
-        answer_from_receipt(item, request_hash, self.clock.epoch())
+    pub(super) fn answer_from_receipt(&self, item: &Item, request_hash: &str) -> Result<Mutation<RunView>, ApiError> {
+        answer_from_receipt(item, request_hash, self.clock.epoch()).map(Mutation::from)
     }
 
-    /// The caller's run, from the authentication read when the transport prefetched it.
-    async fn owned_run(&self, p: &Caller, run_id: &str) -> Result<Run, ApiError> {
+    /// The actor's run, from the authentication read when the transport prefetched it.
+    async fn owned_run(&self, actor: &Actor, run_id: &str) -> Result<Run, ApiError> {
         let id = RunId::parse(run_id).ok_or(ApiError::NotFound)?;
         let key = run_key(id.as_str());
-        let item = match p.prefetched(&key) {
+        let item = match actor.prefetched(&key) {
             Some(item) => item,
             None => self.store.get(&key).await?,
         };
-        owned(p, &item.ok_or(ApiError::NotFound)?)
+        actor.owns(&item.ok_or(ApiError::NotFound)?)
     }
 
     // ---------- start ----------
 
-    pub async fn start_run(&self, p: &Caller, key: &IdempotencyKey, req: StartRequest) -> Result<Mutation, ApiError> {
+    pub async fn start_run(
+        &self,
+        p: &Caller,
+        key: &IdempotencyKey,
+        req: StartRequest,
+    ) -> Result<Mutation<RunView>, ApiError> {
         // A refusal names the data scopes' OAuth scopes too: the whole set the start needs.
         p.require_all(&[RUNS_WRITE], &oauth_scopes_of(&req.database_scope, &self.config.database_scopes))?;
         let body = serde_json::to_value(&req).map_err(ApiError::internal)?;
@@ -201,28 +205,30 @@ impl RunService {
 
     // ---------- reads ----------
 
-    pub async fn inspect_run(&self, p: &Caller, run_id: &str) -> Result<RunJson, ApiError> {
-        p.require(&[RUNS_READ])?;
-        Ok(self.owned_run(p, run_id).await?.observed_json(self.clock.epoch()))
+    /// The actor's run as inspect shows it (observed: a run held by a turn reads
+    /// `running`); [`crate::domain::wire::RunJson::of`] is its bearer form.
+    pub async fn inspect_run(&self, actor: &Actor, run_id: &str) -> Result<RunView, ApiError> {
+        actor.require(&[RUNS_READ])?;
+        Ok(RunView::observed(&self.owned_run(actor, run_id).await?, self.clock.epoch()))
     }
 
-    /// `helix.agent_run.evidence_bundle.v1` of the caller's run.
-    pub async fn run_evidence(&self, p: &Caller, run_id: &str) -> Result<EvidenceBundleView, ApiError> {
-        p.require(&[RUNS_READ])?;
-        Ok(EvidenceBundleView::of(&self.owned_run(p, run_id).await?))
+    /// `helix.agent_run.evidence_bundle.v1` of the actor's run.
+    pub async fn run_evidence(&self, actor: &Actor, run_id: &str) -> Result<EvidenceBundleView, ApiError> {
+        actor.require(&[RUNS_READ])?;
+        Ok(EvidenceBundleView::of(&self.owned_run(actor, run_id).await?))
     }
 
-    /// One page of the caller's run's events (`helix.agent_run.event_page.v1`).
+    /// One page of the actor's run's events (`helix.agent_run.event_page.v1`).
     pub async fn list_events(
         &self,
-        p: &Caller,
+        actor: &Actor,
         run_id: &str,
         after_seq: u64,
         limit: u32,
     ) -> Result<EventPageView, ApiError> {
-        p.require(&[RUNS_READ])?;
+        actor.require(&[RUNS_READ])?;
         crate::domain::run::check_event_limit(limit)?;
-        let run = self.owned_run(p, run_id).await?;
+        let run = self.owned_run(actor, run_id).await?;
         let page = events_after(&*self.store, &run.run_id, after_seq, limit as usize).await?;
         Ok(EventPageView::new(&run.run_id, page.events, after_seq, page.has_more))
     }
@@ -257,7 +263,7 @@ enum RunWrite {
 
 /// The outcome of committing a completed mutation.
 enum Commit {
-    Done(Mutation),
+    Done(Mutation<RunView>),
     /// The run changed since it was read (its compare-and-set failed).
     RunChanged,
 }
@@ -308,7 +314,7 @@ fn owned(p: &Caller, item: &Item) -> Result<Run, ApiError> {
 
 /// The run in `item` if it belongs to `owner_hash`: another owner's run is
 /// indistinguishable from a missing one.
-fn owned_by(owner_hash: &str, item: &Item) -> Result<Run, ApiError> {
+pub(super) fn owned_by(owner_hash: &str, item: &Item) -> Result<Run, ApiError> {
     if !is_owned_by(item, owner_hash) {
         return Err(ApiError::NotFound);
     }

@@ -5,9 +5,11 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Extension, Router};
 
+use super::actor::AgentActor;
 use crate::domain::run::{CancelRequest, ContinueRequest, RunListQuery, StartRequest};
+use crate::domain::wire::{RunJson, RunView};
 use crate::error::ApiError;
-use crate::http::idempotent::{self, Created};
+use crate::http::idempotent;
 use crate::http::query::event_query;
 use crate::http::{AppState, Authed, Group, IdemKey, Invocation, JsonBody, pipeline, run_json_response, run_response};
 use crate::service::Mutation;
@@ -39,8 +41,8 @@ async fn method_not_allowed_get() -> ApiError {
 }
 
 /// A start, continue or cancel answer; a fresh or replayed start also says where its run lives.
-fn mutation_response(m: Mutation) -> Response {
-    idempotent::mutation_response(m, run_response, Some(Created { id_field: "run_id", under: "/api/v1/agent-runs" }))
+fn mutation_response(m: Mutation<RunView>) -> Response {
+    idempotent::mutation_response(m, run_response)
 }
 
 async fn start(
@@ -53,25 +55,30 @@ async fn start(
 }
 
 /// `GET /api/v1/agent-runs[?status=…][&cursor=…]`: the caller's own runs, newest first.
-async fn list(State(app): State<AppState>, Authed(p): Authed, RawQuery(query): RawQuery) -> Result<Response, ApiError> {
+async fn list(
+    State(app): State<AppState>,
+    AgentActor(agent): AgentActor,
+    RawQuery(query): RawQuery,
+) -> Result<Response, ApiError> {
     let q = RunListQuery::parse(query.as_deref())?;
-    Ok(axum::Json(crate::domain::wire::to_value(&app.services.runs.list_runs(&p, &q).await?)).into_response())
+    Ok(axum::Json(crate::domain::wire::to_value(&app.services.runs.list_runs(&agent, &q).await?)).into_response())
 }
 
 async fn inspect(
     State(app): State<AppState>,
-    Authed(p): Authed,
+    AgentActor(agent): AgentActor,
     Path(run_id): Path<String>,
 ) -> Result<Response, ApiError> {
-    Ok(run_json_response(app.services.runs.inspect_run(&p, &run_id).await?))
+    Ok(run_json_response(RunJson::of(&app.services.runs.inspect_run(&agent, &run_id).await?)))
 }
 
 async fn evidence(
     State(app): State<AppState>,
-    Authed(p): Authed,
+    AgentActor(agent): AgentActor,
     Path(run_id): Path<String>,
 ) -> Result<Response, ApiError> {
-    Ok(axum::Json(crate::domain::wire::to_value(&app.services.runs.run_evidence(&p, &run_id).await?)).into_response())
+    Ok(axum::Json(crate::domain::wire::to_value(&app.services.runs.run_evidence(&agent, &run_id).await?))
+        .into_response())
 }
 
 async fn continue_run(
@@ -112,21 +119,21 @@ fn accepted(run_id: &str, run: crate::domain::wire::RunJson) -> Response {
 
 async fn cancel(
     State(app): State<AppState>,
-    Authed(p): Authed,
+    AgentActor(agent): AgentActor,
     Path(run_id): Path<String>,
     IdemKey(key): IdemKey,
     JsonBody(req): JsonBody<CancelRequest>,
 ) -> Result<Response, ApiError> {
-    Ok(mutation_response(app.services.runs.cancel_run(&p, &run_id, &key, req).await?))
+    Ok(mutation_response(app.services.runs.cancel_run(&agent, &run_id, &key, req).await?))
 }
 
 async fn events(
     State(app): State<AppState>,
-    Authed(p): Authed,
+    AgentActor(agent): AgentActor,
     Path(run_id): Path<String>,
     RawQuery(query): RawQuery,
 ) -> Result<Response, ApiError> {
     let (after, limit) = event_query(query.as_deref())?;
-    Ok(axum::Json(crate::domain::wire::to_value(&app.services.runs.list_events(&p, &run_id, after, limit).await?))
-        .into_response())
+    let page = app.services.runs.list_events(&agent, &run_id, after, limit).await?;
+    Ok(axum::Json(crate::domain::wire::to_value(&page)).into_response())
 }

@@ -2,6 +2,7 @@
 //! player-embodiment twins of the MCP tools, and the protected-resource metadata. These
 //! routes never read the cookie: nothing here imports `browser` or `pages`.
 
+pub mod actor;
 pub mod agent_runs;
 pub mod discovery;
 pub mod player_actions;

@@ -11,6 +11,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::actor::AgentActor;
 use crate::domain::embodiment::Action;
 use crate::error::ApiError;
 use crate::http::idempotent;
@@ -67,19 +68,20 @@ pub struct ControlBody {
 
 async fn subjects(
     State(app): State<AppState>,
-    Authed(p): Authed,
+    AgentActor(agent): AgentActor,
     Path(room_id): Path<String>,
 ) -> Result<Response, ApiError> {
-    Ok(Json(app.services.embodiment.list_subjects(&p, &room_id).await?).into_response())
+    Ok(Json(app.services.embodiment.list_subjects(&agent, &room_id).await?).into_response())
 }
 
 async fn select(
     State(app): State<AppState>,
-    Authed(p): Authed,
+    AgentActor(agent): AgentActor,
     Path(room_id): Path<String>,
     JsonBody(b): JsonBody<SelectBody>,
 ) -> Result<Response, ApiError> {
-    let s = app.services.embodiment.select_subject(&p, &room_id, &b.environment_binding_id, &b.subject_ref).await?;
+    let (binding, subject) = (&b.environment_binding_id, &b.subject_ref);
+    let s = app.services.embodiment.select_subject(&agent, &room_id, binding, subject).await?;
     Ok(Json(s).into_response())
 }
 
@@ -93,7 +95,7 @@ async fn act(
     JsonBody(b): JsonBody<ActionBody>,
 ) -> Result<Response, ApiError> {
     let m = app.services.embodiment.player_action(&p, &room_id, &key, b.environment.as_deref(), &b.action).await?;
-    Ok(idempotent::mutation_response(m, |status, body| (status, Json(body)).into_response(), None))
+    Ok(idempotent::mutation_response(m, |status, body| (status, Json(body)).into_response()))
 }
 
 async fn status(

@@ -10,10 +10,11 @@ use axum::routing::{delete, get, post};
 use axum::{Json, Router};
 use http::StatusCode;
 
+use super::actor::AgentActor;
 use crate::domain::page::cursor_query;
 use crate::domain::room::{ChatClaimRequest, CreateRoomRequest, RunBindingRequest};
 use crate::error::ApiError;
-use crate::http::idempotent::{self, Created};
+use crate::http::idempotent;
 use crate::http::query::{empty_request, no_query};
 use crate::http::{AppState, Authed, Group, IdemKey, JsonBody, pipeline};
 
@@ -64,17 +65,17 @@ async fn create(
     JsonBody(req): JsonBody<CreateRoomRequest>,
 ) -> Result<Response, ApiError> {
     let m = app.services.rooms.create_room(&p, &key, req).await?;
-    Ok(idempotent::mutation_response(m, json, Some(Created { id_field: "room_id", under: "/api/v1/rooms" })))
+    Ok(idempotent::mutation_response(m, json))
 }
 
 async fn inspect(
     State(app): State<AppState>,
-    Authed(p): Authed,
+    AgentActor(agent): AgentActor,
     Path(room_id): Path<String>,
     RawQuery(q): RawQuery,
 ) -> Result<Response, ApiError> {
     no_query(q.as_deref())?;
-    Ok(json(StatusCode::OK, app.services.rooms.inspect_room(&p, &room_id).await?))
+    Ok(json(StatusCode::OK, app.services.rooms.inspect_room(&agent, &room_id).await?))
 }
 
 async fn bind_run(

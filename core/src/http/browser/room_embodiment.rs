@@ -15,6 +15,7 @@ use crate::error::ApiError;
 use crate::http::AppState;
 use crate::http::pages::SameOriginSession;
 use crate::http::pages::flash::Done;
+use crate::service::Actor;
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -40,7 +41,7 @@ async fn select(
     let done = state
         .services
         .embodiment
-        .select_subject_as_person(&s, &f.room_id, &f.environment_binding_id, &f.subject_ref)
+        .select_subject(&Actor::person(&s), &f.room_id, &f.environment_binding_id, &f.subject_ref)
         .await;
     answer(&state, &s, done.map(|_| back_saying(&state, Done::SubjectSelected))).await
 }

@@ -4,7 +4,8 @@
 //! pending questions, evidence with provenance, the verified terminal product and the
 //! Cancel button), with their same-origin JSON twins under `/api/account/runs`. Cookie
 //! lane only: no bearer is read. The run page's one script polls the events twin with
-//! `after_seq` and cancels through the run's own cancel (`RunService::person_cancel`).
+//! `after_seq` and cancels through the run's own cancel (`RunService::cancel_run`, the
+//! person as its actor).
 
 use crate::http::pages::human::{When, when};
 use crate::http::pages::run_status::Statuses;
@@ -13,8 +14,8 @@ use crate::domain::run::{Authority, CancelRequest, RunListQuery, TerminalProduct
 use crate::domain::wire::{EventPageView, EvidenceBundleView, RunView, to_value};
 use crate::error::ApiError;
 use crate::http::idempotent;
-use crate::http::pages::sign_in_first::PageSession;
-use crate::http::pages::{Asset, Csp, Page, Referrer, SameOriginSession, page_headers};
+use crate::http::pages::actor::{PageActor, PersonActor};
+use crate::http::pages::{Asset, Csp, Page, Referrer, page_headers};
 use crate::http::query::empty_request;
 use crate::http::{AppState, Group, IdemKey, JsonBody, pipeline, run_response};
 use askama::Template;
@@ -73,11 +74,11 @@ fn status_of(raw: Option<&str>) -> String {
 /// `GET /runs[?status=…][&cursor=…]` (signed out: sent to sign in, and back).
 async fn runs_page(
     State(state): State<AppState>,
-    PageSession(session): PageSession,
+    PageActor(person): PageActor,
     RawQuery(q): RawQuery,
 ) -> Result<Response, ApiError> {
     let query = RunListQuery::parse(q.as_deref())?;
-    let listed = state.services.runs.person_runs(&session, &query).await?;
+    let listed = state.services.runs.list_runs(&person, &query).await?;
     let now = state.services.clock.now();
     let rows = listed
         .runs
@@ -131,12 +132,12 @@ struct RunPage {
 
 async fn run_page(
     State(state): State<AppState>,
-    PageSession(session): PageSession,
+    PageActor(person): PageActor,
     Path(run_id): Path<String>,
     RawQuery(q): RawQuery,
 ) -> Result<Response, ApiError> {
     empty_request(q.as_deref(), b"")?;
-    let (run, evidence, events) = state.services.runs.person_page(&session, &run_id, 200).await?;
+    let (run, evidence, events) = state.services.runs.run_page(&person, &run_id, 200).await?;
     let now = state.services.clock.now();
     let timeline: Vec<TimelineEntry> = events
         .events
@@ -196,54 +197,54 @@ fn cited(rows: &[EvidenceRow], reference: &str) -> EvidenceRow {
 
 async fn list(
     State(state): State<AppState>,
-    SameOriginSession(session): SameOriginSession,
+    PersonActor(person): PersonActor,
     RawQuery(q): RawQuery,
 ) -> Result<Response, ApiError> {
     let query = RunListQuery::parse(q.as_deref())?;
-    Ok(Json(to_value(&state.services.runs.person_runs(&session, &query).await?)).into_response())
+    Ok(Json(to_value(&state.services.runs.list_runs(&person, &query).await?)).into_response())
 }
 
 async fn inspect(
     State(state): State<AppState>,
-    SameOriginSession(session): SameOriginSession,
+    PersonActor(person): PersonActor,
     Path(run_id): Path<String>,
     RawQuery(q): RawQuery,
 ) -> Result<Response, ApiError> {
     empty_request(q.as_deref(), b"")?;
-    let run = state.services.runs.person_inspect(&session, &run_id).await?;
+    let run = state.services.runs.inspect_run(&person, &run_id).await?;
     Ok(run_response(http::StatusCode::OK, to_value(&run)))
 }
 
 async fn events(
     State(state): State<AppState>,
-    SameOriginSession(session): SameOriginSession,
+    PersonActor(person): PersonActor,
     Path(run_id): Path<String>,
     RawQuery(q): RawQuery,
 ) -> Result<Response, ApiError> {
     let (after, limit) = crate::http::query::event_query(q.as_deref())?;
-    let page: EventPageView = state.services.runs.person_events(&session, &run_id, after, limit).await?;
+    let page: EventPageView = state.services.runs.list_events(&person, &run_id, after, limit).await?;
     Ok(Json(to_value(&page)).into_response())
 }
 
 async fn evidence(
     State(state): State<AppState>,
-    SameOriginSession(session): SameOriginSession,
+    PersonActor(person): PersonActor,
     Path(run_id): Path<String>,
     RawQuery(q): RawQuery,
 ) -> Result<Response, ApiError> {
     empty_request(q.as_deref(), b"")?;
-    Ok(Json(to_value(&state.services.runs.person_evidence(&session, &run_id).await?)).into_response())
+    Ok(Json(to_value(&state.services.runs.run_evidence(&person, &run_id).await?)).into_response())
 }
 
 /// The person's cancel: `Idempotency-Key` and `{expected_version, reason?}` as on the
 /// bearer route; the answer is the run (200), replayed for a retry of the same key.
 async fn cancel(
     State(state): State<AppState>,
-    SameOriginSession(session): SameOriginSession,
+    PersonActor(person): PersonActor,
     Path(run_id): Path<String>,
     IdemKey(key): IdemKey,
     JsonBody(req): JsonBody<CancelRequest>,
 ) -> Result<Response, ApiError> {
-    let m = state.services.runs.person_cancel(&session, &run_id, &key, req).await?;
-    Ok(idempotent::mutation_response(m, run_response, None))
+    let m = state.services.runs.cancel_run(&person, &run_id, &key, req).await?;
+    Ok(idempotent::mutation_response(m, run_response))
 }

@@ -72,7 +72,7 @@ async fn create(
     JsonBody(req): JsonBody<CreateSourceRequest>,
 ) -> Result<Response, ApiError> {
     let m = app.services.sources.create_source(&p, &room_id, &key, req).await?;
-    Ok(idempotent::mutation_response(m, |status, body| (status, Json(body)).into_response(), None))
+    Ok(idempotent::mutation_response(m, |status, body| (status, Json(body)).into_response()))
 }
 
 // ---------- the browser credential lane (cookie) ----------

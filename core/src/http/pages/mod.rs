@@ -4,6 +4,7 @@
 //! with their policy variants. Never reads `Authorization` (the bearer lanes never meet
 //! the cookie); depends on the session service and the limiter only.
 
+pub mod actor;
 pub mod flash;
 pub mod human;
 pub mod run_status;

@@ -2,14 +2,10 @@
 //! tool is one row here and one handler in `crate::mcp::tools`.
 
 use super::*;
-use crate::domain::embodiment::{SubjectList, SubjectSelection, WorkflowView};
-use crate::domain::room::{ChatBindingReceipt, RevocationReceipt, RoomList, RoomView, RunBindingReceipt};
 use crate::domain::schema::input_schema;
 use crate::domain::scopes::{
     ENV_ACTIONS_READ, ENV_ACTIONS_WRITE, ROOM_SOURCES_MANAGE, ROOMS_MANAGE, ROOMS_READ, RUNS_READ, RUNS_WRITE,
 };
-use crate::domain::source::{DeviceCheckReport, SourceCreated, SourceList};
-use crate::domain::wire::{EventPageView, EvidenceBundleView, RunView};
 use crate::mcp::tools::{device_check, embodiment, rooms, runs, sources};
 
 const WRITE: &[&str] = &[RUNS_WRITE];
@@ -53,9 +49,8 @@ pub static CATALOG: &[ToolSpec] = &[
         scopes: WRITE,
         hints: Hints { read_only: false, destructive: false, idempotent: true, open_world: false },
         input: input_schema::<runs::StartArgs>,
-        output: or_error::<RunView>,
+        io: tool_io!(runs::start),
         prefetch: Prefetch::Nothing,
-        call: |c| c.run(runs::start),
         view: Some(&RUN_VIEW),
     },
     ToolSpec {
@@ -71,9 +66,8 @@ pub static CATALOG: &[ToolSpec] = &[
         scopes: WRITE,
         hints: Hints { read_only: false, destructive: false, idempotent: true, open_world: true },
         input: input_schema::<runs::ContinueArgs>,
-        output: or_error::<RunView>,
+        io: tool_io!(runs::continue_run),
         prefetch: Prefetch::RunMutation(RunMutation::Continue),
-        call: |c| c.run(runs::continue_run),
         view: Some(&RUN_VIEW),
     },
     ToolSpec {
@@ -84,9 +78,8 @@ pub static CATALOG: &[ToolSpec] = &[
         scopes: WRITE,
         hints: Hints { read_only: false, destructive: true, idempotent: true, open_world: false },
         input: input_schema::<runs::CancelArgs>,
-        output: or_error::<RunView>,
+        io: tool_io!(runs::cancel),
         prefetch: Prefetch::RunMutation(RunMutation::Cancel),
-        call: |c| c.run(runs::cancel),
         view: None,
     },
     ToolSpec {
@@ -97,9 +90,8 @@ pub static CATALOG: &[ToolSpec] = &[
         scopes: READ,
         hints: READ_HINTS,
         input: input_schema::<runs::RunArgs>,
-        output: or_error::<RunView>,
+        io: tool_io!(runs::inspect),
         prefetch: Prefetch::Run,
-        call: |c| c.run(runs::inspect),
         view: Some(&RUN_VIEW),
     },
     ToolSpec {
@@ -111,9 +103,8 @@ pub static CATALOG: &[ToolSpec] = &[
         scopes: READ,
         hints: READ_HINTS,
         input: input_schema::<runs::RunArgs>,
-        output: or_error::<EvidenceBundleView>,
+        io: tool_io!(runs::evidence),
         prefetch: Prefetch::Run,
-        call: |c| c.run(runs::evidence),
         view: Some(&RUN_VIEW),
     },
     ToolSpec {
@@ -124,9 +115,8 @@ pub static CATALOG: &[ToolSpec] = &[
         scopes: READ,
         hints: READ_HINTS,
         input: input_schema::<runs::ListEventsArgs>,
-        output: or_error::<EventPageView>,
+        io: tool_io!(runs::events),
         prefetch: Prefetch::Run,
-        call: |c| c.run(runs::events),
         view: Some(&RUN_VIEW),
     },
     ToolSpec {
@@ -138,9 +128,8 @@ pub static CATALOG: &[ToolSpec] = &[
         scopes: ROOM_READ,
         hints: READ_HINTS,
         input: input_schema::<rooms::ListArgs>,
-        output: or_error::<RoomList>,
+        io: tool_io!(rooms::list),
         prefetch: Prefetch::Nothing,
-        call: |c| c.run(rooms::list),
         view: None,
     },
     ToolSpec {
@@ -151,9 +140,8 @@ pub static CATALOG: &[ToolSpec] = &[
         scopes: ROOM_READ,
         hints: READ_HINTS,
         input: input_schema::<rooms::RoomArgs>,
-        output: or_error::<RoomView>,
+        io: tool_io!(rooms::inspect),
         prefetch: Prefetch::Nothing,
-        call: |c| c.run(rooms::inspect),
         view: None,
     },
     ToolSpec {
@@ -164,9 +152,8 @@ pub static CATALOG: &[ToolSpec] = &[
         scopes: ROOM_MANAGE,
         hints: Hints { read_only: false, destructive: false, idempotent: true, open_world: false },
         input: input_schema::<rooms::CreateRoomArgs>,
-        output: or_error::<RoomView>,
+        io: tool_io!(rooms::create),
         prefetch: Prefetch::Nothing,
-        call: |c| c.run(rooms::create),
         view: None,
     },
     ToolSpec {
@@ -178,9 +165,8 @@ pub static CATALOG: &[ToolSpec] = &[
         scopes: ROOM_BIND,
         hints: Hints { read_only: false, destructive: false, idempotent: true, open_world: false },
         input: input_schema::<rooms::BindRunArgs>,
-        output: or_error::<RunBindingReceipt>,
+        io: tool_io!(rooms::bind_run),
         prefetch: Prefetch::Nothing,
-        call: |c| c.run(rooms::bind_run),
         view: None,
     },
     ToolSpec {
@@ -193,9 +179,8 @@ pub static CATALOG: &[ToolSpec] = &[
         scopes: ROOM_BIND,
         hints: Hints { read_only: false, destructive: false, idempotent: false, open_world: false },
         input: input_schema::<rooms::ClaimChatArgs>,
-        output: or_error::<ChatBindingReceipt>,
+        io: tool_io!(rooms::claim_chat),
         prefetch: Prefetch::Nothing,
-        call: |c| c.run(rooms::claim_chat),
         view: None,
     },
     ToolSpec {
@@ -207,9 +192,8 @@ pub static CATALOG: &[ToolSpec] = &[
         scopes: ROOM_BIND,
         hints: Hints { read_only: false, destructive: true, idempotent: true, open_world: false },
         input: input_schema::<rooms::BindingRefArgs>,
-        output: or_error::<RevocationReceipt>,
+        io: tool_io!(rooms::unbind_run),
         prefetch: Prefetch::Nothing,
-        call: |c| c.run(rooms::unbind_run),
         view: None,
     },
     ToolSpec {
@@ -220,9 +204,8 @@ pub static CATALOG: &[ToolSpec] = &[
         scopes: ROOM_BIND,
         hints: Hints { read_only: false, destructive: true, idempotent: true, open_world: false },
         input: input_schema::<rooms::BindingRefArgs>,
-        output: or_error::<RevocationReceipt>,
+        io: tool_io!(rooms::unbind_chat),
         prefetch: Prefetch::Nothing,
-        call: |c| c.run(rooms::unbind_chat),
         view: None,
     },
     ToolSpec {
@@ -233,9 +216,8 @@ pub static CATALOG: &[ToolSpec] = &[
         scopes: ROOM_MANAGE,
         hints: Hints { read_only: true, destructive: false, idempotent: true, open_world: false },
         input: input_schema::<rooms::CommandArgs>,
-        output: error_only,
+        io: tool_io!(rooms::command),
         prefetch: Prefetch::Nothing,
-        call: |c| c.run(rooms::command),
         view: None,
     },
     ToolSpec {
@@ -247,9 +229,8 @@ pub static CATALOG: &[ToolSpec] = &[
         scopes: &[ROOM_SOURCES_MANAGE],
         hints: READ_HINTS,
         input: input_schema::<sources::SourceListArgs>,
-        output: or_error::<SourceList>,
+        io: tool_io!(sources::list),
         prefetch: Prefetch::Nothing,
-        call: |c| c.run(sources::list),
         view: None,
     },
     ToolSpec {
@@ -262,9 +243,8 @@ pub static CATALOG: &[ToolSpec] = &[
         scopes: &[ROOM_SOURCES_MANAGE],
         hints: Hints { read_only: false, destructive: false, idempotent: true, open_world: false },
         input: input_schema::<sources::SourceCreateArgs>,
-        output: or_error::<SourceCreated>,
+        io: tool_io!(sources::create),
         prefetch: Prefetch::Nothing,
-        call: |c| c.run(sources::create),
         view: None,
     },
     ToolSpec {
@@ -276,9 +256,8 @@ pub static CATALOG: &[ToolSpec] = &[
         scopes: ROOM_READ,
         hints: READ_HINTS,
         input: input_schema::<embodiment::SubjectListArgs>,
-        output: or_error::<SubjectList>,
+        io: tool_io!(embodiment::subject_list),
         prefetch: Prefetch::Nothing,
-        call: |c| c.run(embodiment::subject_list),
         view: None,
     },
     ToolSpec {
@@ -290,9 +269,8 @@ pub static CATALOG: &[ToolSpec] = &[
         scopes: ENV_WRITE,
         hints: Hints { read_only: false, destructive: false, idempotent: true, open_world: false },
         input: input_schema::<embodiment::SubjectSelectArgs>,
-        output: or_error::<SubjectSelection>,
+        io: tool_io!(embodiment::subject_select),
         prefetch: Prefetch::Nothing,
-        call: |c| c.run(embodiment::subject_select),
         view: None,
     },
     ToolSpec {
@@ -305,9 +283,8 @@ pub static CATALOG: &[ToolSpec] = &[
         scopes: ENV_WRITE,
         hints: Hints { read_only: false, destructive: true, idempotent: true, open_world: true },
         input: input_schema::<embodiment::PlayerActionArgs>,
-        output: or_error::<WorkflowView>,
+        io: tool_io!(embodiment::player_action),
         prefetch: Prefetch::Nothing,
-        call: |c| c.run(embodiment::player_action),
         view: None,
     },
     ToolSpec {
@@ -318,9 +295,8 @@ pub static CATALOG: &[ToolSpec] = &[
         scopes: ENV_READ,
         hints: READ_HINTS,
         input: input_schema::<embodiment::WorkflowArgs>,
-        output: or_error::<WorkflowView>,
+        io: tool_io!(embodiment::workflow_status),
         prefetch: Prefetch::Nothing,
-        call: |c| c.run(embodiment::workflow_status),
         view: None,
     },
     ToolSpec {
@@ -333,9 +309,8 @@ pub static CATALOG: &[ToolSpec] = &[
         scopes: ENV_WRITE,
         hints: Hints { read_only: false, destructive: true, idempotent: true, open_world: true },
         input: input_schema::<embodiment::ControlArgs>,
-        output: or_error::<WorkflowView>,
+        io: tool_io!(embodiment::workflow_control),
         prefetch: Prefetch::Nothing,
-        call: |c| c.run(embodiment::workflow_control),
         view: None,
     },
     DEVICE_CHECK_TOOL,
@@ -354,9 +329,8 @@ const DEVICE_CHECK_TOOL: ToolSpec = ToolSpec {
     scopes: ROOM_READ,
     hints: READ_HINTS,
     input: input_schema::<device_check::DeviceCheckArgs>,
-    output: or_error::<DeviceCheckReport>,
+    io: tool_io!(device_check::check),
     prefetch: Prefetch::Nothing,
-    call: |c| c.run(device_check::check),
     view: None,
 };
 

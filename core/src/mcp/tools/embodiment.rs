@@ -66,11 +66,11 @@ pub struct ControlArgs {
 }
 
 pub async fn subject_list(cx: Cx<'_>, a: SubjectListArgs) -> Result<impl Reply, ApiError> {
-    cx.services.embodiment.list_subjects(cx.caller, &a.room_id).await
+    cx.services.embodiment.list_subjects(cx.actor, &a.room_id).await
 }
 
 pub async fn subject_select(cx: Cx<'_>, a: SubjectSelectArgs) -> Result<impl Reply, ApiError> {
-    cx.services.embodiment.select_subject(cx.caller, &a.room_id, &a.environment_binding_id, &a.subject_ref).await
+    cx.services.embodiment.select_subject(cx.actor, &a.room_id, &a.environment_binding_id, &a.subject_ref).await
 }
 
 pub async fn player_action(cx: Cx<'_>, a: PlayerActionArgs) -> Result<impl Reply, ApiError> {

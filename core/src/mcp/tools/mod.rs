@@ -19,18 +19,22 @@ use crate::domain::embodiment::{SubjectList, SubjectSelection, WorkflowView};
 use crate::domain::ids::IdempotencyKey;
 use crate::domain::room::Redacted;
 use crate::domain::source::{DeviceCheckReport, SourceList};
-use crate::domain::wire::{self, EventPageView, EvidenceBundleView, RunJson};
+use crate::domain::wire::{self, EventPageView, EvidenceBundleView, RunJson, RunView};
 use crate::error::ApiError;
 // Strict argument parsing with the REST body's error mapping (never echoes values).
+use super::catalog::{error_only, or_error};
 use crate::http::parse_strict_value;
 use crate::service::runs::Invocation;
-use crate::service::{Caller, Mutation, Services};
+use crate::service::{Actor, Caller, Mutation, MutationView, Services};
 
-/// One tool call as a catalog row's handler receives it: the verified caller and the
+/// A JSON Schema object (the SDK's `JsonObject`, named here without the SDK).
+type JsonObject = serde_json::Map<String, Value>;
+
+/// One tool call as a catalog row's handler receives it: the verified agent and the
 /// arguments the preflight already parsed and checked against the input schema.
 pub struct Call<'a> {
     pub services: &'a Services,
-    pub caller: &'a Caller,
+    pub actor: &'a Actor,
     pub arguments: &'a Value,
     pub invocation: Invocation,
 }
@@ -39,6 +43,9 @@ pub struct Call<'a> {
 #[derive(Clone, Copy)]
 pub struct Cx<'a> {
     pub services: &'a Services,
+    /// The agent, for the use cases written once for agents and people.
+    pub actor: &'a Actor,
+    /// The same agent's caller, for the agent-only use cases.
     pub caller: &'a Caller,
     /// The remaining time of a Lambda invocation (a continue runs one solver turn in it).
     pub invocation: Invocation,
@@ -59,7 +66,11 @@ impl<'a> Call<'a> {
         R: Reply,
         F: Future<Output = Result<R, ApiError>> + Send + 'a,
     {
-        let cx = Cx { services: self.services, caller: self.caller, invocation: self.invocation };
+        // Only an agent reaches a tool (the front authenticates bearers, never a cookie).
+        let Some(caller) = self.actor.caller() else {
+            return Box::pin(std::future::ready(Err(ApiError::AuthenticationRequired)));
+        };
+        let cx = Cx { services: self.services, actor: self.actor, caller, invocation: self.invocation };
         match parse_strict_value::<A>(self.arguments) {
             Ok(args) => {
                 let answer = handler(cx, args);
@@ -75,30 +86,59 @@ pub enum Outcome {
     Value(Value),
     /// A view the service already serialized (the text of a JSON object, [`RunJson`]).
     Object(String),
-    /// A mutation: its response (fresh or replayed) and the replay flag.
-    Mutation(Mutation),
+    /// A mutation: its response (fresh or replayed, its status) and the replay flag.
+    Mutation {
+        status: u16,
+        body: Value,
+        replayed: bool,
+    },
 }
 
-/// A service result a tool may return: how it becomes the tool's structured content.
+/// A service result a tool may return: how it becomes the tool's structured content, and
+/// the `outputSchema` a tool returning it publishes. The catalog takes a row's schema from
+/// its handler's return type ([`crate::mcp::catalog::tool_io`]), so a tool cannot publish
+/// one shape and answer another; a handler whose result is not a `Reply` does not compile:
+///
+/// ```compile_fail,E0277
+/// use helix_core::mcp::catalog::output_of;
+/// use helix_core::mcp::tools::Cx;
+/// async fn text(_: Cx<'_>, _: serde_json::Value) -> Result<String, helix_core::error::ApiError> {
+///     Ok("not a view".into())
+/// }
+/// let _ = output_of(text);
+/// ```
 pub trait Reply {
     fn into_outcome(self) -> Outcome;
+    /// The published `outputSchema`: this result's view, or an error result.
+    fn output() -> JsonObject;
 }
 
+/// An untyped answer promises no success shape: a tool returning one publishes the error
+/// schema alone (the disabled command request, which never succeeds).
 impl Reply for Value {
     fn into_outcome(self) -> Outcome {
         Outcome::Value(self)
     }
+    fn output() -> JsonObject {
+        error_only()
+    }
 }
 
-impl Reply for Mutation {
+impl<V: MutationView> Reply for Mutation<V> {
     fn into_outcome(self) -> Outcome {
-        Outcome::Mutation(self)
+        Outcome::Mutation { status: self.status, body: self.body, replayed: self.replayed }
+    }
+    fn output() -> JsonObject {
+        or_error::<V>()
     }
 }
 
 impl Reply for RunJson {
     fn into_outcome(self) -> Outcome {
         Outcome::Object(self.json)
+    }
+    fn output() -> JsonObject {
+        or_error::<RunView>()
     }
 }
 
@@ -109,16 +149,22 @@ macro_rules! serialized_views {
             fn into_outcome(self) -> Outcome {
                 Outcome::Value(wire::to_value(&self))
             }
+            fn output() -> JsonObject {
+                or_error::<$view>()
+            }
         }
     )*};
 }
 
 serialized_views!(DeviceCheckReport, EvidenceBundleView, EventPageView, SubjectList, SubjectSelection, WorkflowView);
 
-/// Room outputs redact as they serialize.
-impl<T: serde::Serialize> Reply for Redacted<T> {
+/// Room outputs redact as they serialize; their shape is the view's.
+impl<T: serde::Serialize + schemars::JsonSchema> Reply for Redacted<T> {
     fn into_outcome(self) -> Outcome {
         Outcome::Value(wire::to_value(&self))
+    }
+    fn output() -> JsonObject {
+        or_error::<T>()
     }
 }
 
@@ -127,9 +173,40 @@ impl Reply for SourceList {
     fn into_outcome(self) -> Outcome {
         Outcome::Value(self.projected().expect("wire DTOs serialize to JSON"))
     }
+    fn output() -> JsonObject {
+        or_error::<SourceList>()
+    }
 }
 
 /// A mutation's `idempotency_key` argument, parsed as the REST header is.
 fn key(raw: &str) -> Result<IdempotencyKey, ApiError> {
     IdempotencyKey::parse(raw).ok_or(ApiError::InvalidIdempotencyKey)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::domain::account::AccountPolicy;
+    use crate::service::sessions::Session;
+
+    #[tokio::test]
+    async fn a_person_never_reaches_a_tool_handler() {
+        let config = crate::config::tests::dev_config();
+        let executor = Arc::new(crate::executor::scripted::ScriptedExecutor::new(vec![], None));
+        let services = Services::new(config, Arc::new(crate::store::NoStore), executor);
+        let person = Actor::Person(Session {
+            token_hash: "t".into(),
+            account_id: "acct_1".into(),
+            policy: AccountPolicy::default(),
+            tenant_ref: None,
+            owner_hash: Some("o1".into()),
+        });
+        let arguments = serde_json::json!({"run_id": "run_0123456789abcdef0123456789abcdef"});
+        let call =
+            Call { services: &services, actor: &person, arguments: &arguments, invocation: Invocation::default() };
+        let refused = call.run(runs::inspect).await;
+        assert!(matches!(refused, Err(ApiError::AuthenticationRequired)));
+    }
 }

@@ -85,7 +85,7 @@ pub async fn list(cx: Cx<'_>, a: ListArgs) -> Result<impl Reply, ApiError> {
 }
 
 pub async fn inspect(cx: Cx<'_>, a: RoomArgs) -> Result<impl Reply, ApiError> {
-    cx.services.rooms.inspect_room(cx.caller, &a.room_id).await
+    cx.services.rooms.inspect_room(cx.actor, &a.room_id).await
 }
 
 pub async fn create(cx: Cx<'_>, a: CreateRoomArgs) -> Result<impl Reply, ApiError> {

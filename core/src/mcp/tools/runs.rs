@@ -6,6 +6,7 @@ use serde::Deserialize;
 
 use super::{Cx, Reply, key};
 use crate::domain::run::{CancelRequest, ContinueRequest, StartRequest};
+use crate::domain::wire::RunJson;
 use crate::error::ApiError;
 use crate::service::runs::DEFAULT_EVENT_LIMIT;
 
@@ -75,18 +76,18 @@ pub async fn continue_run(cx: Cx<'_>, a: ContinueArgs) -> Result<impl Reply, Api
 }
 
 pub async fn cancel(cx: Cx<'_>, a: CancelArgs) -> Result<impl Reply, ApiError> {
-    cx.services.runs.cancel_run(cx.caller, &a.run_id, &key(&a.idempotency_key)?, a.request).await
+    cx.services.runs.cancel_run(cx.actor, &a.run_id, &key(&a.idempotency_key)?, a.request).await
 }
 
 pub async fn inspect(cx: Cx<'_>, a: RunArgs) -> Result<impl Reply, ApiError> {
-    cx.services.runs.inspect_run(cx.caller, &a.run_id).await
+    cx.services.runs.inspect_run(cx.actor, &a.run_id).await.map(|run| RunJson::of(&run))
 }
 
 pub async fn evidence(cx: Cx<'_>, a: RunArgs) -> Result<impl Reply, ApiError> {
-    cx.services.runs.run_evidence(cx.caller, &a.run_id).await
+    cx.services.runs.run_evidence(cx.actor, &a.run_id).await
 }
 
 pub async fn events(cx: Cx<'_>, a: ListEventsArgs) -> Result<impl Reply, ApiError> {
     let (after, limit) = (a.after_seq.unwrap_or(0), a.limit.unwrap_or(DEFAULT_EVENT_LIMIT));
-    cx.services.runs.list_events(cx.caller, &a.run_id, after, limit).await
+    cx.services.runs.list_events(cx.actor, &a.run_id, after, limit).await
 }

@@ -9,6 +9,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{EmbodimentService, LEASE_SECS};
+use crate::domain::embodiment::WorkflowView;
 use crate::domain::embodiment::{RegionBox, Step, WorkflowState, within_reach};
 use crate::domain::time::rfc3339;
 use crate::error::ApiError;
@@ -141,7 +142,7 @@ impl EmbodimentService {
         subject: &SubjectEntry,
         receipt: &Key,
         request_hash: &str,
-    ) -> Result<Option<Mutation>, ApiError> {
+    ) -> Result<Option<Mutation<WorkflowView>>, ApiError> {
         let now = self.clock.epoch();
         let minute = now.div_euclid(60);
         let counter = subject_action_counter(&b.binding_id, &subject.native_id, minute);
@@ -149,7 +150,7 @@ impl EmbodimentService {
             return Ok(None);
         }
         if let Some(item) = self.store.get(receipt).await? {
-            return answer_from_receipt(&item, request_hash, now).map(Some);
+            return answer_from_receipt(&item, request_hash, now).map(|a| Some(a.into()));
         }
         Err(ApiError::RateLimited { retry_after_secs: (60 - now.rem_euclid(60)) as u64 })
     }

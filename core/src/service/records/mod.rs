@@ -29,7 +29,7 @@ pub mod tx;
 pub mod version;
 
 pub use accounts::{BINDING_ENTRY_PREFIX, account_key, binding_entry_key, binding_key, link_key};
-pub use idempotent::{Committed, Completion, answer_from_receipt, commit_once};
+pub use idempotent::{Committed, Completion, StoredAnswer, answer_from_receipt, commit_once};
 pub use receipts::{RECEIPT_TTL_SECS, Receipt, ReceiptState, receipt_key};
 pub use runs::{event_from_item, event_item, event_sk, run_from_item, run_item, run_key, run_unchanged};
 pub use sessions::{intent_key, session_key};

@@ -6,6 +6,7 @@
 use super::{RoomService, rules, unlocked};
 use crate::domain::time::rfc3339;
 use crate::error::ApiError;
+use crate::service::Actor;
 use crate::service::records::rooms::{self as items, Consent};
 use crate::service::records::{Role, Tx};
 use crate::service::sessions::Session;
@@ -16,7 +17,7 @@ impl RoomService {
     pub async fn accept_consent(&self, s: &Session, room_id: &str, consent_version: u32) -> Result<(), ApiError> {
         s.require_member()?;
         unlocked(s.policy.rooms_locked)?;
-        let (room, mut member) = self.room_and_member(room_id, s).await?;
+        let (room, mut member) = self.room_and_member(room_id, &Actor::person(s)).await?;
         rules::accepts_current(&room, consent_version)?;
         let consent = Consent::accepted(&room.room_id, &s.account_id, consent_version, rfc3339(self.clock.now()));
         member.consent_version = consent_version;

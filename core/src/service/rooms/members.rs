@@ -12,6 +12,7 @@ use crate::domain::page::{self, PagedList};
 use crate::domain::room::{RoomId, RoomRole, RoomView};
 use crate::error::ApiError;
 use crate::service::records::accounts::display_names;
+use crate::service::Actor;
 use crate::service::records::rooms::{self as items, Membership, RoomRecord};
 use crate::service::records::{Role, Tx};
 use crate::service::sessions::Session;
@@ -52,21 +53,21 @@ pub struct RoomAdminPage {
 }
 
 impl RoomService {
-    /// The room and the session account's membership; a room it cannot see (another
+    /// The room and the actor's account's membership; a room it cannot see (another
     /// tenant's too) is not found.
     pub(super) async fn room_and_member(
         &self,
         room_id: &str,
-        s: &Session,
+        actor: &Actor,
     ) -> Result<(RoomRecord, Membership), ApiError> {
         let id = RoomId::parse(room_id).ok_or(ApiError::NotFound)?;
-        let (room, member) = items::room_and_membership(&*self.store, id.as_str(), &s.account_id).await?;
-        rules::visible(rules::of_tenant(&self.session_tenant(s), room), member)
+        let (room, member) = items::room_and_membership(&*self.store, id.as_str(), actor.account_id()).await?;
+        rules::visible(rules::of_tenant(&actor.room_tenant(&self.config.oauth.issuer), room), member)
     }
 
     /// The owner's room and the caller's membership; a non-owner is not found.
     pub(super) async fn owned_room(&self, s: &Session, room_id: &str) -> Result<(RoomRecord, Membership), ApiError> {
-        let (room, member) = self.room_and_member(room_id, s).await?;
+        let (room, member) = self.room_and_member(room_id, &Actor::person(s)).await?;
         rules::may_manage(&room, &s.account_id)?;
         Ok((room, member))
     }

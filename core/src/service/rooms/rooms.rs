@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::{MAX_LISTED_ROOMS, Redacted, RoomService, broken, check_principal, room_tenant, rules};
+use super::{MAX_LISTED_ROOMS, Redacted, RoomService, broken, check_principal, room_tenant, rules, unlocked};
 use crate::domain::hash_parts;
 use crate::domain::ids::IdempotencyKey;
 use crate::domain::page::{self, PagedList};
@@ -16,7 +16,7 @@ use crate::service::records::rooms::{
     self as items, AccountRoom, BODY_VERSION, Consent, Membership, RoomRecord, RoomStatus,
 };
 use crate::service::records::{Committed, Completion, Role, Tx, commit_once, receipt_key};
-use crate::service::{Caller, Mutation};
+use crate::service::{Actor, Caller, Mutation};
 use crate::store::Cond;
 
 const OP_CREATE: &str = "room.create";
@@ -56,7 +56,7 @@ impl RoomService {
         p: &Caller,
         key: &IdempotencyKey,
         req: CreateRoomRequest,
-    ) -> Result<Mutation, ApiError> {
+    ) -> Result<Mutation<RoomView>, ApiError> {
         p.require(&[ROOMS_MANAGE])?;
         check_principal(p)?;
         req.validate()?;
@@ -145,13 +145,11 @@ impl RoomService {
 
     /// `GET /api/v1/rooms/{room_id}`: membership, tenant and policy checked; others' rooms
     /// (another tenant's too) are not found.
-    pub async fn inspect_room(&self, p: &Caller, room_id: &str) -> Result<Redacted<RoomView>, ApiError> {
-        p.require(&[ROOMS_READ])?;
-        check_principal(p)?;
-        let id = RoomId::parse(room_id).ok_or(ApiError::NotFound)?;
-        let (room, member) = items::room_and_membership(&*self.store, id.as_str(), &p.account_id).await?;
-        let (room, member) = rules::visible(rules::of_tenant(&room_tenant(p), room), member)?;
-        Ok(Redacted::new(room_view(&room, &member, &p.account_id)))
+    pub async fn inspect_room(&self, actor: &Actor, room_id: &str) -> Result<Redacted<RoomView>, ApiError> {
+        actor.require(&[ROOMS_READ])?;
+        unlocked(actor.policy().rooms_locked)?;
+        let (room, member) = self.room_and_member(room_id, actor).await?;
+        Ok(Redacted::new(room_view(&room, &member, actor.account_id())))
     }
 
     /// `POST /api/v1/rooms/{room_id}/commands`: never executes anything.

@@ -14,7 +14,7 @@ use super::{Invocation, OP_CONTINUE, RunService, detached, owned, run_mutation};
 use crate::domain::ids::{IdempotencyKey, RunId};
 use crate::domain::run::{CancelRequest, ContinueRequest};
 use crate::domain::scopes::{RUNS_READ, RUNS_WRITE};
-use crate::domain::wire::RunJson;
+use crate::domain::wire::{RunJson, RunView};
 use crate::error::ApiError;
 use crate::service::records::{RECEIPT_TTL_SECS, Receipt, ReceiptState, receipt_key};
 use crate::service::{Caller, Mutation};
@@ -27,7 +27,7 @@ pub const RETRY_AFTER: StdDuration = StdDuration::from_secs(2);
 pub enum Continued {
     /// The request already has an answer: a receipt's replay, a refusal, or an expired
     /// run's ending (one transaction, no turn). Sent as the synchronous call sends it.
-    Answered(Mutation),
+    Answered(Mutation<RunView>),
     /// The turn is claimed and runs in the background: the run as it stands.
     Accepted(RunJson),
 }
@@ -96,7 +96,7 @@ pub struct BackgroundTurn {
 pub enum TurnState {
     Running,
     /// The answer the synchronous call would have given (a refusal included).
-    Finished(Result<Mutation, ApiError>),
+    Finished(Result<Mutation<RunView>, ApiError>),
 }
 
 impl RunService {
@@ -126,7 +126,7 @@ impl RunService {
             }
             ReceiptState::Completed { status, body } => {
                 let body = serde_json::from_str(&body).map_err(ApiError::internal)?;
-                TurnState::Finished(Ok(Mutation { status, body, replayed: false }))
+                TurnState::Finished(Ok(Mutation::answered(status, body, false)))
             }
         };
         Ok(BackgroundTurn {
@@ -146,7 +146,7 @@ impl RunService {
         p: &Caller,
         run_id: &str,
         key: &IdempotencyKey,
-    ) -> Result<Option<Mutation>, ApiError> {
+    ) -> Result<Option<Mutation<RunView>>, ApiError> {
         let turn = self.background_turn(p, run_id, key).await?;
         if !matches!(turn.state, TurnState::Running) {
             return Ok(None);
@@ -154,6 +154,6 @@ impl RunService {
         let cancel_key = format!("task-cancel-{}", &crate::domain::sha256_hex(key.as_str())[..40]);
         let cancel_key = IdempotencyKey::parse(&cancel_key).expect("a derived key is visible ASCII of a valid length");
         let req = CancelRequest { expected_version: turn.version, reason: Some("tasks/cancel".into()) };
-        self.cancel_run(p, run_id, &cancel_key, req).await.map(Some)
+        self.cancel_run(&crate::service::Actor::Agent(p.clone()), run_id, &cancel_key, req).await.map(Some)
     }
 }

@@ -23,6 +23,7 @@ use super::RunService;
 use super::approval::ApprovedMutation;
 use crate::domain::approval::TurnBinding;
 use crate::domain::turn::{TurnArtifact, TurnContext, TurnFailure, apply_turn};
+use crate::domain::wire::RunView;
 use crate::error::ApiError;
 use crate::executor::{TURN_REQUEST_SCHEMA, TurnRequest};
 use crate::service::records::receipts::held_by;
@@ -49,7 +50,7 @@ pub(super) struct Continuation {
 /// (a receipt's replay or refusal).
 pub(super) enum Proceed<T> {
     With(T),
-    Answered(Mutation),
+    Answered(Mutation<RunView>),
 }
 
 /// A turn whose claim is committed: from here it runs to its finalize.
@@ -73,7 +74,7 @@ impl RunService {
         key: &IdempotencyKey,
         req: ContinueRequest,
         invocation: Invocation,
-    ) -> Result<Mutation, ApiError> {
+    ) -> Result<Mutation<RunView>, ApiError> {
         p.require(&[RUNS_WRITE])?;
         req.validate()?;
         let (id, hash, rkey) = run_mutation(p, OP_CONTINUE, run_id, key, &req)?;
@@ -83,7 +84,7 @@ impl RunService {
     }
 
     /// The steps of one continuation, in order.
-    async fn continuation(&self, p: &Caller, id: RunId, c: Continuation) -> Result<Mutation, ApiError> {
+    async fn continuation(&self, p: &Caller, id: RunId, c: Continuation) -> Result<Mutation<RunView>, ApiError> {
         match self.claimed_turn(p, &id, &c).await? {
             Proceed::With(turn) => self.run_claimed_turn(p, &c, turn).await,
             Proceed::Answered(m) => Ok(m),
@@ -116,7 +117,7 @@ impl RunService {
         p: &Caller,
         c: &Continuation,
         turn: ClaimedTurn,
-    ) -> Result<Mutation, ApiError> {
+    ) -> Result<Mutation<RunView>, ApiError> {
         let admitted = turn.admitted.clone();
         let step = turn.claimed.budget.steps_used + 1;
         // The turn's span (a trace's `turn`): the executor call and the store calls that
@@ -347,7 +348,7 @@ impl RunService {
         outcome: Result<TurnArtifact, TurnFailure>,
         issued: &[(String, Vec<String>)],
         approved: Option<ApprovedMutation>,
-    ) -> Result<Mutation, ApiError> {
+    ) -> Result<Mutation<RunView>, ApiError> {
         let now = self.clock.now();
         let mut done = turn.claimed.clone();
         let mut log = EventLog::after(&done.run_id, done.last_seq, now);
@@ -419,7 +420,7 @@ impl RunService {
         rkey: &Key,
         finished: &Receipt,
         mine: Cond,
-    ) -> Result<Mutation, ApiError> {
+    ) -> Result<Mutation<RunView>, ApiError> {
         // A fresh read: the prefetched run predates the turn.
         let item = self.store.get(&run_key(run_id)).await?.ok_or(ApiError::NotFound)?;
         let current = owned_by(owner_hash, &item)?;

@@ -1,4 +1,4 @@
-//! Ending a run without a turn: cancel (the caller's, or the owning person's), and budget exhaustion of an
+//! Ending a run without a turn: cancel (an agent's or the owning person's), and budget exhaustion of an
 //! expired run. Each is one transaction: the terminal transition (which bumps the
 //! version), its one event, and the receipt of the request that ended it.
 
@@ -10,8 +10,9 @@ use crate::domain::event::{BudgetExhausted, EventData, EventLog, ExhaustionReaso
 use crate::domain::ids::{IdempotencyKey, RunId};
 use crate::domain::run::{CancelRequest, Run};
 use crate::domain::scopes::RUNS_WRITE;
+use crate::domain::wire::RunView;
 use crate::error::ApiError;
-use crate::service::{Caller, Mutation};
+use crate::service::Mutation;
 use crate::store::Key;
 
 /// A claim taken between a cancel's read and its write changes `rev` but not the
@@ -19,32 +20,24 @@ use crate::store::Key;
 const CANCEL_ATTEMPTS: usize = 4;
 
 impl RunService {
+    /// The one cancel, for an agent's caller or for the signed-in person whose account
+    /// owns the run (the person's kill switch): the same receipt, version check,
+    /// transaction and stop signal to a running turn (here, or through the store on
+    /// another instance).
     pub async fn cancel_run(
         &self,
-        p: &Caller,
+        actor: &Actor,
         run_id: &str,
         key: &IdempotencyKey,
         req: CancelRequest,
-    ) -> Result<Mutation, ApiError> {
-        p.require(&[RUNS_WRITE])?;
-        self.cancel_as(Actor::Agent(p.clone()), run_id, key, req).await
-    }
-
-    /// The one cancel, for an agent's caller or for the signed-in person whose account
-    /// owns the run: the same receipt, transaction and stop signal.
-    pub async fn cancel_as(
-        &self,
-        actor: Actor,
-        run_id: &str,
-        key: &IdempotencyKey,
-        req: CancelRequest,
-    ) -> Result<Mutation, ApiError> {
+    ) -> Result<Mutation<RunView>, ApiError> {
+        actor.require(&[RUNS_WRITE])?;
         req.validate()?;
         let (id, hash, rkey) =
             run_mutation_by(&actor.owner_hash(), &actor.identity_hash(), OP_CANCEL, run_id, key, &req)?;
         // Its own task: a caller gone mid-request neither half-ends the run nor skips
         // the signal that stops a running turn.
-        let this = self.clone();
+        let (this, actor) = (self.clone(), actor.clone());
         detached(async move { this.cancel_attempts(&actor, id, hash, rkey, req).await }).await
     }
 
@@ -55,7 +48,7 @@ impl RunService {
         hash: String,
         rkey: Key,
         req: CancelRequest,
-    ) -> Result<Mutation, ApiError> {
+    ) -> Result<Mutation<RunView>, ApiError> {
         for attempt in 0..CANCEL_ATTEMPTS {
             let (run_item_now, receipt) =
                 self.read_run_and_receipt(actor.caller(), id.as_str(), &rkey, attempt == 0).await?;
@@ -89,7 +82,7 @@ impl RunService {
         }
     }
 
-    pub(super) async fn exhaust(&self, run: Run, rkey: &Key, hash: &str) -> Result<Mutation, ApiError> {
+    pub(super) async fn exhaust(&self, run: Run, rkey: &Key, hash: &str) -> Result<Mutation<RunView>, ApiError> {
         let data = EventData::BudgetExhausted(BudgetExhausted {
             reason: ExhaustionReason::Expired,
             steps_used: run.budget.steps_used,

@@ -66,7 +66,7 @@ impl SourceService {
         room_id: &str,
         key: &IdempotencyKey,
         req: CreateSourceRequest,
-    ) -> Result<Mutation, ApiError> {
+    ) -> Result<Mutation<SourceCreated>, ApiError> {
         // In production the developer scope is part of what the operation needs: a refusal names both.
         let production = self.config.mode == crate::config::Mode::Production;
         p.require_all(&[ROOM_SOURCES_MANAGE], if production { &[crate::domain::scopes::DEVELOPER] } else { &[] })?;

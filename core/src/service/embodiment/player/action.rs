@@ -17,7 +17,7 @@ use crate::error::ApiError;
 use crate::service::embodiment::{EmbodimentService, LEASE_SECS, MAX_BINDINGS, MAX_BLOCK_CHANGES, RACE_RETRIES};
 use crate::service::records::embodiment::{EnvBinding, SubjectEntry, WorkflowRecord, bindings_of_room};
 use crate::service::records::{Committed, Completion, Role, Tx, commit_once, receipt_key};
-use crate::service::{Caller, Mutation};
+use crate::service::{Actor, Caller, Mutation};
 use crate::store::Key;
 
 const OP_ACTION: &str = "minecraft.player_action";
@@ -48,7 +48,7 @@ struct Admitted {
 /// An admitted action, or the answer already given to its idempotency key.
 enum Admission {
     New(Box<Admitted>),
-    Replayed(Mutation),
+    Replayed(Mutation<WorkflowView>),
 }
 
 impl EmbodimentService {
@@ -62,7 +62,7 @@ impl EmbodimentService {
         key: &IdempotencyKey,
         environment: Option<&str>,
         action: &Value,
-    ) -> Result<Mutation, ApiError> {
+    ) -> Result<Mutation<WorkflowView>, ApiError> {
         let req = self.action_request(p, room_id, key, environment, action).await?;
         let mut counted = false;
         for _ in 0..RACE_RETRIES {
@@ -89,7 +89,7 @@ impl EmbodimentService {
         environment: Option<&'a str>,
         action: &Value,
     ) -> Result<ActionRequest<'a>, ApiError> {
-        let room = self.in_room(p, room_id, &[ROOMS_READ, ENV_ACTIONS_WRITE]).await?;
+        let room = self.in_room(&Actor::Agent(p.clone()), room_id, &[ROOMS_READ, ENV_ACTIONS_WRITE]).await?;
         if !room.may_act {
             return Err(ApiError::ActionAuthorityRequired);
         }
@@ -177,7 +177,7 @@ impl ActionRequest<'_> {
 
     /// Writes the transaction with its receipt once (`202` and the workflow). None: the
     /// binding changed or the key is held meanwhile, so the action is admitted again.
-    async fn commit(&self, tx: Tx, answer: &Value) -> Result<Option<Mutation>, ApiError> {
+    async fn commit(&self, tx: Tx, answer: &Value) -> Result<Option<Mutation<WorkflowView>>, ApiError> {
         let done = Completion {
             receipt_key: &self.receipt,
             request_hash: &self.request_hash,

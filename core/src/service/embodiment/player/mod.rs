@@ -18,13 +18,13 @@ use crate::domain::embodiment::*;
 use crate::domain::room::{RoomId, RoomRole};
 use crate::domain::scopes::{ENV_ACTIONS_READ, ENV_ACTIONS_WRITE, ROOMS_READ};
 use crate::error::ApiError;
+use crate::service::Actor;
 use crate::service::Caller;
 use crate::service::records::embodiment::{
     EnvBinding, WorkflowRecord, bindings_of_room, open_workflows, read_workflow,
 };
 use crate::service::records::rooms::room_and_membership;
 use crate::service::records::{Role, Tx};
-use crate::service::rooms::room_tenant;
 
 /// The control a workflow accepts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, schemars::JsonSchema)]
@@ -35,9 +35,10 @@ pub enum Control {
     EmergencyStop,
 }
 
-/// The caller in one room: an active room of its tenant it is a member of.
+/// The actor in one room: an active room of its tenant it is a member of.
 pub(super) struct InRoom {
     pub(super) room_id: String,
+    pub(super) name: String,
     pub(super) owner: bool,
     /// The owner, or a member the owner granted action authority.
     pub(super) may_act: bool,
@@ -75,19 +76,24 @@ impl WorkflowRecord {
 }
 
 impl EmbodimentService {
-    pub(super) async fn in_room(&self, p: &Caller, room_id: &str, scopes: &[&str]) -> Result<InRoom, ApiError> {
-        p.require(scopes)?;
-        if p.policy.rooms_locked {
+    /// The actor in one room: an active room of its tenant it is a member of (an agent's
+    /// grant holding `scopes`; a person a member session), the room feature unlocked.
+    pub(super) async fn in_room(&self, actor: &Actor, room_id: &str, scopes: &[&str]) -> Result<InRoom, ApiError> {
+        actor.require_room_member(scopes)?;
+        if actor.policy().rooms_locked {
             return Err(ApiError::RoomFeatureLocked);
         }
+        let account = actor.account_id();
+        let tenant = actor.room_tenant(&self.config.oauth.issuer);
         let id = RoomId::parse(room_id).ok_or(ApiError::NotFound)?;
-        let (room, member) = room_and_membership(self.store.as_ref(), id.as_str(), &p.account_id).await?;
-        let room = room.filter(|r| r.is_active() && room_tenant(p).admits(r)).ok_or(ApiError::NotFound)?;
+        let (room, member) = room_and_membership(self.store.as_ref(), id.as_str(), account).await?;
+        let room = room.filter(|r| r.is_active() && tenant.admits(r)).ok_or(ApiError::NotFound)?;
         let member = member.ok_or(ApiError::NotFound)?;
         Ok(InRoom {
-            room_id: room.room_id,
-            owner: member.role == RoomRole::Owner && room.owner_account == p.account_id,
+            owner: member.role == RoomRole::Owner && room.owner_account == account,
             may_act: member.may_act(),
+            room_id: room.room_id,
+            name: room.name,
         })
     }
 
@@ -112,7 +118,7 @@ impl EmbodimentService {
         room_id: &str,
         workflow_ref: &str,
     ) -> Result<WorkflowView, ApiError> {
-        let r = self.in_room(p, room_id, &[ROOMS_READ, ENV_ACTIONS_READ]).await?;
+        let r = self.in_room(&Actor::Agent(p.clone()), room_id, &[ROOMS_READ, ENV_ACTIONS_READ]).await?;
         let w = self.workflow_of(&r, p, workflow_ref).await?;
         Ok(self.expire_if_due(w).await?.view())
     }
@@ -129,7 +135,7 @@ impl EmbodimentService {
         workflow_ref: &str,
         control: Control,
     ) -> Result<WorkflowView, ApiError> {
-        let r = self.in_room(p, room_id, &[ROOMS_READ, ENV_ACTIONS_WRITE]).await?;
+        let r = self.in_room(&Actor::Agent(p.clone()), room_id, &[ROOMS_READ, ENV_ACTIONS_WRITE]).await?;
         for _ in 0..RACE_RETRIES {
             let w = self.workflow_of(&r, p, workflow_ref).await?;
             let done = match control {

@@ -9,6 +9,7 @@ use super::InRoom;
 use crate::domain::embodiment::WorkflowState;
 use crate::domain::time::rfc3339;
 use crate::error::ApiError;
+use crate::service::Actor;
 use crate::service::embodiment::{EmbodimentService, RACE_RETRIES};
 use crate::service::records::embodiment::{EnvBinding, SubjectStop, open_workflows, read_workflow};
 use crate::service::records::{Role, Tx};
@@ -104,7 +105,7 @@ impl EmbodimentService {
         room_id: &str,
         binding_id: &str,
     ) -> Result<SubjectStopOutcome, ApiError> {
-        let (r, _) = self.in_room_as_person(s, room_id).await?;
+        let r = self.in_room(&Actor::person(s), room_id, &[]).await?;
         self.stop_own_subject(&r, &s.account_id, binding_id).await
     }
 
@@ -117,7 +118,7 @@ impl EmbodimentService {
         room_id: &str,
         binding_id: &str,
     ) -> Result<SubjectStopOutcome, ApiError> {
-        let (r, _) = self.in_room_as_person(s, room_id).await?;
+        let r = self.in_room(&Actor::person(s), room_id, &[]).await?;
         for _ in 0..RACE_RETRIES {
             let b = self.binding(&r.room_id, binding_id).await?;
             let (native_id, subject_ref) = self.own_subject(&b, &s.account_id)?;

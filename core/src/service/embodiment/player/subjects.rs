@@ -5,14 +5,13 @@
 
 use super::InRoom;
 use crate::domain::embodiment::*;
-use crate::domain::room::{FalseFlags, RoomId, RoomRole};
+use crate::domain::room::FalseFlags;
 use crate::domain::scopes::{ENV_ACTIONS_WRITE, ROOMS_READ};
 use crate::domain::time::epoch_rfc3339;
 use crate::error::ApiError;
-use crate::service::Caller;
+use crate::service::Actor;
 use crate::service::embodiment::{EmbodimentService, LEASE_SECS, MAX_BINDINGS, RACE_RETRIES};
 use crate::service::records::embodiment::{EnvBinding, Selection, bindings_of_room};
-use crate::service::records::rooms::room_and_membership;
 use crate::service::records::{Role, Tx};
 use crate::service::sessions::Session;
 
@@ -25,30 +24,6 @@ pub struct RoomIdentity {
 }
 
 impl EmbodimentService {
-    /// The signed-in person in one room: an active room of the session's tenant it is a
-    /// member of (the browser twin of the bearer check).
-    pub(in crate::service::embodiment) async fn in_room_as_person(
-        &self,
-        s: &Session,
-        room_id: &str,
-    ) -> Result<(InRoom, String), ApiError> {
-        s.require_member()?;
-        if s.policy.rooms_locked {
-            return Err(ApiError::RoomFeatureLocked);
-        }
-        let tenant = self.person_tenant(s);
-        let id = RoomId::parse(room_id).ok_or(ApiError::NotFound)?;
-        let (room, member) = room_and_membership(self.store.as_ref(), id.as_str(), &s.account_id).await?;
-        let room = room.filter(|r| r.is_active() && tenant.admits(r)).ok_or(ApiError::NotFound)?;
-        let member = member.ok_or(ApiError::NotFound)?;
-        let r = InRoom {
-            owner: member.role == RoomRole::Owner && room.owner_account == s.account_id,
-            may_act: member.may_act(),
-            room_id: room.room_id,
-        };
-        Ok((r, room.name))
-    }
-
     /// The active environments of a room as `account` sees them (never a native id).
     async fn environments_for(&self, room_id: &str, account: &str) -> Result<Vec<EnvironmentView>, ApiError> {
         let now = self.clock.epoch();
@@ -85,9 +60,9 @@ impl EmbodimentService {
 
     /// `helix_environment_subject_list`: per environment binding, the sanitized subjects
     /// and the caller's own binding.
-    pub async fn list_subjects(&self, p: &Caller, room_id: &str) -> Result<SubjectList, ApiError> {
-        let r = self.in_room(p, room_id, &[ROOMS_READ]).await?;
-        let environments = self.environments_for(&r.room_id, &p.account_id).await?;
+    pub async fn list_subjects(&self, actor: &Actor, room_id: &str) -> Result<SubjectList, ApiError> {
+        let r = self.in_room(actor, room_id, &[ROOMS_READ]).await?;
+        let environments = self.environments_for(&r.room_id, actor.account_id()).await?;
         Ok(SubjectList {
             schema: SubjectListSchemaName,
             room_id: r.room_id,
@@ -101,16 +76,16 @@ impl EmbodimentService {
     /// environments as that person sees them. A room that is not (or no longer) the
     /// person's is left out.
     pub async fn identities_for_person(&self, s: &Session, room_ids: &[String]) -> Result<Vec<RoomIdentity>, ApiError> {
-        let mut out = Vec::new();
+        let (mut out, person) = (Vec::new(), Actor::person(s));
         for room_id in room_ids {
-            let (r, room_name) = match self.in_room_as_person(s, room_id).await {
+            let r = match self.in_room(&person, room_id, &[]).await {
                 Ok(found) => found,
                 Err(ApiError::NotFound) => continue,
                 Err(e) => return Err(e),
             };
             let environments = self.environments_for(&r.room_id, &s.account_id).await?;
             if !environments.is_empty() {
-                out.push(RoomIdentity { room_id: r.room_id, room_name, environments });
+                out.push(RoomIdentity { room_id: r.room_id, room_name: r.name, environments });
             }
         }
         Ok(out)
@@ -134,29 +109,18 @@ impl EmbodimentService {
         Ok(b)
     }
 
-    /// `helix_environment_subject_select`: binds the calling member (only) to one exact,
-    /// fresh `subject_ref` and takes its control lease, conditional on the binding's revision.
+    /// `helix_environment_subject_select`, and the room page's **Select**: binds the calling
+    /// member (only) to one exact, fresh `subject_ref` and takes its control lease,
+    /// conditional on the binding's revision.
     pub async fn select_subject(
         &self,
-        p: &Caller,
+        actor: &Actor,
         room_id: &str,
         binding_id: &str,
         subject_ref: &str,
     ) -> Result<SubjectSelection, ApiError> {
-        let r = self.in_room(p, room_id, &[ROOMS_READ, ENV_ACTIONS_WRITE]).await?;
-        self.select_for(&r, &p.account_id, binding_id, subject_ref).await
-    }
-
-    /// The room page's **Select**: the same selection for the signed-in person.
-    pub async fn select_subject_as_person(
-        &self,
-        s: &Session,
-        room_id: &str,
-        binding_id: &str,
-        subject_ref: &str,
-    ) -> Result<SubjectSelection, ApiError> {
-        let (r, _) = self.in_room_as_person(s, room_id).await?;
-        self.select_for(&r, &s.account_id, binding_id, subject_ref).await
+        let r = self.in_room(actor, room_id, &[ROOMS_READ, ENV_ACTIONS_WRITE]).await?;
+        self.select_for(&r, actor.account_id(), binding_id, subject_ref).await
     }
 
     async fn select_for(
