@@ -7,14 +7,14 @@
 //! `after_seq` and cancels through the run's own cancel (`RunService::cancel_run`, the
 //! person as its actor).
 
-use crate::http::pages::human::{When, when};
-use crate::http::pages::run_status::Statuses;
 use crate::domain::event::EventKind;
 use crate::domain::run::{Authority, CancelRequest, RunListQuery, TerminalProduct};
 use crate::domain::wire::{EventPageView, EvidenceBundleView, RunView, to_value};
 use crate::error::ApiError;
 use crate::http::idempotent;
 use crate::http::pages::actor::{PageActor, PersonActor};
+use crate::http::pages::human::{When, when};
+use crate::http::pages::run_status::Statuses;
 use crate::http::pages::{Asset, Csp, Page, Referrer, page_headers};
 use crate::http::query::empty_request;
 use crate::http::{AppState, Group, IdemKey, JsonBody, pipeline, run_response};
