@@ -76,7 +76,10 @@ pub fn adapt(router: Router) -> Router {
 /// are exported, each invocation's spans are flushed before its response is handed to
 /// the runtime: after that the environment may be frozen until the next invocation.
 pub async fn run(router: Router) -> Result<(), lambda_http::Error> {
-    lambda_http::run(adapt(router).layer(axum::middleware::from_fn(flush_after))).await
+    let app = adapt(router).layer(axum::middleware::from_fn(flush_after));
+    crate::cold_start::mark("router");
+    crate::cold_start::report();
+    lambda_http::run(app).await
 }
 
 async fn flush_after(req: Request, next: axum::middleware::Next) -> axum::response::Response {

@@ -1,6 +1,7 @@
 //! helix-core: every rule of the Helix Agent API. Function crates and the CLI only wire it.
 
 pub mod auth;
+pub mod cold_start;
 pub mod config;
 pub mod domain;
 pub mod error;
@@ -11,6 +12,7 @@ pub mod http;
 #[cfg(feature = "lambda")]
 pub mod lambda;
 pub mod mcp;
+pub mod outbound;
 pub mod service;
 #[cfg(feature = "local-executor")]
 pub mod solver;

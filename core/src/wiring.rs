@@ -16,6 +16,7 @@ use crate::store::Store;
 /// (Lambda, `lambda::run`).
 pub fn init_tracing(json: bool) {
     use tracing_subscriber::util::SubscriberInitExt;
+    crate::cold_start::mark("main");
     let directives = std::env::var("RUST_LOG").unwrap_or_default();
     let service = std::env::var("AWS_LAMBDA_FUNCTION_NAME").unwrap_or_else(|_| "helix".into());
     let provider = crate::telemetry::provider_from_env(&service);
@@ -25,6 +26,7 @@ pub fn init_tracing(json: bool) {
         crate::telemetry::install(provider);
     }
     crate::http::server::install_panic_hook();
+    crate::cold_start::mark("tracing");
 }
 
 /// The subscriber [`init_tracing`] installs, writing to `writer` (tests capture it).
@@ -153,17 +155,24 @@ pub fn lambda_executor(config: &mut Config) -> Result<Arc<dyn TurnExecutor>, Boo
 /// production defaults, no SDK client, a store that refuses every call.
 pub fn lambda_state_without_store() -> Result<AppState, BootError> {
     let config = Config::from_env(crate::config::DefaultMode::Production)?;
-    Ok(app_state(config, Arc::new(crate::store::NoStore), Arc::new(Unconfigured)))
+    crate::cold_start::mark("config");
+    let state = app_state(config, Arc::new(crate::store::NoStore), Arc::new(Unconfigured));
+    crate::cold_start::mark("state");
+    Ok(state)
 }
 
 /// Lambda cold start: production defaults, DynamoDB store, configured executor.
 #[cfg(feature = "dynamodb")]
 pub async fn lambda_state() -> Result<AppState, BootError> {
     let mut config = lambda_config().await?;
+    crate::cold_start::mark("config");
     let table = config.table_name.clone().ok_or(BootError::NoTable)?;
     let executor = lambda_executor(&mut config)?;
     let store = Arc::new(crate::store::dynamo::DynamoStore::from_env(table).await);
-    Ok(app_state(config, store, executor))
+    crate::cold_start::mark("sdk_clients");
+    let state = app_state(config, store, executor);
+    crate::cold_start::mark("state");
+    Ok(state)
 }
 
 #[cfg(all(test, feature = "local-executor"))]

@@ -58,7 +58,7 @@ pub struct HttpFailure(String);
 /// The HTTP transport the OIDC crate calls (reqwest, no redirects). A named type with a
 /// boxed `Send` future, so the handlers that await it stay `Send`.
 #[derive(Clone)]
-struct Http(reqwest::Client);
+struct Http(std::sync::Arc<crate::outbound::LazyClient>);
 
 type HttpFuture<'c> =
     std::pin::Pin<Box<dyn std::future::Future<Output = Result<openidconnect::HttpResponse, HttpFailure>> + Send + 'c>>;
@@ -68,7 +68,13 @@ impl<'c> openidconnect::AsyncHttpClient<'c> for Http {
     type Future = HttpFuture<'c>;
 
     fn call(&'c self, request: openidconnect::HttpRequest) -> Self::Future {
-        Box::pin(send(self.0.clone(), request))
+        match self.0.get() {
+            Ok(client) => Box::pin(send(client.clone(), request)),
+            Err(e) => {
+                let failure = HttpFailure(format!("HTTP client: {}", e.without_url()));
+                Box::pin(async move { Err(failure) })
+            }
+        }
     }
 }
 
@@ -115,12 +121,13 @@ fn unavailable(e: impl std::error::Error + Send + Sync + 'static) -> ApiError {
 impl OidcClient {
     pub fn new(config: OidcConfig, redirect_uri: String) -> Self {
         // No redirects: an OpenID provider answers directly (and following them is an SSRF path).
-        let http = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .timeout(std::time::Duration::from_secs(10))
-            .build()
-            .expect("HTTP client");
-        Self { config, redirect_uri, http: Http(http), discovered: Default::default() }
+        // Built by the first sign-in, not at cold start (`outbound`).
+        let http = crate::outbound::LazyClient::new(|| {
+            reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .timeout(std::time::Duration::from_secs(10))
+        });
+        Self { config, redirect_uri, http: Http(std::sync::Arc::new(http)), discovered: Default::default() }
     }
 
     pub fn issuer(&self) -> &str {

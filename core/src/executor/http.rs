@@ -54,8 +54,9 @@ pub enum HttpExecutorError {
 }
 
 pub struct HttpExecutor {
-    /// `None` only when the client could not be built (see [`HttpExecutor::new`]).
-    client: Option<reqwest::Client>,
+    /// `None` only when the endpoint is unusable (see [`HttpExecutor::new`]); the client
+    /// itself is built by the first turn, not at cold start (`outbound`).
+    client: Option<crate::outbound::LazyClient>,
     endpoint: String,
     max_response_bytes: usize,
     /// Sent as `Authorization: Bearer` to Helix Ask; never logged.
@@ -73,9 +74,10 @@ impl std::fmt::Debug for HttpExecutor {
 }
 
 impl HttpExecutor {
-    /// An executor for `endpoint`. Never fails: an endpoint that is not an http(s) URL,
-    /// or a client that cannot be built, makes every turn `ExecutorUnavailable` (and
-    /// is logged once here). Use [`HttpExecutor::try_new`] to refuse at start instead.
+    /// An executor for `endpoint`. Never fails: an endpoint that is not an http(s) URL
+    /// makes every turn `ExecutorUnavailable` (and is logged once here), and so does a
+    /// client that cannot be built (logged by each turn that tries). Use
+    /// [`HttpExecutor::try_new`] to refuse a bad endpoint at start instead.
     pub fn new(endpoint: impl Into<String>) -> Self {
         let endpoint = endpoint.into();
         match Self::try_new(endpoint.clone()) {
@@ -93,11 +95,12 @@ impl HttpExecutor {
         if !matches!(url.scheme(), "http" | "https") || url.host().is_none() {
             return Err(HttpExecutorError::InvalidEndpoint);
         }
-        let client = reqwest::Client::builder()
-            .connect_timeout(CONNECT_TIMEOUT)
-            .redirect(reqwest::redirect::Policy::none())
-            .user_agent(concat!("helix-agent-api/", env!("CARGO_PKG_VERSION")))
-            .build()?;
+        let client = crate::outbound::LazyClient::new(|| {
+            reqwest::Client::builder()
+                .connect_timeout(CONNECT_TIMEOUT)
+                .redirect(reqwest::redirect::Policy::none())
+                .user_agent(concat!("helix-agent-api/", env!("CARGO_PKG_VERSION")))
+        });
         Ok(Self { client: Some(client), endpoint, max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES, bearer: None })
     }
 
@@ -194,6 +197,10 @@ impl TurnExecutor for HttpExecutor {
         let Some(client) = &self.client else {
             return Err(TurnFailure::ExecutorUnavailable);
         };
+        let client = client.get().map_err(|error| {
+            tracing::error!(run_id, step, %error, "Helix Ask client cannot be built");
+            TurnFailure::ExecutorUnavailable
+        })?;
         // The body names its version (v2 only with room evidence); the header says the same.
         let schema = request.schema_version();
         request.schema = schema.into();

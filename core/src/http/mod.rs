@@ -63,7 +63,9 @@ pub struct AppState {
 
 impl AppState {
     pub fn new(services: Services) -> Self {
-        let http = reqwest::Client::builder().timeout(std::time::Duration::from_secs(5)).build().expect("HTTP client");
+        // Built by the first key-set fetch, not at cold start (`outbound`).
+        let http =
+            crate::outbound::LazyClient::new(|| reqwest::Client::builder().timeout(std::time::Duration::from_secs(5)));
         let verifier = Arc::new(TokenVerifier::new(&services.config.oauth, http));
         let oidc = services.config.browser.oidc.clone().map(|o| {
             let redirect = format!("{}{}", services.config.public_base_url, pages::CALLBACK_PATH);

@@ -3,7 +3,13 @@
 //! that lists helix's own tool objects verbatim and answers `helix_run_inspect` with a
 //! fixed run. No bearer check, no store, no pipeline: what rmcp itself costs per request.
 //!
-//!   helix-bench-floor --port P --tools tools.json --run run.json
+//! With `--data-dir`, it also serves the floor of REST inspect: a bare axum handler at
+//! `GET /api/v1/agent-runs/{run_id}` that reads the run's item from helix's embedded
+//! store (a copy of the bench server's data directory: redb locks its file) through the
+//! storage kernel's key and decoder, and answers helix's run view. No bearer check, no
+//! owner check, no pipeline: what the read and the answer cost.
+//!
+//!   helix-bench-floor --port P --tools tools.json --run run.json [--data-dir DIR]
 
 use std::sync::Arc;
 
@@ -18,10 +24,10 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::Value;
 
-/// helix's allocator (helix-core sets it for every helix binary): the floor differs from
-/// helix only in what helix does per request, not in how memory is allocated.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+// The allocator is helix's own: helix-core, linked for the store, sets mimalloc as every
+// helix binary's; so the floor differs from helix only in what helix does per request.
+use helix_core::store::Store;
+use helix_core::store::embedded::EmbeddedStore;
 
 struct Catalog {
     tools: Vec<Tool>,
@@ -64,6 +70,24 @@ impl ServerHandler for Floor {
     }
 }
 
+/// REST inspect's floor: the run's item, decoded and answered as helix's run view.
+async fn inspect(
+    axum::extract::State(store): axum::extract::State<Arc<EmbeddedStore>>,
+    axum::extract::Path(run_id): axum::extract::Path<String>,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    use helix_core::service::records::runs::{run_from_item, run_key};
+    let item = match store.get(&run_key(&run_id)).await {
+        Ok(Some(item)) => item,
+        Ok(None) => return axum::http::StatusCode::NOT_FOUND.into_response(),
+        Err(_) => return axum::http::StatusCode::INTERNAL_SERVER_ERROR.into_response(),
+    };
+    let Ok(run) = run_from_item(&item) else { return axum::http::StatusCode::INTERNAL_SERVER_ERROR.into_response() };
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
+    let json = run.observed_json(now).json;
+    ([(axum::http::header::CONTENT_TYPE, "application/json")], json).into_response()
+}
+
 fn flag(args: &[String], name: &str) -> anyhow::Result<String> {
     let at = args.iter().position(|a| a == name).with_context(|| format!("missing {name}"))?;
     args.get(at + 1).cloned().with_context(|| format!("{name} needs a value"))
@@ -73,7 +97,7 @@ fn flag(args: &[String], name: &str) -> anyhow::Result<String> {
 async fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.iter().any(|a| a == "-h" || a == "--help") {
-        println!("usage: helix-bench-floor --port P --tools tools.json --run run.json");
+        println!("usage: helix-bench-floor --port P --tools tools.json --run run.json [--data-dir DIR]");
         return Ok(());
     }
     let port: u16 = flag(&args, "--port")?.parse().context("--port")?;
@@ -95,7 +119,14 @@ async fn main() -> anyhow::Result<()> {
         .with_sse_retry(None);
     let service =
         StreamableHttpService::new(move || Ok(floor.clone()), Arc::new(NeverSessionManager::default()), transport);
-    let app = axum::Router::new().route_service("/mcp", service);
+    let mut app = axum::Router::new().route_service("/mcp", service);
+    if args.iter().any(|a| a == "--data-dir") {
+        let path = std::path::Path::new(&flag(&args, "--data-dir")?).join("helix.redb");
+        let store = Arc::new(EmbeddedStore::open(&path).with_context(|| format!("opening {}", path.display()))?);
+        let rest =
+            axum::Router::new().route("/api/v1/agent-runs/{run_id}", axum::routing::get(inspect)).with_state(store);
+        app = app.merge(rest);
+    }
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await.with_context(|| format!("port {port}"))?;
     axum::serve(listener, app).await?;
     Ok(())

@@ -100,7 +100,7 @@ impl CacheState {
 
 pub(super) struct JwksCache {
     pub(super) url: String,
-    http: reqwest::Client,
+    http: crate::outbound::LazyClient,
     policy: JwksPolicy,
     state: RwLock<CacheState>,
     /// Held across a fetch: concurrent refreshes wait and reuse its result.
@@ -108,7 +108,7 @@ pub(super) struct JwksCache {
 }
 
 impl JwksCache {
-    pub(super) fn new(url: String, http: reqwest::Client, policy: JwksPolicy) -> Self {
+    pub(super) fn new(url: String, http: crate::outbound::LazyClient, policy: JwksPolicy) -> Self {
         Self { url, http, policy, state: RwLock::new(CacheState::default()), refresh: tokio::sync::Mutex::new(()) }
     }
 
@@ -176,6 +176,8 @@ impl JwksCache {
     async fn fetch(&self) -> Result<HashMap<String, Arc<KeyEntry>>, JwksError> {
         let mut response = self
             .http
+            .get()
+            .map_err(JwksError::Request)?
             .get(&self.url)
             .header(http::header::ACCEPT, "application/json")
             .timeout(self.policy.fetch_timeout)

@@ -81,11 +81,13 @@ impl std::fmt::Debug for TokenVerifier {
 }
 
 impl TokenVerifier {
-    pub fn new(oauth: &OAuthConfig, http: reqwest::Client) -> Self {
+    /// `http` fetches the key set: a client, or a [`LazyClient`](crate::outbound::LazyClient)
+    /// built by the first fetch.
+    pub fn new(oauth: &OAuthConfig, http: impl Into<crate::outbound::LazyClient>) -> Self {
         Self::with_policy(oauth, http, JwksPolicy::default())
     }
 
-    pub fn with_policy(oauth: &OAuthConfig, http: reqwest::Client, policy: JwksPolicy) -> Self {
+    pub fn with_policy(oauth: &OAuthConfig, http: impl Into<crate::outbound::LazyClient>, policy: JwksPolicy) -> Self {
         Self {
             issuer: oauth.issuer.clone(),
             audience: oauth.audience.clone(),
@@ -99,7 +101,7 @@ impl TokenVerifier {
                 .jwks_identity
                 .clone()
                 .unwrap_or_else(|| (oauth.issuer.clone(), oauth.audience.clone())),
-            jwks: oauth.jwks_url.as_ref().map(|url| JwksCache::new(url.clone(), http, policy)),
+            jwks: oauth.jwks_url.as_ref().map(|url| JwksCache::new(url.clone(), http.into(), policy)),
             verified: VerifiedTokens::default(),
         }
     }
