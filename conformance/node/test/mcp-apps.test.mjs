@@ -49,7 +49,9 @@ test('a client declaring MCP Apps gets the run view; one that does not sees toda
   const plain = await open(helix, {});
   try {
     const { client, transport } = plain;
-    assert.equal(client.getServerCapabilities().extensions, undefined);
+    // No MCP Apps extension; the server's other extensions (Tasks) are declared to everyone.
+    assert.equal(client.getServerCapabilities().extensions?.[EXTENSION], undefined);
+    assert.deepEqual(Object.keys(client.getServerCapabilities().extensions ?? {}), ['io.modelcontextprotocol/tasks']);
     assert.equal(client.getServerCapabilities().resources, undefined);
     assert.equal(transport.sessionId, undefined, 'no session id without the extension');
     const tools = (await client.listTools()).tools;
