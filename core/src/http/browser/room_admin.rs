@@ -11,11 +11,11 @@ use axum::routing::{get, post};
 use axum::{Form, Router};
 use serde::Deserialize;
 
-use crate::http::pages::human::{When, when_text};
 use crate::domain::page::cursor_query;
 use crate::error::ApiError;
 use crate::http::AppState;
 use crate::http::pages::flash::{self, Done};
+use crate::http::pages::human::{When, when_text};
 use crate::http::pages::sign_in_first::PageSession;
 use crate::http::pages::{Page, SameOriginSession, refusal_notice};
 use crate::service::embodiment::RoomIdentity;

@@ -6,13 +6,13 @@
 //! lane only: no bearer is read. The run page's one script polls the events twin with
 //! `after_seq` and cancels through the run's own cancel (`RunService::person_cancel`).
 
-use crate::http::pages::human::{When, when};
-use crate::http::pages::run_status::Statuses;
 use crate::domain::event::EventKind;
 use crate::domain::run::{Authority, CancelRequest, RunListQuery, TerminalProduct};
 use crate::domain::wire::{EventPageView, EvidenceBundleView, RunView, to_value};
 use crate::error::ApiError;
 use crate::http::idempotent;
+use crate::http::pages::human::{When, when};
+use crate::http::pages::run_status::Statuses;
 use crate::http::pages::sign_in_first::PageSession;
 use crate::http::pages::{Asset, Csp, Page, Referrer, SameOriginSession, page_headers};
 use crate::http::query::empty_request;

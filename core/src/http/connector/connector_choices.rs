@@ -3,8 +3,8 @@
 //! keep their field names (`room_id`, `environment_binding_id`): scripts post them as
 //! before, and every rule stays in the services, which check whatever is posted.
 
-use crate::http::AppState;
 use crate::error::ApiError;
+use crate::http::AppState;
 use crate::service::sessions::Session;
 
 /// A room the person may pick: one they own.

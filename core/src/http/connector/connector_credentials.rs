@@ -11,10 +11,10 @@ use axum::routing::post;
 use axum::{Form, Json, Router};
 use serde::Deserialize;
 
-use crate::http::connector::connector_choices::{Choices, choices};
 use crate::domain::embodiment::PairingCreated;
 use crate::error::ApiError;
 use crate::http::AppState;
+use crate::http::connector::connector_choices::{Choices, choices};
 use crate::http::pages::flash::{self, Done};
 use crate::http::pages::{PAIRING_PAGE_PATH, Page, SameOriginSession, refusal_notice, to_pairing_page};
 use crate::service::embodiment::PairingRoom;
