@@ -154,7 +154,8 @@ async fn a_lost_worker_invocation_is_left_to_the_lease(backend: Backend) {
 
     let (status, _, lost) = invoke_http(&app, "continue-async.json", &token, Some(&id)).await;
     assert_eq!((status, lost["error"]["code"].as_str()), (409, Some("outcome_unknown")), "{lost}");
-    let late = invoke(&app, worker_event(&id, &handed.0.lock().unwrap()[0])).await;
+    let event = worker_event(&id, &handed.0.lock().unwrap()[0]);
+    let late = invoke(&app, event).await;
     assert_eq!(late["helix_turn_worker"]["outcome"], "refused", "{late}");
     assert!(app.executor.seen.lock().unwrap().is_empty(), "no turn ran");
     assert_eq!(inspect(&app, &token, &id).await["version"], 1, "the run is untouched");
@@ -172,6 +173,54 @@ async fn a_failed_hand_over_serves_the_turn_in_its_request(backend: Backend) {
     let (status, headers, body) = invoke_http(&app, "continue-async.json", &token, Some(&id)).await;
     assert_eq!((status, body["completion_status"].as_str()), (200, Some("completed")), "{body}");
     assert!(headers.get("preference-applied").is_none());
+    assert_eq!(app.executor.seen.lock().unwrap().len(), 1);
+}
+
+/// One 2026-07-28 MCP request through the HTTP API's `/mcp` event, declaring the tasks
+/// extension: its JSON-RPC answer.
+async fn invoke_mcp(app: &TestApp, token: &str, method: &str, mut params: Value) -> Value {
+    params["_meta"] = serde_json::json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "lambda-worker-test", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}},
+    });
+    let mut event: Value = serde_json::from_str(&event_text("mcp-tools-list.json", &[])).unwrap();
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string();
+    let headers = event["headers"].as_object_mut().unwrap();
+    headers.remove("content-length");
+    headers.insert("authorization".into(), Value::from(format!("Bearer {token}")));
+    headers.insert("mcp-protocol-version".into(), Value::from("2026-07-28"));
+    headers.insert("mcp-method".into(), Value::from(method));
+    if let Some(name) = params["name"].as_str().or(params["taskId"].as_str()) {
+        headers.insert("mcp-name".into(), Value::from(name));
+    }
+    event["body"] = Value::from(body);
+    let result = invoke(app, event).await;
+    assert_eq!(result["statusCode"], 200, "{result}");
+    serde_json::from_str(result["body"].as_str().unwrap()).unwrap()
+}
+
+/// `helix_run_continue` as a task on Lambda: `CreateTaskResult` from the request
+/// invocation, the turn in the worker invocation, `tasks/get` completed with the tool result.
+async fn an_mcp_task_runs_in_its_worker_invocation(backend: Backend) {
+    let app = TestApp::spawn_with(backend, LAMBDA).await;
+    let handed = Arc::new(Handed::default());
+    app.state.services.runs.set_worker(handed.clone());
+    let token = app.token().await;
+    let (_, _, run) = invoke_http(&app, "start.json", &token, None).await;
+    let id = run["run_id"].as_str().unwrap().to_owned();
+    app.script(completing_step(2));
+    let call = serde_json::json!({"name": "helix_run_continue", "arguments": {"run_id": id, "idempotency_key": "lambda-task-0001",
+        "request": {"expected_version": 1, "instruction": "Find the measured force."}}});
+    let reply = invoke_mcp(&app, &token, "tools/call", call).await;
+    let task = &reply["result"];
+    assert_eq!((task["resultType"].as_str(), task["status"].as_str()), (Some("task"), Some("working")), "{reply}");
+    assert!(app.executor.seen.lock().unwrap().is_empty(), "no turn ran in the request");
+    let event = handed.0.lock().unwrap()[0].clone();
+    assert_eq!(invoke(&app, event).await["helix_turn_worker"]["outcome"], "ran");
+    let got = invoke_mcp(&app, &token, "tasks/get", serde_json::json!({"taskId": task["taskId"]})).await;
+    assert_eq!(got["result"]["status"], "completed", "{got}");
+    assert_eq!(got["result"]["result"]["structuredContent"]["completion_status"], "completed", "{got}");
     assert_eq!(app.executor.seen.lock().unwrap().len(), 1);
 }
 
@@ -193,4 +242,5 @@ on_both_backends!(
     concurrent_deliveries_run_one_turn,
     a_lost_worker_invocation_is_left_to_the_lease,
     a_failed_hand_over_serves_the_turn_in_its_request,
+    an_mcp_task_runs_in_its_worker_invocation,
 );
