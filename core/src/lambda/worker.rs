@@ -10,6 +10,10 @@ use tokio::sync::OnceCell;
 
 use crate::service::runs::{TurnDispatch, WorkerEvent};
 
+/// The most the hand-over may take (Lambda answers an `Event` invocation once queued);
+/// past it the turn runs in its request, within the request's limits.
+const INVOKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Invokes this function itself, asynchronously, with a worker event.
 pub struct SelfInvoke {
     function: String,
@@ -27,7 +31,9 @@ impl SelfInvoke {
     async fn client(&self) -> &aws_sdk_lambda::Client {
         self.client
             .get_or_init(|| async {
-                let config = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+                let timeouts = aws_config::timeout::TimeoutConfig::builder().operation_timeout(INVOKE_TIMEOUT).build();
+                let config =
+                    aws_config::defaults(aws_config::BehaviorVersion::latest()).timeout_config(timeouts).load().await;
                 aws_sdk_lambda::Client::new(&config)
             })
             .await
