@@ -38,6 +38,19 @@ impl TurnDispatch for Refusing {
     }
 }
 
+/// An Invoke that reaches the worker (which runs the turn) and still reports a failure,
+/// as a timeout after Lambda queued the event would.
+struct DeliveredThenFailed(helix_core::service::Services);
+
+#[async_trait::async_trait]
+impl TurnDispatch for DeliveredThenFailed {
+    async fn dispatch(&self, event: &WorkerEvent) -> Result<(), String> {
+        let ran = self.0.run_turn_worker(event, Some(std::time::Duration::from_secs(60))).await;
+        assert!(matches!(ran, Ok(helix_core::service::runs::WorkerOutcome::Ran(200))), "{ran:?}");
+        Err("operation timed out".into())
+    }
+}
+
 /// One invocation of the function with `payload`, a minute before its deadline.
 async fn invoke(app: &TestApp, payload: Value) -> Value {
     let mut context = lambda_http::Context::default();
@@ -176,6 +189,22 @@ async fn a_failed_hand_over_serves_the_turn_in_its_request(backend: Backend) {
     assert_eq!(app.executor.seen.lock().unwrap().len(), 1);
 }
 
+/// A hand-over reported failed after the worker got the event: the request takes its turn
+/// back only if no worker took it, so the turn runs once and the answer is the `202`.
+async fn a_hand_over_reported_failed_after_delivery_runs_one_turn(backend: Backend) {
+    let app = TestApp::spawn_with(backend, LAMBDA).await;
+    app.state.services.runs.set_worker(Arc::new(DeliveredThenFailed(app.state.services.clone())));
+    let token = app.token().await;
+    let (_, _, run) = invoke_http(&app, "start.json", &token, None).await;
+    let id = run["run_id"].as_str().unwrap().to_owned();
+    app.script(completing_step(2));
+    let (status, _, body) = invoke_http(&app, "continue-async.json", &token, Some(&id)).await;
+    assert_eq!(status, 202, "the worker has the turn: {body}");
+    assert_eq!(app.executor.seen.lock().unwrap().len(), 1, "one turn, in the worker");
+    let run = inspect(&app, &token, &id).await;
+    assert_eq!((run["version"].as_u64(), run["completion_status"].as_str()), (Some(2), Some("completed")), "{run}");
+}
+
 /// One 2026-07-28 MCP request through the HTTP API's `/mcp` event, declaring the tasks
 /// extension: its JSON-RPC answer.
 async fn invoke_mcp(app: &TestApp, token: &str, method: &str, mut params: Value) -> Value {
@@ -243,4 +272,5 @@ on_both_backends!(
     a_lost_worker_invocation_is_left_to_the_lease,
     a_failed_hand_over_serves_the_turn_in_its_request,
     an_mcp_task_runs_in_its_worker_invocation,
+    a_hand_over_reported_failed_after_delivery_runs_one_turn,
 );

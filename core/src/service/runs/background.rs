@@ -37,8 +37,8 @@ impl RunService {
     /// worker and answers without waiting for it. `invocation` is the request's own: a
     /// process that outlives its response runs the turn in a task of its own; otherwise
     /// (a Lambda invocation) the worker set with [`RunService::set_worker`] takes it, and
-    /// if it cannot be handed over the turn runs in this request, within the request's
-    /// limits, and the synchronous answer is returned.
+    /// if it cannot be handed over the turn is taken back and runs in this request, within
+    /// the request's limits, and the synchronous answer is returned.
     pub async fn continue_run_async(
         &self,
         p: &Caller,
@@ -68,8 +68,14 @@ impl RunService {
                         Ok(()) => Ok(Continued::Accepted(accepted)),
                         Err(e) => {
                             tracing::warn!(run_id = %id.as_str(), error = %e, "no worker took the turn: it runs in its request");
-                            let c = Continuation { invocation, background: false, ..c };
-                            this.run_claimed_turn(&p, &c, turn).await.map(Continued::Answered)
+                            match this.take_back(&c, turn).await? {
+                                Some(turn) => {
+                                    let c = Continuation { invocation, background: false, ..c };
+                                    this.run_claimed_turn(&p, &c, turn).await.map(Continued::Answered)
+                                }
+                                // The event reached a worker after all: it has the turn.
+                                None => Ok(Continued::Accepted(accepted)),
+                            }
                         }
                     }
                 }

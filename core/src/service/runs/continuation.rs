@@ -86,6 +86,11 @@ impl ClaimedTurn {
         }
     }
 
+    /// The same turn under the claim token `token` it took over (`claimed` holds it).
+    pub(super) fn reclaimed(self, claimed: Run, token: String) -> Self {
+        Self { claimed, token, ..self }
+    }
+
     /// Whether the claim took over a run whose earlier claim had expired unfinalized.
     pub(super) fn recovered(&self) -> bool {
         self.recovered

@@ -17,11 +17,13 @@ use super::{Invocation, OP_CONTINUE, RunService, owned, run_mutation};
 use crate::auth::jwt::VerifiedToken;
 use crate::domain::ids::IdempotencyKey;
 use crate::domain::run::ContinueRequest;
+use crate::domain::run::Run;
 use crate::domain::{random_hex, sha256_hex};
 use crate::error::ApiError;
 use crate::service::records::receipts::held_by;
-use crate::service::records::{Receipt, ReceiptState, Role, Tx, run_item, run_unchanged};
+use crate::service::records::{Receipt, ReceiptState, Role, Tx, run_from_item, run_item, run_unchanged};
 use crate::service::{Caller, Services};
+use crate::store::Key;
 
 /// The one field of a worker event's document: `{"helix_turn_worker": {...}}`.
 pub const WORKER_EVENT: &str = "helix_turn_worker";
@@ -181,24 +183,7 @@ impl RunService {
             Ok(admitted) => admitted,
             Err(e) => return refused(e.code()),
         };
-        let token = random_hex(16);
-        let mut claimed = run.clone();
-        if let Some(c) = claimed.claim.as_mut() {
-            c.token = token.clone();
-        }
-        claimed.rev += 1;
-        let taken = Receipt { state: ReceiptState::InProgress { claim_token: token.clone() }, ..receipt.clone() };
-        let mut tx = Tx::new();
-        tx.put(Role::Receipt, taken.to_item(&rkey), held_by(claim_token)).put(
-            Role::Run,
-            run_item(&claimed)?,
-            run_unchanged(run.rev),
-        );
-        match tx.commit(&*self.store).await {
-            Ok(()) => {}
-            Err(f) if f.is_cancelled() => return refused("taken"),
-            Err(f) => return Err(f.into()),
-        }
+        let Some((claimed, token)) = self.take_over(&run, &receipt, &rkey).await? else { return refused("taken") };
         let turn = ClaimedTurn::new(claimed, token, lease_until, event.recovered, &admitted);
         let c = Continuation {
             hash,
@@ -214,6 +199,49 @@ impl RunService {
                 WorkerOutcome::Failed(e.code())
             }
         })
+    }
+}
+
+impl RunService {
+    /// Takes the claim of `run` (held by `receipt`, a reservation) over: a new claim token
+    /// in both, one transaction on condition of the old token and the run's revision.
+    /// `None` when another took it over first, or the turn finished.
+    async fn take_over(&self, run: &Run, receipt: &Receipt, rkey: &Key) -> Result<Option<(Run, String)>, ApiError> {
+        let ReceiptState::InProgress { claim_token } = &receipt.state else { return Ok(None) };
+        let token = random_hex(16);
+        let mut claimed = run.clone();
+        if let Some(c) = claimed.claim.as_mut() {
+            c.token = token.clone();
+        }
+        claimed.rev += 1;
+        let taken = Receipt { state: ReceiptState::InProgress { claim_token: token.clone() }, ..receipt.clone() };
+        let mut tx = Tx::new();
+        tx.put(Role::Receipt, taken.to_item(rkey), held_by(claim_token)).put(
+            Role::Run,
+            run_item(&claimed)?,
+            run_unchanged(run.rev),
+        );
+        match tx.commit(&*self.store).await {
+            Ok(()) => Ok(Some((claimed, token))),
+            Err(f) if f.is_cancelled() => Ok(None),
+            Err(f) => Err(f.into()),
+        }
+    }
+
+    /// The request's own turn back after a hand-over that reported failure: taken over as a
+    /// worker takes it, so that if the event reached a worker after all only one of the two
+    /// runs the turn. `None` when a worker holds or finished it.
+    pub(super) async fn take_back(&self, c: &Continuation, turn: ClaimedTurn) -> Result<Option<ClaimedTurn>, ApiError> {
+        let run_id = turn.claimed.run_id.clone();
+        let (Some(run), Some(receipt)) = self.read_run_and_receipt(None, &run_id, &c.rkey, false).await? else {
+            return Ok(None);
+        };
+        let (run, receipt) = (run_from_item(&run)?, Receipt::from_item(&receipt)?);
+        let held = matches!(&receipt.state, ReceiptState::InProgress { claim_token } if *claim_token == turn.token);
+        if !held || run.claim.as_ref().map(|c| &c.token) != Some(&turn.token) {
+            return Ok(None);
+        }
+        Ok(self.take_over(&run, &receipt, &c.rkey).await?.map(|(claimed, token)| turn.reclaimed(claimed, token)))
     }
 }
 
