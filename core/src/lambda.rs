@@ -12,6 +12,13 @@ use lambda_http::request::RequestContext;
 
 use crate::http::admission::Transport;
 use crate::http::{ClientIp, Invocation};
+use crate::service::Services;
+use crate::service::runs::{WorkerEvent, WorkerOutcome};
+
+#[cfg(feature = "lambda-worker")]
+mod worker;
+#[cfg(feature = "lambda-worker")]
+pub use worker::SelfInvoke;
 
 /// An API Gateway HTTP API cuts every integration at 30 s, and that cannot be raised.
 pub const HTTP_API_LIMIT: Duration = Duration::from_secs(30);
@@ -80,6 +87,60 @@ pub async fn run(router: Router) -> Result<(), lambda_http::Error> {
     crate::cold_start::mark("router");
     crate::cold_start::report();
     lambda_http::run(app).await
+}
+
+/// Serves the router of a function that takes turns: an asynchronous turn is handed to a
+/// worker invocation of this same function ([`SelfInvoke`]), and an invocation whose
+/// payload is a worker event runs that turn ([`handle_event`]).
+#[cfg(feature = "lambda-worker")]
+pub async fn run_with_worker(router: Router, services: Services) -> Result<(), lambda_http::Error> {
+    if let Some(worker) = SelfInvoke::from_env() {
+        services.runs.set_worker(std::sync::Arc::new(worker));
+    }
+    let app = adapt(router).layer(axum::middleware::from_fn(flush_after));
+    lambda_http::lambda_runtime::run(lambda_http::service_fn(move |event| {
+        let (app, services) = (app.clone(), services.clone());
+        async move { handle_event(app, &services, event).await }
+    }))
+    .await
+}
+
+/// One invocation of a function that takes turns: a worker event (`{"helix_turn_worker":
+/// ...}`, which only an invocation authorised by IAM can deliver) runs its turn within the
+/// invocation's remaining time; any other payload is an API Gateway or function URL event,
+/// decoded by lambda_http and served by `adapted` (a router through [`adapt`]).
+pub async fn handle_event(
+    adapted: Router,
+    services: &Services,
+    event: lambda_http::LambdaEvent<serde_json::Value>,
+) -> Result<serde_json::Value, lambda_http::Error> {
+    use tower::Service;
+    let lambda_http::LambdaEvent { payload, context } = event;
+    let Some(worker_event) = WorkerEvent::from_document(&payload) else {
+        let request: lambda_http::request::LambdaRequest = serde_json::from_value(payload)?;
+        let mut adapter = lambda_http::Adapter::from(adapted);
+        let response = adapter.call(lambda_http::LambdaEvent::new(request, context)).await?;
+        return Ok(serde_json::to_value(response)?);
+    };
+    let worker_event = match worker_event {
+        Ok(e) => e,
+        Err(e) => {
+            tracing::warn!(error = %e, "a malformed worker event ran nothing");
+            return Ok(WorkerOutcome::Refused("malformed").to_document());
+        }
+    };
+    let now_ms = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0);
+    let remaining = Duration::from_millis(context.deadline.saturating_sub(now_ms));
+    let services = services.clone();
+    // Its own task, as a request's turn: a panic ends the task, not the runtime.
+    let outcome = tokio::spawn(async move { services.run_turn_worker(&worker_event, Some(remaining)).await })
+        .await
+        .map_err(|e| lambda_http::Error::from(e.to_string()))?;
+    if crate::telemetry::enabled() {
+        let _ = tokio::task::spawn_blocking(crate::telemetry::flush).await;
+    }
+    // A store error before the take-over fails the invocation, and Lambda retries it.
+    Ok(outcome?.to_document())
 }
 
 async fn flush_after(req: Request, next: axum::middleware::Next) -> axum::response::Response {

@@ -48,10 +48,20 @@ class SamTranslateTest(unittest.TestCase):
         resources = self.out["Resources"]
         urls = {r["Properties"]["TargetFunctionArn"]["Ref"] for r in resources.values() if r["Type"] == "AWS::Lambda::Url"}
         self.assertEqual(urls, {"AgentRunsFunction", "McpFunction", "SolverFunction"})
+        # The two that run turns only with FunctionUrls=enabled.
+        conditions = {name: resources[f"{name}Url"].get("Condition") for name in urls}
+        self.assertEqual(conditions, {"AgentRunsFunction": "HasFunctionUrls", "McpFunction": "HasFunctionUrls", "SolverFunction": "DeploySolver"})
         for name in urls:
             self.assertEqual(resources[f"{name}Url"]["Properties"]["AuthType"], "NONE")
         permissions = [r for r in resources.values() if r["Type"] == "AWS::Lambda::Permission"]
         self.assertTrue(any(p["Properties"].get("FunctionUrlAuthType") == "NONE" for p in permissions))
+
+    def test_the_self_invoke_policies_attach_to_the_generated_roles(self):
+        resources = self.out["Resources"]
+        for fn in ("AgentRunsFunction", "McpFunction"):
+            self.assertEqual(resources[f"{fn}Role"]["Type"], "AWS::IAM::Role", fn)
+            policy = resources[f"{fn[: -len('Function')]}SelfInvoke"]["Properties"]
+            self.assertEqual(policy["Roles"], [{"Ref": f"{fn}Role"}])
 
     def test_a_bad_sam_property_is_refused(self):
         # The check can fail: the translator refuses what cfn-lint lets through.

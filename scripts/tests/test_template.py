@@ -33,10 +33,22 @@ class TemplateTest(unittest.TestCase):
         self.assertEqual(int(p["MaxValue"]), 900_000)
         self.assertEqual(self.globals["Environment"]["Variables"]["HELIX_AGENT_TURN_TIMEOUT_MS"], {"Ref": "TurnTimeoutMs"})
 
-    def test_the_functions_that_run_turns_have_a_function_url_with_matching_limits(self):
+    def test_the_functions_that_run_turns_have_an_optional_function_url_with_matching_limits(self):
+        self.assertEqual(self.params["FunctionUrls"]["Default"], "disabled")
+        self.assertEqual(self.t["Conditions"]["HasFunctionUrls"], {"Fn::Equals": [{"Ref": "FunctionUrls"}, "enabled"]})
         for name in TURN_FUNCTIONS:
             props = self.functions[name]
-            self.assertEqual(props["FunctionUrlConfig"]["AuthType"], "NONE", name)
+            self.assertNotIn("FunctionUrlConfig", props, f"{name}: its URL is a resource of its own, made only on demand")
+            url = self.t["Resources"][f"{name}Url"]
+            self.assertEqual((url["Type"], url["Condition"]), ("AWS::Lambda::Url", "HasFunctionUrls"), name)
+            self.assertEqual(url["Properties"], {"TargetFunctionArn": {"Ref": name}, "AuthType": "NONE"}, name)
+            public = self.t["Resources"][f"{name}UrlPublicPermissions"]
+            self.assertEqual(public["Condition"], "HasFunctionUrls", name)
+            self.assertEqual(public["Properties"]["Action"], "lambda:InvokeFunctionUrl", name)
+            self.assertEqual(public["Properties"]["FunctionUrlAuthType"], "NONE", name)
+            self.assertEqual(self.t["Resources"][f"{name}UrlInvoke"]["Condition"], "HasFunctionUrls", name)
+            for output in (f"{name}Url", f"{name}UrlHost"):
+                self.assertEqual(self.t["Outputs"][output]["Condition"], "HasFunctionUrls", output)
             # One parameter: the Lambda Timeout (s) and HELIX_GATEWAY_TIMEOUT_MS (ms) agree.
             self.assertEqual(props["Timeout"], {"Ref": "TurnFunctionTimeout"}, name)
             self.assertEqual(self.env(props)["HELIX_GATEWAY_TIMEOUT_MS"], {"Fn::Sub": "${TurnFunctionTimeout}000"}, name)
@@ -112,6 +124,23 @@ class TemplateTest(unittest.TestCase):
             if name not in ("McpFunction", "AccountFunction"):
                 self.assertNotIn("McpFunctionUrlOrigin", str(props.get("Environment", {})), name)
         self.assertIn("McpOAuthResource", self.t["Outputs"])
+
+    def test_each_function_that_runs_turns_may_invoke_itself_and_nothing_else(self):
+        granted = {}
+        for name, r in self.t["Resources"].items():
+            if r["Type"] != "AWS::IAM::Policy":
+                continue
+            for statement in r["Properties"]["PolicyDocument"]["Statement"]:
+                if "lambda:InvokeFunction" in str(statement["Action"]):
+                    granted[name] = (r["Properties"]["Roles"], statement["Action"], statement["Resource"])
+        expected = {
+            f"{fn[: -len('Function')]}SelfInvoke": ([{"Ref": f"{fn}Role"}], "lambda:InvokeFunction", {"Fn::GetAtt": [fn, "Arn"]})
+            for fn in TURN_FUNCTIONS
+        }
+        self.assertEqual(granted, expected)
+        # No function's own policies grant an Invoke (of itself or of another function).
+        for name, props in self.functions.items():
+            self.assertNotIn("lambda:Invoke", str(props.get("Policies", "")), name)
 
     def test_the_function_url_hosts_are_outputs(self):
         for name in TURN_FUNCTIONS:

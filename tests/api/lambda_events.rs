@@ -257,7 +257,15 @@ fn every_event_file_parses_and_some_test_invokes_it() {
     assert!(files.len() >= 46, "{files:?}");
     for file in &files {
         let raw = std::fs::read_to_string(format!("{root}/../events/{file}")).unwrap();
-        lambda_http::request::from_str(&raw).unwrap_or_else(|e| panic!("{file}: {e}"));
+        let worker =
+            serde_json::from_str(&raw).ok().and_then(|v| helix_core::service::runs::WorkerEvent::from_document(&v));
+        match worker {
+            // The worker invocation's own event (not API Gateway's).
+            Some(parsed) => assert!(parsed.is_ok(), "{file}"),
+            None => {
+                lambda_http::request::from_str(&raw).unwrap_or_else(|e| panic!("{file}: {e}"));
+            }
+        }
         assert!(sources.contains(&format!("\"{file}\"")), "events/{file} is not invoked by any test in tests/api");
     }
 }

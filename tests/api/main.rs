@@ -35,6 +35,7 @@ mod embodiment_subject_stop;
 mod embodiment_tenant;
 mod embodiment_verifying;
 mod lambda_events;
+mod lambda_worker;
 mod lanes;
 mod lifecycle;
 mod lifecycle_races;

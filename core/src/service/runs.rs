@@ -14,9 +14,11 @@ mod background;
 mod continuation;
 mod ending;
 mod listing;
+mod worker;
 
 pub use super::Actor;
 pub use background::{BackgroundTurn, Continued, RETRY_AFTER, TurnState};
+pub use worker::{TurnDispatch, WORKER_EVENT, WorkerCaller, WorkerEvent, WorkerOutcome};
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -135,6 +137,9 @@ pub struct RunService {
     /// Process-local cancellation of running turns, by run id.
     running: Arc<Mutex<HashMap<String, CancellationToken>>>,
     sources: SourceService,
+    /// Where an asynchronous turn runs when this process may not outlive its response
+    /// (a Lambda invocation): set once at start by the functions that take turns.
+    worker: Arc<std::sync::OnceLock<Arc<dyn TurnDispatch>>>,
 }
 
 impl std::ops::Deref for RunService {
@@ -146,7 +151,7 @@ impl std::ops::Deref for RunService {
 
 impl RunService {
     pub(crate) fn new(ctx: Ctx, executor: Arc<dyn TurnExecutor>, sources: SourceService) -> Self {
-        Self { ctx, executor, running: Arc::new(Mutex::new(HashMap::new())), sources }
+        Self { ctx, executor, running: Arc::new(Mutex::new(HashMap::new())), sources, worker: Arc::default() }
     }
 
     /// What an existing receipt answers for a retry carrying `request_hash`.

@@ -93,8 +93,8 @@ async fn continue_run(
     let invocation = invocation.map(|Extension(i)| i).unwrap_or_default();
     // A preference the server cannot honour here is ignored (RFC 7240): the turn is served
     // synchronously, within the request's own limits.
-    if super::prefer::respond_async(&headers) && invocation.outlives_response() {
-        return Ok(match app.services.runs.continue_run_async(&p, &run_id, &key, req).await? {
+    if super::prefer::respond_async(&headers) && app.services.runs.accepts_async(invocation) {
+        return Ok(match app.services.runs.continue_run_async(&p, &run_id, &key, req, invocation).await? {
             Continued::Answered(m) => mutation_response(m),
             Continued::Accepted(run) => accepted(&run_id, run),
         });

@@ -34,13 +34,18 @@ pub enum Continued {
 
 impl RunService {
     /// Claims a turn exactly as [`RunService::continue_run`] does, then hands it to the
-    /// worker and answers without waiting for it.
+    /// worker and answers without waiting for it. `invocation` is the request's own: a
+    /// process that outlives its response runs the turn in a task of its own; otherwise
+    /// (a Lambda invocation) the worker set with [`RunService::set_worker`] takes it, and
+    /// if it cannot be handed over the turn is taken back and runs in this request, within
+    /// the request's limits, and the synchronous answer is returned.
     pub async fn continue_run_async(
         &self,
         p: &Caller,
         run_id: &str,
         key: &IdempotencyKey,
         req: ContinueRequest,
+        invocation: Invocation,
     ) -> Result<Continued, ApiError> {
         p.require(&[RUNS_WRITE])?;
         req.validate()?;
@@ -48,14 +53,31 @@ impl RunService {
         // The request's own limits (a Lambda's remaining time, the gateway) do not bound a
         // turn that outlives the request.
         let c = Continuation { hash, rkey, req, invocation: Invocation::default(), background: true };
-        let (this, p) = (self.clone(), p.clone());
+        let (this, p, key) = (self.clone(), p.clone(), key.clone());
         detached(async move {
             match this.claimed_turn(&p, &id, &c).await? {
                 Proceed::Answered(m) => Ok(Continued::Answered(m)),
-                Proceed::With(turn) => {
+                Proceed::With(turn) if invocation.outlives_response() => {
                     let accepted = turn.claimed.observed_json(this.clock.epoch());
                     this.run_in_background(p, c, turn);
                     Ok(Continued::Accepted(accepted))
+                }
+                Proceed::With(turn) => {
+                    let accepted = turn.claimed.observed_json(this.clock.epoch());
+                    match this.hand_to_worker(&p, &key, &c, &turn).await {
+                        Ok(()) => Ok(Continued::Accepted(accepted)),
+                        Err(e) => {
+                            tracing::warn!(run_id = %id.as_str(), error = %e, "no worker took the turn: it runs in its request");
+                            match this.take_back(&c, turn).await? {
+                                Some(turn) => {
+                                    let c = Continuation { invocation, background: false, ..c };
+                                    this.run_claimed_turn(&p, &c, turn).await.map(Continued::Answered)
+                                }
+                                // The event reached a worker after all: it has the turn.
+                                None => Ok(Continued::Accepted(accepted)),
+                            }
+                        }
+                    }
                 }
             }
         })

@@ -66,6 +66,38 @@ pub(super) struct ClaimedTurn {
     admitted: Vec<&'static DataScope>,
 }
 
+impl ClaimedTurn {
+    /// A turn whose claim (`claimed`, holding `token`) is committed, with the scopes its
+    /// run was admitted to.
+    pub(super) fn new(
+        claimed: Run,
+        token: String,
+        lease_until: i64,
+        recovered: bool,
+        admitted: &[&'static DataScope],
+    ) -> Self {
+        Self {
+            recovered,
+            claimed,
+            token,
+            lease_until,
+            families: admitted.iter().map(|s| s.evidence_family.to_owned()).collect(),
+            capabilities: admitted.iter().flat_map(|s| s.capabilities.iter().map(|c| c.to_string())).collect(),
+            admitted: admitted.to_vec(),
+        }
+    }
+
+    /// The same turn under the claim token `token` it took over (`claimed` holds it).
+    pub(super) fn reclaimed(self, claimed: Run, token: String) -> Self {
+        Self { claimed, token, ..self }
+    }
+
+    /// Whether the claim took over a run whose earlier claim had expired unfinalized.
+    pub(super) fn recovered(&self) -> bool {
+        self.recovered
+    }
+}
+
 impl RunService {
     pub async fn continue_run(
         &self,
@@ -196,15 +228,7 @@ impl RunService {
             run_unchanged(run.rev),
         );
         match tx.commit(&*self.store).await {
-            Ok(()) => Ok(Proceed::With(ClaimedTurn {
-                recovered: run.claim.is_some(),
-                claimed,
-                token,
-                lease_until,
-                families: admitted.iter().map(|s| s.evidence_family.to_owned()).collect(),
-                capabilities: admitted.iter().flat_map(|s| s.capabilities.iter().map(|c| c.to_string())).collect(),
-                admitted: admitted.to_vec(),
-            })),
+            Ok(()) => Ok(Proceed::With(ClaimedTurn::new(claimed, token, lease_until, run.claim.is_some(), admitted))),
             Err(f) if f.is_cancelled() => {
                 if let Some(existing) = f.current(Role::Receipt) {
                     return self.answer_from_receipt(existing, &c.hash).map(Proceed::Answered);
