@@ -90,7 +90,9 @@ async fn inspect(app: &TestApp, token: &str, id: &str) -> Value {
     run
 }
 
-async fn an_asynchronous_turn_runs_in_its_worker_invocation_once(backend: Backend) {
+/// A Lambda-mode app whose worker hand-overs are recorded, a token, and a started run whose
+/// next turn is scripted to complete.
+async fn started_with_worker(backend: Backend) -> (TestApp, Arc<Handed>, String, String) {
     let app = TestApp::spawn_with(backend, LAMBDA).await;
     let handed = Arc::new(Handed::default());
     assert!(app.state.services.runs.set_worker(handed.clone()));
@@ -99,6 +101,11 @@ async fn an_asynchronous_turn_runs_in_its_worker_invocation_once(backend: Backen
     assert_eq!(status, 201, "{run}");
     let id = run["run_id"].as_str().unwrap().to_owned();
     app.script(completing_step(2));
+    (app, handed, token, id)
+}
+
+async fn an_asynchronous_turn_runs_in_its_worker_invocation_once(backend: Backend) {
+    let (app, handed, token, id) = started_with_worker(backend).await;
 
     let (status, headers, accepted) = invoke_http(&app, "continue-async.json", &token, Some(&id)).await;
     assert_eq!(status, 202, "the turn is handed to a worker, not served in the request: {accepted}");
@@ -134,13 +141,7 @@ async fn an_asynchronous_turn_runs_in_its_worker_invocation_once(backend: Backen
 /// Two deliveries of one event at once: the take-over is one conditional write, so one
 /// runs the turn and the other is refused.
 async fn concurrent_deliveries_run_one_turn(backend: Backend) {
-    let app = TestApp::spawn_with(backend, LAMBDA).await;
-    let handed = Arc::new(Handed::default());
-    app.state.services.runs.set_worker(handed.clone());
-    let token = app.token().await;
-    let (_, _, run) = invoke_http(&app, "start.json", &token, None).await;
-    let id = run["run_id"].as_str().unwrap().to_owned();
-    app.script(completing_step(2));
+    let (app, handed, token, id) = started_with_worker(backend).await;
     let (status, _, _) = invoke_http(&app, "continue-async.json", &token, Some(&id)).await;
     assert_eq!(status, 202);
     let event = worker_event(&id, &handed.0.lock().unwrap()[0]);
@@ -154,13 +155,7 @@ async fn concurrent_deliveries_run_one_turn(backend: Backend) {
 /// A worker invocation that was lost: the lease ends the turn as before (the key answers
 /// `outcome_unknown`), and the event delivered late runs nothing.
 async fn a_lost_worker_invocation_is_left_to_the_lease(backend: Backend) {
-    let app = TestApp::spawn_with(backend, LAMBDA).await;
-    let handed = Arc::new(Handed::default());
-    app.state.services.runs.set_worker(handed.clone());
-    let token = app.token().await;
-    let (_, _, run) = invoke_http(&app, "start.json", &token, None).await;
-    let id = run["run_id"].as_str().unwrap().to_owned();
-    app.script(completing_step(2));
+    let (app, handed, token, id) = started_with_worker(backend).await;
     let (status, _, _) = invoke_http(&app, "continue-async.json", &token, Some(&id)).await;
     assert_eq!(status, 202);
     app.state.services.clock.advance(app.state.services.config.lease().as_secs() as i64 + 1);
@@ -232,13 +227,7 @@ async fn invoke_mcp(app: &TestApp, token: &str, method: &str, mut params: Value)
 /// `helix_run_continue` as a task on Lambda: `CreateTaskResult` from the request
 /// invocation, the turn in the worker invocation, `tasks/get` completed with the tool result.
 async fn an_mcp_task_runs_in_its_worker_invocation(backend: Backend) {
-    let app = TestApp::spawn_with(backend, LAMBDA).await;
-    let handed = Arc::new(Handed::default());
-    app.state.services.runs.set_worker(handed.clone());
-    let token = app.token().await;
-    let (_, _, run) = invoke_http(&app, "start.json", &token, None).await;
-    let id = run["run_id"].as_str().unwrap().to_owned();
-    app.script(completing_step(2));
+    let (app, handed, token, id) = started_with_worker(backend).await;
     let call = serde_json::json!({"name": "helix_run_continue", "arguments": {"run_id": id, "idempotency_key": "lambda-task-0001",
         "request": {"expected_version": 1, "instruction": "Find the measured force."}}});
     let reply = invoke_mcp(&app, &token, "tools/call", call).await;
