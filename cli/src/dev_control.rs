@@ -15,6 +15,7 @@ use anyhow::{Context, bail};
 use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
+use helix_core::config::Secret;
 use helix_core::domain::account::PolicyChange;
 use helix_core::domain::random_hex;
 use helix_core::error::ApiError;
@@ -134,7 +135,7 @@ async fn answer(c: &Control, headers: &HeaderMap, body: &[u8]) -> Result<Control
     match request {
         ControlRequest::Token { subject, tenant, scopes, ttl_seconds } => {
             check_ttl(ttl_seconds).map_err(|e| ApiError::InvalidRequest(e.to_string()))?;
-            let token = crate::local::mint(&c.state, &subject, &tenant, &scopes, ttl_seconds)
+            let token = mint(&c.state, &subject, &tenant, &scopes, ttl_seconds)
                 .await
                 .map_err(|e| e.downcast::<ApiError>().unwrap_or_else(|e| ApiError::InvalidRequest(e.to_string())))?;
             Ok(ControlAnswer { secret: Some(token), policy: None })
@@ -194,4 +195,23 @@ pub async fn ask(data_dir: &Path, request: &ControlRequest) -> anyhow::Result<Op
         bail!("the running helix serve refused: {status} {code}: {message}");
     }
     Ok(Some(serde_json::from_value(body).context("the running helix serve's answer")?))
+}
+
+/// Links the principal through the trusted path, then mints its token.
+pub(crate) async fn mint(
+    state: &AppState,
+    subject: &str,
+    tenant: &str,
+    scopes: &[String],
+    ttl: i64,
+) -> anyhow::Result<String> {
+    let config = &state.services.config;
+    let secret: &Secret = config.oauth.local_hs256_secret.as_ref().context("the local HS256 path is not enabled")?;
+    let (issuer, audience) = (&config.oauth.issuer, &config.oauth.audience);
+    let id = LinkIdentity { issuer, tenant, provider: &config.oauth.provider, subject };
+    let (_, status) = state.services.accounts.link_account(&id).await?;
+    if status == helix_core::service::accounts::BindingStatus::Revoked {
+        eprintln!("warning: the agent binding for this principal is revoked; the token will be refused");
+    }
+    Ok(helix_core::auth::jwt::mint_local_hs256(secret, issuer, audience, subject, tenant, scopes, ttl))
 }

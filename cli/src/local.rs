@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context, bail};
-use helix_core::config::{Config, DefaultMode, ExecutorConfig, Mode, Secret};
+use helix_core::config::{Config, DefaultMode, ExecutorConfig, Mode};
 use helix_core::domain::authority::TerminalSigner;
 use helix_core::domain::random_hex;
 use helix_core::executor::TurnExecutor;
@@ -17,7 +17,7 @@ use helix_core::http::oauth::dev_routes;
 use helix_core::service::accounts::LinkIdentity;
 use helix_core::store::Store;
 
-use crate::dev_control::{self, ControlRequest};
+use crate::dev_control::{self, ControlRequest, mint};
 use crate::{AccountArgs, StoreArgs, StoreKind, require_table};
 
 pub const DEV_SUBJECT: &str = "dev-user";
@@ -276,25 +276,6 @@ fn default_scopes() -> Vec<String> {
     ]
     .map(String::from)
     .to_vec()
-}
-
-/// Links the principal through the trusted path, then mints its token.
-pub(crate) async fn mint(
-    state: &AppState,
-    subject: &str,
-    tenant: &str,
-    scopes: &[String],
-    ttl: i64,
-) -> anyhow::Result<String> {
-    let config = &state.services.config;
-    let secret: &Secret = config.oauth.local_hs256_secret.as_ref().context("the local HS256 path is not enabled")?;
-    let (issuer, audience) = (&config.oauth.issuer, &config.oauth.audience);
-    let id = LinkIdentity { issuer, tenant, provider: &config.oauth.provider, subject };
-    let (_, status) = state.services.accounts.link_account(&id).await?;
-    if status == helix_core::service::accounts::BindingStatus::Revoked {
-        eprintln!("warning: the agent binding for this principal is revoked; the token will be refused");
-    }
-    Ok(helix_core::auth::jwt::mint_local_hs256(secret, issuer, audience, subject, tenant, scopes, ttl))
 }
 
 pub async fn dev_token(

@@ -16,8 +16,6 @@ use super::apps::{self, AppView, RUN_VIEW};
 use std::future::Future;
 
 use super::tools::{Cx, Handler, Reply};
-use crate::domain::schema::output_schema_of;
-use crate::domain::wire::McpErrorView;
 use crate::error::ApiError;
 use crate::http::Group;
 use crate::service::runs::RunMutation;
@@ -140,7 +138,7 @@ impl Catalog {
             let (inputs, tools): (Vec<Value>, Vec<Tool>) = self.rows.iter().map(build).unzip();
             let app_tools = self.rows.iter().zip(&tools).map(|(spec, tool)| apps::with_view(spec.view, tool)).collect();
             // The Tasks extension is declared where its one tool is served.
-            let capabilities = match self.rows.iter().any(|r| r.name == super::tasks::TASK_TOOL) {
+            let capabilities = match self.rows.iter().any(|r| r.name == super::task_request::TASK_TOOL) {
                 true => ServerCapabilities::builder().enable_tools().enable_tasks().build(),
                 false => ServerCapabilities::builder().enable_tools().build(),
             };
@@ -220,29 +218,7 @@ pub fn security_schemes(spec: &ToolSpec) -> Value {
     json!([{ "type": "oauth2", "scopes": spec.scopes }])
 }
 
-// ---------- output schemas ----------
-//
-// Generated from the wire DTOs, the same types that serialize the results, so a published
-// schema cannot drift from the JSON served. A tool's outputSchema admits its success shape
-// or the MCP error result: some SDK clients (the TypeScript SDK) validate
-// `structuredContent` of `isError` results too. Objects stay open (no
-// `additionalProperties: false`) so adding a field does not break clients.
-
-/// The output schema of a tool that answers `T` or an error result.
-pub fn or_error<T: schemars::JsonSchema>() -> JsonObject {
-    let Value::Object(root) =
-        json!({ "type": "object", "anyOf": [output_schema_of::<T>(), output_schema_of::<McpErrorView>()] })
-    else {
-        unreachable!()
-    };
-    root
-}
-
-/// The output schema of a tool that never succeeds (the disabled command request).
-pub fn error_only() -> JsonObject {
-    let Value::Object(root) = output_schema_of::<McpErrorView>() else { unreachable!() };
-    root
-}
+pub use super::output::{error_only, or_error};
 
 mod tables;
 pub use tables::{CATALOG, DEVICE_CHECK, MCP};

@@ -6,8 +6,10 @@
 pub mod apps;
 pub mod catalog;
 pub mod front;
+pub mod output;
 pub mod preflight;
 pub mod server;
+pub mod task_request;
 pub mod tasks;
 pub mod tools;
 pub mod validate;

@@ -305,7 +305,7 @@ impl ServerHandler for HelixMcp {
         let spec =
             self.front.catalog.find(&request.name).ok_or_else(|| ErrorData::invalid_params("Unknown tool", None))?;
         let arguments = Value::Object(request.arguments.unwrap_or_default());
-        if super::tasks::requested(spec, &context, &self.services().runs) {
+        if super::task_request::requested(spec.name, &context, &self.services().runs) {
             return Ok(self.call_as_task(spec, &arguments, &context).await);
         }
         Ok(self.call(spec, &arguments, call_context(&context)).await.into_result().into())

@@ -18,29 +18,12 @@ use serde_json::{Value, json};
 
 use super::catalog::ToolSpec;
 use super::server::{HelixMcp, ToolOutput};
+use super::task_request::invocation;
 use super::tools::runs::ContinueArgs;
 use crate::domain::ids::IdempotencyKey;
 use crate::error::ApiError;
 use crate::service::Caller;
-use crate::service::runs::{BackgroundTurn, Continued, RETRY_AFTER, RunService, TurnState};
-
-/// The one tool that may answer with a task.
-pub const TASK_TOOL: &str = "helix_run_continue";
-
-/// Whether this call may be answered with a task: the task tool, a request that declared
-/// the extension (per request on 2026-07-28, or in a handshake the SDK kept), and a process
-/// that can run the turn after answering, or a worker that takes it (`RunService::accepts_async`).
-pub fn requested(spec: &ToolSpec, context: &RequestContext<RoleServer>, runs: &RunService) -> bool {
-    spec.name == TASK_TOOL
-        && runs.accepts_async(invocation(context))
-        && context.client_capabilities().is_some_and(|c| c.supports_tasks())
-}
-
-/// The request's own limits (a Lambda invocation's), as the transport set them.
-fn invocation(context: &RequestContext<RoleServer>) -> crate::http::Invocation {
-    let parts = context.extensions.get::<http::request::Parts>();
-    parts.and_then(|p| p.extensions.get::<crate::http::Invocation>()).copied().unwrap_or_default()
-}
+use crate::service::runs::{BackgroundTurn, Continued, RETRY_AFTER, TurnState};
 
 fn task_id(run_id: &str, key: &IdempotencyKey) -> String {
     format!("{run_id}/{}", key.as_str())

@@ -9,7 +9,7 @@
 use unicode_general_category::{GeneralCategory, get_general_category};
 use unicode_normalization::UnicodeNormalization;
 
-use super::action::ActionRefusal;
+use super::refusal::ActionRefusal;
 
 /// Longest `chat` text, in characters (vanilla's limit).
 pub const MAX_CHAT_CHARS: usize = 256;

@@ -2,7 +2,7 @@
 //! admitted (`invalid_id` otherwise), then the code-owned deny list applies (`denied`),
 //! to the path under any namespace. No I/O.
 
-use super::action::ActionRefusal;
+use super::refusal::ActionRefusal;
 
 /// Longest id, in bytes (ASCII only).
 pub const MAX_ID_LEN: usize = 64;

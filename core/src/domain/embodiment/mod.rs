@@ -9,6 +9,7 @@ pub mod bounds;
 pub mod chat;
 pub mod ids;
 pub mod protocol;
+pub mod refusal;
 pub mod workflow;
 
 use std::borrow::Cow;
@@ -18,7 +19,8 @@ use serde::{Deserialize, Serialize, Serializer};
 
 pub use action::{Action, ActionRefusal, Region, Step};
 pub use bounds::{REACH_BLOCKS, RegionBox, within_reach};
-pub use workflow::{LateAck, StepObservation, WorkflowState, postcondition_met};
+pub use protocol::StepObservation;
+pub use workflow::{LateAck, WorkflowState, postcondition_met};
 
 use crate::domain::room::FalseFlags;
 use crate::domain::wire::constant;

@@ -7,7 +7,6 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::action::Step;
-use super::workflow::StepObservation;
 
 /// The protocol version a connector speaks.
 pub const PROTOCOL_V1: &str = "helix.connector.v1";
@@ -197,6 +196,27 @@ pub fn protocol_schemas() -> Vec<(&'static str, serde_json::Value)> {
         ("poll-request", read::<PollRequest>()),
         ("poll-response", written::<PollResponse>()),
     ]
+}
+
+/// What a connector reports of its subject after a step (the observation Helix verifies).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StepObservation {
+    /// The subject's block position after the step.
+    #[serde(default)]
+    pub position: Option<[i32; 3]>,
+    /// The block id now at the step's target position (break/place).
+    #[serde(default)]
+    pub block_at_target: Option<String>,
+    /// The item now in the step's slot (equip).
+    #[serde(default)]
+    pub equipped: Option<String>,
+    /// Items added to the inventory by the step (craft), as (item, count).
+    #[serde(default)]
+    pub inventory_delta: Option<Vec<(String, i32)>>,
+    /// The chat line the world echoed (chat).
+    #[serde(default)]
+    pub chat_echo: Option<String>,
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::action::Step;
-use super::protocol::{Ack, AckStatus};
+use super::protocol::{Ack, AckStatus, StepObservation};
 
 /// The state of a workflow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
@@ -94,27 +94,6 @@ impl WorkflowState {
     pub fn at_connector(self) -> bool {
         matches!(self, Dispatched | Running | Verifying | CancelRequested)
     }
-}
-
-/// What a connector reports of its subject after a step (the observation Helix verifies).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct StepObservation {
-    /// The subject's block position after the step.
-    #[serde(default)]
-    pub position: Option<[i32; 3]>,
-    /// The block id now at the step's target position (break/place).
-    #[serde(default)]
-    pub block_at_target: Option<String>,
-    /// The item now in the step's slot (equip).
-    #[serde(default)]
-    pub equipped: Option<String>,
-    /// Items added to the inventory by the step (craft), as (item, count).
-    #[serde(default)]
-    pub inventory_delta: Option<Vec<(String, i32)>>,
-    /// The chat line the world echoed (chat).
-    #[serde(default)]
-    pub chat_echo: Option<String>,
 }
 
 /// An acknowledgement that arrived after Helix took the command from the connector (an

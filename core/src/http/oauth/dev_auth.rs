@@ -206,6 +206,12 @@ pub fn metadata_document(state: &AppState, openid: bool) -> Value {
 /// The scope that asks for a refresh token.
 pub const OFFLINE_ACCESS: &str = "offline_access";
 
+/// The RFC 8707 `resource` of a request: absent means this server's only resource; every
+/// value given (it may be repeated) must be the canonical resource.
+pub(super) fn resource_ok(state: &AppState, pairs: &[(String, String)]) -> bool {
+    pairs.iter().filter(|(k, _)| k == "resource").all(|(_, v)| v == &state.services.config.resource)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

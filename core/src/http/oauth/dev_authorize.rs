@@ -17,7 +17,7 @@ use axum::response::{IntoResponse, Response};
 use http::header::{CONTENT_SECURITY_POLICY, LOCATION, SET_COOKIE};
 use http::{HeaderMap, HeaderValue, StatusCode};
 
-use super::dev_auth::{AUTHORIZE_PATH, DevAuthKey, OFFLINE_ACCESS};
+use super::dev_auth::{AUTHORIZE_PATH, DevAuthKey, OFFLINE_ACCESS, resource_ok};
 use super::dev_oidc::{LoginPage, identifier_ok, remember_identity, remembered_identity};
 use super::dev_token::DevIssuer;
 use crate::config::{DEV_PROVIDER_CLIENT_ID, DEV_PROVIDER_PATH};
@@ -34,12 +34,6 @@ use crate::service::oauth::{Grant, OAuthClient, PendingAuthorization};
 pub const PENDING_TTL_SECS: i64 = 600;
 /// How long an authorization code lives.
 pub const CODE_TTL_SECS: i64 = 60;
-
-/// The RFC 8707 `resource` of a request: absent means this server's only resource; every
-/// value given (it may be repeated) must be the canonical resource.
-pub(super) fn resource_ok(state: &AppState, pairs: &[(String, String)]) -> bool {
-    pairs.iter().filter(|(k, _)| k == "resource").all(|(_, v)| v == &state.services.config.resource)
-}
 
 /// The scopes this issuer grants.
 pub(super) fn supported(scope: &str) -> bool {

@@ -15,8 +15,7 @@ use http::{HeaderValue, StatusCode};
 use serde_json::{Value, json};
 use sha2::Digest;
 
-use super::dev_auth::{DevAuthKey, OFFLINE_ACCESS, issuer_url};
-use super::dev_authorize::resource_ok;
+use super::dev_auth::{DevAuthKey, OFFLINE_ACCESS, issuer_url, resource_ok};
 use super::dev_oidc::{TokenForm, exchange};
 use crate::config::DEV_PROVIDER_CLIENT_ID;
 use crate::domain::{random_hex, sha256_hex};

@@ -22,7 +22,7 @@ use crate::domain::source::{DeviceCheckReport, SourceList};
 use crate::domain::wire::{self, EventPageView, EvidenceBundleView, RunJson, RunView};
 use crate::error::ApiError;
 // Strict argument parsing with the REST body's error mapping (never echoes values).
-use super::catalog::{error_only, or_error};
+use super::output::{error_only, or_error};
 use crate::http::parse_strict_value;
 use crate::service::runs::Invocation;
 use crate::service::{Actor, Caller, Mutation, MutationView, Services};
