@@ -4,6 +4,7 @@
 //! below it depends on this module.
 
 pub mod apps;
+pub mod call_context;
 pub mod catalog;
 pub mod front;
 pub mod output;

@@ -17,13 +17,14 @@ use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Value, json};
 
 use super::apps;
+pub(crate) use super::call_context::CallContext;
+use super::call_context::call_context;
 use super::catalog::Front;
 use super::catalog::ToolSpec;
 use super::tools::{Call, Outcome};
 use crate::domain::wire::{self, McpErrorView, NotAnAnswer};
 use crate::error::ApiError;
-use crate::http::{AppState, Invocation, RequestId, challenge, resource_metadata_url};
-use crate::service::{Actor, Caller};
+use crate::http::{AppState, challenge, resource_metadata_url};
 
 /// Protocol revisions served, oldest first. `initialize` negotiates among the ones with a
 /// handshake; 2026-07-28 clients negotiate per request (`server/discover`).
@@ -61,34 +62,6 @@ pub struct HelixMcp {
 impl HelixMcp {
     pub fn new(state: AppState, front: &'static Front) -> Self {
         Self { state, front }
-    }
-}
-
-/// The per-request values the HTTP handler put into the request extensions.
-pub(crate) struct CallContext {
-    /// The agent the front authenticated (the MCP lane has no other kind of actor).
-    principal: Option<Actor>,
-    request_id: String,
-    invocation: Invocation,
-}
-
-impl CallContext {
-    /// Takes the values out of the request's extensions (the direct path owns them).
-    pub(crate) fn take(ext: &mut http::Extensions) -> Self {
-        CallContext {
-            principal: ext.remove::<Caller>().map(Actor::Agent),
-            request_id: ext.get::<RequestId>().map(|r| r.0.clone()).unwrap_or_default(),
-            invocation: ext.get::<Invocation>().copied().unwrap_or_default(),
-        }
-    }
-}
-
-fn call_context(ctx: &RequestContext<RoleServer>) -> CallContext {
-    let ext = ctx.extensions.get::<http::request::Parts>().map(|p| &p.extensions);
-    CallContext {
-        principal: ext.and_then(|e| e.get::<Caller>()).cloned().map(Actor::Agent),
-        request_id: ext.and_then(|e| e.get::<RequestId>()).map(|r| r.0.clone()).unwrap_or_default(),
-        invocation: ext.and_then(|e| e.get::<Invocation>()).copied().unwrap_or_default(),
     }
 }
 

@@ -5,6 +5,7 @@
 use rmcp::RoleServer;
 use rmcp::service::RequestContext;
 
+use super::call_context::call_context;
 use crate::service::runs::RunService;
 
 /// The one tool that may answer with a task.
@@ -15,12 +16,6 @@ pub const TASK_TOOL: &str = "helix_run_continue";
 /// that can run the turn after answering, or a worker that takes it (`RunService::accepts_async`).
 pub fn requested(tool: &str, context: &RequestContext<RoleServer>, runs: &RunService) -> bool {
     tool == TASK_TOOL
-        && runs.accepts_async(invocation(context))
+        && runs.accepts_async(call_context(context).invocation)
         && context.client_capabilities().is_some_and(|c| c.supports_tasks())
-}
-
-/// The request's own limits (a Lambda invocation's), as the transport set them.
-pub(super) fn invocation(context: &RequestContext<RoleServer>) -> crate::http::Invocation {
-    let parts = context.extensions.get::<http::request::Parts>();
-    parts.and_then(|p| p.extensions.get::<crate::http::Invocation>()).copied().unwrap_or_default()
 }

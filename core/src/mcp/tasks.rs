@@ -16,9 +16,9 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer};
 use serde_json::{Value, json};
 
+use super::call_context::call_context;
 use super::catalog::ToolSpec;
 use super::server::{HelixMcp, ToolOutput};
-use super::task_request::invocation;
 use super::tools::runs::ContinueArgs;
 use crate::domain::ids::IdempotencyKey;
 use crate::error::ApiError;
@@ -60,17 +60,14 @@ fn task_error(err: ApiError, request_id: &str) -> ErrorData {
     }
 }
 
-fn principal(context: &RequestContext<RoleServer>) -> Result<Caller, ErrorData> {
-    let parts = context.extensions.get::<http::request::Parts>();
-    parts
-        .and_then(|p| p.extensions.get::<Caller>())
-        .cloned()
-        .ok_or_else(|| ErrorData::invalid_request("authentication required", None))
+/// The authenticated agent and the request id of a task method.
+fn caller_of(context: &RequestContext<RoleServer>) -> (Option<Caller>, String) {
+    let cx = call_context(context);
+    (cx.principal.as_ref().and_then(|a| a.caller()).cloned(), cx.request_id)
 }
 
-fn request_id(context: &RequestContext<RoleServer>) -> String {
-    let parts = context.extensions.get::<http::request::Parts>();
-    parts.and_then(|p| p.extensions.get::<crate::http::RequestId>()).map(|r| r.0.clone()).unwrap_or_default()
+fn principal(caller: Option<Caller>) -> Result<Caller, ErrorData> {
+    caller.ok_or_else(|| ErrorData::invalid_request("authentication required", None))
 }
 
 impl HelixMcp {
@@ -82,9 +79,10 @@ impl HelixMcp {
         arguments: &Value,
         context: &RequestContext<RoleServer>,
     ) -> CallToolResponse {
-        let rid = request_id(context);
+        let cx = call_context(context);
+        let (caller, rid) = (cx.principal.as_ref().and_then(|a| a.caller()).cloned(), cx.request_id);
         let result = async {
-            let p = principal(context).map_err(|_| ApiError::AuthenticationRequired)?;
+            let p = caller.ok_or(ApiError::AuthenticationRequired)?;
             self.check_arguments(spec, arguments)?;
             let a: ContinueArgs = crate::http::parse_strict_value(arguments)?;
             let key = IdempotencyKey::parse(&a.idempotency_key).ok_or_else(|| ApiError::InvalidArgument {
@@ -92,7 +90,7 @@ impl HelixMcp {
                 rule: "8-200 visible ASCII characters".into(),
             })?;
             let continued =
-                self.services().runs.continue_run_async(&p, &a.run_id, &key, a.request, invocation(context)).await?;
+                self.services().runs.continue_run_async(&p, &a.run_id, &key, a.request, cx.invocation).await?;
             Ok::<_, ApiError>((a.run_id, key, continued))
         }
         .await;
@@ -115,7 +113,8 @@ impl HelixMcp {
         id: &str,
         context: &RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, ErrorData> {
-        let (p, rid) = (principal(context)?, request_id(context));
+        let (caller, rid) = caller_of(context);
+        let p = principal(caller)?;
         let (run_id, key) = parse_task_id(id)?;
         let turn = self.services().runs.background_turn(&p, run_id, &key).await.map_err(|e| task_error(e, &rid))?;
         Ok(GetTaskResult::new(self.detailed(id, turn, &rid)))
@@ -124,7 +123,8 @@ impl HelixMcp {
     /// `tasks/cancel`: the run's cancel at its current version while the turn runs. A task
     /// already terminal is refused (its run is left as its turn left it).
     pub(crate) async fn cancel_task(&self, id: &str, context: &RequestContext<RoleServer>) -> Result<(), ErrorData> {
-        let (p, rid) = (principal(context)?, request_id(context));
+        let (caller, rid) = caller_of(context);
+        let p = principal(caller)?;
         let (run_id, key) = parse_task_id(id)?;
         match self.services().runs.cancel_background_turn(&p, run_id, &key).await {
             Ok(Some(_)) => Ok(()),
