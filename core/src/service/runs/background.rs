@@ -10,10 +10,10 @@ use std::time::Duration as StdDuration;
 use tracing::Instrument;
 
 use super::continuation::{ClaimedTurn, Continuation, Proceed};
-use super::{Invocation, OP_CONTINUE, RunService, detached, owned, run_mutation};
+use super::{Invocation, OP_CONTINUE, RunService, detached, owned};
 use crate::domain::ids::{IdempotencyKey, RunId};
 use crate::domain::run::{CancelRequest, ContinueRequest};
-use crate::domain::scopes::{RUNS_READ, RUNS_WRITE};
+use crate::domain::scopes::RUNS_READ;
 use crate::domain::wire::{RunJson, RunView};
 use crate::error::ApiError;
 use crate::service::records::{RECEIPT_TTL_SECS, Receipt, ReceiptState, receipt_key};
@@ -47,12 +47,9 @@ impl RunService {
         req: ContinueRequest,
         invocation: Invocation,
     ) -> Result<Continued, ApiError> {
-        p.require(&[RUNS_WRITE])?;
-        req.validate()?;
-        let (id, hash, rkey) = run_mutation(p, OP_CONTINUE, run_id, key, &req)?;
         // The request's own limits (a Lambda's remaining time, the gateway) do not bound a
         // turn that outlives the request.
-        let c = Continuation { hash, rkey, req, invocation: Invocation::default(), background: true };
+        let (id, c) = Continuation::checked(p, run_id, key, req, Invocation::default(), true)?;
         let (this, p, key) = (self.clone(), p.clone(), key.clone());
         detached(async move {
             match this.claimed_turn(&p, &id, &c).await? {

@@ -46,6 +46,25 @@ pub(super) struct Continuation {
     pub(super) background: bool,
 }
 
+impl Continuation {
+    /// A continue request's checks before any read (the write scope, the request's own
+    /// rules, the run id and the key's receipt), and the continuation they admit; a
+    /// background one is not bounded by its request's limits.
+    pub(super) fn checked(
+        p: &Caller,
+        run_id: &str,
+        key: &IdempotencyKey,
+        req: ContinueRequest,
+        invocation: Invocation,
+        background: bool,
+    ) -> Result<(RunId, Continuation), ApiError> {
+        p.require(&[RUNS_WRITE])?;
+        req.validate()?;
+        let (id, hash, rkey) = run_mutation(p, OP_CONTINUE, run_id, key, &req)?;
+        Ok((id, Continuation { hash, rkey, req, invocation, background }))
+    }
+}
+
 /// Either the value the next step needs, or the answer the request already has
 /// (a receipt's replay or refusal).
 pub(super) enum Proceed<T> {
@@ -107,10 +126,7 @@ impl RunService {
         req: ContinueRequest,
         invocation: Invocation,
     ) -> Result<Mutation<RunView>, ApiError> {
-        p.require(&[RUNS_WRITE])?;
-        req.validate()?;
-        let (id, hash, rkey) = run_mutation(p, OP_CONTINUE, run_id, key, &req)?;
-        let c = Continuation { hash, rkey, req, invocation, background: false };
+        let (id, c) = Continuation::checked(p, run_id, key, req, invocation, false)?;
         let (this, p) = (self.clone(), p.clone());
         detached(async move { this.continuation(&p, id, c).await }).await
     }
