@@ -98,6 +98,8 @@ pub async fn run_with_worker(router: Router, services: Services) -> Result<(), l
         services.runs.set_worker(std::sync::Arc::new(worker));
     }
     let app = adapt(router).layer(axum::middleware::from_fn(flush_after));
+    crate::cold_start::mark("router");
+    crate::cold_start::report();
     lambda_http::lambda_runtime::run(lambda_http::service_fn(move |event| {
         let (app, services) = (app.clone(), services.clone());
         async move { handle_event(app, &services, event).await }

@@ -1,6 +1,8 @@
 //! helix-core: every rule of the Helix Agent API. Function crates and the CLI only wire it.
 
 pub mod auth;
+#[cfg(any(feature = "dynamodb", feature = "secret-store"))]
+pub mod aws_sdk;
 pub mod cold_start;
 pub mod config;
 pub mod domain;

@@ -96,6 +96,9 @@ pub fn app_state(config: Config, store: Arc<dyn Store>, executor: Arc<dyn TurnEx
 pub enum BootError {
     #[error(transparent)]
     Config(#[from] crate::config::ConfigError),
+    #[cfg(feature = "dynamodb")]
+    #[error(transparent)]
+    TrustStore(#[from] crate::aws_sdk::TrustStoreError),
     #[error("HELIX_TABLE_NAME is required for the DynamoDB store")]
     NoTable,
     /// A corpus directory that cannot be read, with the variable that named it.
@@ -167,6 +170,7 @@ pub async fn lambda_state() -> Result<AppState, BootError> {
     let mut config = lambda_config().await?;
     crate::cold_start::mark("config");
     let table = config.table_name.clone().ok_or(BootError::NoTable)?;
+    crate::aws_sdk::check_trust_store()?;
     let executor = lambda_executor(&mut config)?;
     let store = Arc::new(crate::store::dynamo::DynamoStore::from_env(table).await);
     crate::cold_start::mark("sdk_clients");

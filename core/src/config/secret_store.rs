@@ -119,9 +119,7 @@ pub async fn load_from_env() -> Result<SecretOverlay, SecretStoreError> {
     if refs.is_empty() {
         return Ok(SecretOverlay::default());
     }
-    let timeouts = aws_config::timeout::TimeoutConfig::builder().operation_timeout(READ_TIMEOUT).build();
-    let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest()).timeout_config(timeouts).load().await;
-    load(&Client::new(&sdk), &refs).await
+    load(&Client::new(&crate::aws_sdk::sdk_config(Some(READ_TIMEOUT)).await), &refs).await
 }
 
 #[cfg(test)]

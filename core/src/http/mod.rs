@@ -51,9 +51,20 @@ use tracing::Instrument;
 
 pub const REQUEST_ID: &str = "x-request-id";
 
-/// Shared per-process state of every router.
+/// Shared per-process state of every router: a clone (per request, by the route, the
+/// pipeline and each extractor) is one reference count.
 #[derive(Clone)]
-pub struct AppState {
+pub struct AppState(Arc<AppParts>);
+
+impl std::ops::Deref for AppState {
+    type Target = AppParts;
+    fn deref(&self) -> &AppParts {
+        &self.0
+    }
+}
+
+/// What [`AppState`] shares.
+pub struct AppParts {
     pub services: Services,
     pub verifier: Arc<TokenVerifier>,
     pub limits: Arc<RateLimits>,
@@ -72,7 +83,7 @@ impl AppState {
             Arc::new(crate::auth::oidc::OidcClient::new(o, redirect))
         });
         let limits = Arc::new(RateLimits::new(services.window_counters()));
-        Self { services, verifier, limits, oidc }
+        Self(Arc::new(AppParts { services, verifier, limits, oidc }))
     }
 }
 

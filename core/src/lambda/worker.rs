@@ -30,12 +30,7 @@ impl SelfInvoke {
 
     async fn client(&self) -> &aws_sdk_lambda::Client {
         self.client
-            .get_or_init(|| async {
-                let timeouts = aws_config::timeout::TimeoutConfig::builder().operation_timeout(INVOKE_TIMEOUT).build();
-                let config =
-                    aws_config::defaults(aws_config::BehaviorVersion::latest()).timeout_config(timeouts).load().await;
-                aws_sdk_lambda::Client::new(&config)
-            })
+            .get_or_init(|| async { aws_sdk_lambda::Client::new(&crate::aws_sdk::sdk_config(Some(INVOKE_TIMEOUT)).await) })
             .await
     }
 }

@@ -73,10 +73,23 @@ impl Ctx {
     }
 }
 
-/// Every feature service, built once per cold start and shared. The shared parts stay
-/// on the container too, for transports and tests (`clock.advance`).
+/// Every feature service, built once per cold start and shared: a clone is one reference
+/// count, whatever the services hold (a request's route, middleware and extractors each
+/// take a clone of the state, so a clone of every service's parts was a tenth of a warm
+/// request's CPU). The shared parts stay on the container too, for transports and tests
+/// (`clock.advance`).
 #[derive(Clone)]
-pub struct Services {
+pub struct Services(Arc<ServiceSet>);
+
+impl std::ops::Deref for Services {
+    type Target = ServiceSet;
+    fn deref(&self) -> &ServiceSet {
+        &self.0
+    }
+}
+
+/// What [`Services`] shares.
+pub struct ServiceSet {
     pub config: Arc<Config>,
     pub store: Arc<dyn Store>,
     pub clock: Arc<Clock>,
@@ -98,7 +111,7 @@ impl Services {
         let embodiment = EmbodimentService::new(ctx.clone());
         let oauth = OAuthService::new(ctx.clone());
         let Ctx { config, store, clock } = ctx;
-        Self { config, store, clock, accounts, sources, rooms, runs, embodiment, oauth }
+        Self(Arc::new(ServiceSet { config, store, clock, accounts, sources, rooms, runs, embodiment, oauth }))
     }
 }
 

@@ -383,7 +383,10 @@ mod tests {
     }
 
     fn state() -> AppState {
-        let config = crate::config::tests::dev_config();
+        state_with(crate::config::tests::dev_config())
+    }
+
+    fn state_with(config: crate::config::Config) -> AppState {
         let executor = std::sync::Arc::new(crate::executor::scripted::ScriptedExecutor::new(vec![], None));
         AppState::new(crate::service::Services::new(config, std::sync::Arc::new(crate::store::NoStore), executor))
     }
@@ -418,11 +421,11 @@ mod tests {
 
     #[test]
     fn the_no_script_policy_names_the_sign_in_provider_only_when_there_is_one() {
-        let mut state = state();
+        let state = state();
         assert_eq!(Csp::NoScript.policy(&state), NO_SCRIPT_WITH_DEV_PROVIDER);
         let mut config = (*state.services.config).clone();
         config.browser.oidc = None;
-        state.services.config = std::sync::Arc::new(config);
+        let state = state_with(config);
         assert_eq!(
             Csp::NoScript.policy(&state),
             "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; \

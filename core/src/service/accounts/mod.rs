@@ -253,7 +253,7 @@ mod tests {
         })
         .expect("development defaults");
         let store = Arc::new(crate::store::NoStore);
-        crate::service::Services::new(config, store, Arc::new(ScriptedExecutor::new(vec![], None))).accounts
+        crate::service::Services::new(config, store, Arc::new(ScriptedExecutor::new(vec![], None))).accounts.clone()
     }
 
     fn link(account_id: Option<&str>, active: bool) -> Item {

@@ -533,7 +533,7 @@ mod tests {
             _ => None,
         })
         .expect("development defaults");
-        crate::service::Services::new(config, Arc::new(crate::store::NoStore), executor).runs
+        crate::service::Services::new(config, Arc::new(crate::store::NoStore), executor).runs.clone()
     }
 
     fn request(run_id: &str) -> TurnRequest {

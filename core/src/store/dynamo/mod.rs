@@ -15,7 +15,6 @@ use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use aws_config::BehaviorVersion;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::config::http::HttpResponse;
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
@@ -121,8 +120,7 @@ impl DynamoStore {
 
     /// Client from the default AWS configuration chain (honours `AWS_ENDPOINT_URL_DYNAMODB`).
     pub async fn from_env(table: impl Into<String>) -> Self {
-        let config = aws_config::load_defaults(BehaviorVersion::latest()).await;
-        Self::new(Client::new(&config), table)
+        Self::new(Client::new(&crate::aws_sdk::sdk_config(None).await), table)
     }
 
     pub fn table(&self) -> &str {
