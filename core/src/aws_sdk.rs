@@ -26,7 +26,8 @@ pub async fn sdk_config(operation_timeout: Option<Duration>) -> SdkConfig {
         loader = loader.credentials_provider(aws_config::environment::EnvironmentVariableCredentialsProvider::new());
     }
     if let Some(timeout) = operation_timeout {
-        loader = loader.timeout_config(aws_config::timeout::TimeoutConfig::builder().operation_timeout(timeout).build());
+        loader =
+            loader.timeout_config(aws_config::timeout::TimeoutConfig::builder().operation_timeout(timeout).build());
     }
     loader.load().await
 }

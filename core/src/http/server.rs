@@ -70,16 +70,24 @@ pub fn guard(router: Router) -> Router {
 pub struct RequestSpan(pub tracing::Span);
 
 async fn request_span(mut req: axum::extract::Request, next: axum::middleware::Next) -> Response {
-    let span = tracing::info_span!(
-        "request",
-        otel.kind = "server",
-        otel.name = %req.method(),
-        http.request.method = %req.method(),
-        request_id = tracing::field::Empty,
-        group = tracing::field::Empty,
-        http.response.status_code = tracing::field::Empty,
-    );
-    crate::telemetry::continue_trace(&span, req.headers());
+    // The OpenTelemetry fields only when spans are exported: otherwise each would be
+    // recorded and written again into every log line of the request, beside the access
+    // line's own method and status.
+    let span = if crate::telemetry::enabled() {
+        let span = tracing::info_span!(
+            "request",
+            otel.kind = "server",
+            otel.name = %req.method(),
+            http.request.method = %req.method(),
+            request_id = tracing::field::Empty,
+            group = tracing::field::Empty,
+            http.response.status_code = tracing::field::Empty,
+        );
+        crate::telemetry::continue_trace(&span, req.headers());
+        span
+    } else {
+        tracing::info_span!("request", request_id = tracing::field::Empty, group = tracing::field::Empty)
+    };
     req.extensions_mut().insert(RequestSpan(span.clone()));
     let res = tracing::Instrument::instrument(next.run(req), span.clone()).await;
     span.record("http.response.status_code", res.status().as_u16());
@@ -225,15 +233,31 @@ async fn connection(
     });
     let conn = builder.serve_connection(io, service);
     tokio::pin!(conn);
+    // Registered once per connection, not once per wake-up: the server's stop token is
+    // shared by every connection (a registration takes its lock), and a timer armed anew
+    // at each request's start and end cost two timer-wheel changes per request.
+    let (stopped, closed) = (stop.cancelled(), close.cancelled());
+    let sleep = tokio::time::sleep(Duration::from_secs(3600));
+    tokio::pin!(stopped, closed, sleep);
+    // The instant the sleep is set for, while it guards the connection's deadline. It is
+    // reset only when the deadline comes earlier; a later deadline (each request's end
+    // moves the idle deadline on) is found when the sleep fires early and re-armed then.
+    let mut armed: Option<Instant> = None;
     loop {
         // While a request runs there is no deadline: the end of the request notifies.
-        let wake = activity.deadline(&limits).unwrap_or_else(|| Instant::now() + Duration::from_secs(3600));
+        if let Some(deadline) = activity.deadline(&limits)
+            && armed.is_none_or(|at| deadline < at)
+        {
+            sleep.as_mut().reset(deadline);
+            armed = Some(deadline);
+        }
         tokio::select! {
             _ = conn.as_mut() => return,
-            _ = stop.cancelled() => break,
-            _ = close.cancelled() => break,
+            _ = &mut stopped => break,
+            _ = &mut closed => break,
             _ = activity.changed.notified() => {}
-            _ = tokio::time::sleep_until(wake) => {
+            _ = &mut sleep, if armed.is_some() => {
+                armed = None;
                 if activity.deadline(&limits).is_some_and(|d| d <= Instant::now()) {
                     break;
                 }

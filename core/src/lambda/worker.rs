@@ -30,7 +30,9 @@ impl SelfInvoke {
 
     async fn client(&self) -> &aws_sdk_lambda::Client {
         self.client
-            .get_or_init(|| async { aws_sdk_lambda::Client::new(&crate::aws_sdk::sdk_config(Some(INVOKE_TIMEOUT)).await) })
+            .get_or_init(|| async {
+                aws_sdk_lambda::Client::new(&crate::aws_sdk::sdk_config(Some(INVOKE_TIMEOUT)).await)
+            })
             .await
     }
 }
