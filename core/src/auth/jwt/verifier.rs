@@ -38,9 +38,10 @@ const VERIFIED_TOKEN_ENTRIES: usize = 4096;
 
 /// Tokens whose signature and claims passed, by the SHA-256 of the token (no token
 /// material is kept). Only a byte-identical token hits; the tenant headers are checked on
-/// every request.
+/// every request. Read under a shared lock (every bearer request reads it, from every
+/// worker thread); an entry is shared, so a hit copies nothing while the lock is held.
 #[derive(Default)]
-struct VerifiedTokens(std::sync::Mutex<HashMap<[u8; 32], Verified>>);
+struct VerifiedTokens(std::sync::RwLock<HashMap<[u8; 32], Arc<Verified>>>);
 
 #[derive(Clone)]
 struct Verified {
@@ -53,18 +54,19 @@ struct Verified {
 }
 
 impl VerifiedTokens {
-    fn get(&self, digest: &[u8; 32], now: i64) -> Option<Verified> {
-        let map = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    fn get(&self, digest: &[u8; 32], now: i64) -> Option<Arc<Verified>> {
+        let map = self.0.read().unwrap_or_else(std::sync::PoisonError::into_inner);
         map.get(digest).filter(|v| now <= v.until).cloned()
     }
 
     fn put(&self, digest: [u8; 32], token: &VerifiedToken, key: Option<(String, Arc<KeyEntry>)>, now: i64) {
         let until = token.expires_at.saturating_add(CLOCK_LEEWAY_SECS).min(now.saturating_add(VERIFIED_TOKEN_TTL_SECS));
-        let mut map = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let entry = Arc::new(Verified { token: token.clone(), until, key });
+        let mut map = self.0.write().unwrap_or_else(std::sync::PoisonError::into_inner);
         if map.len() >= VERIFIED_TOKEN_ENTRIES {
             map.clear();
         }
-        map.insert(digest, Verified { token: token.clone(), until, key });
+        map.insert(digest, entry);
     }
 }
 
@@ -131,7 +133,7 @@ impl TokenVerifier {
             }
         });
         let token = match cached {
-            Some(v) => v.token,
+            Some(v) => v.token.clone(),
             None => {
                 let (token, key) = self.verify_token(bearer, now).await?;
                 if let Some(d) = digest {
@@ -264,7 +266,7 @@ mod tests {
         let first = verifier.verify_at(&token, NO_TENANT_HEADERS, now).await.unwrap();
         assert_eq!(verifier.verify_at(&token, NO_TENANT_HEADERS, now + 1).await.unwrap(), first);
         {
-            let map = verifier.verified.0.lock().unwrap();
+            let map = verifier.verified.0.read().unwrap();
             let kept = map.values().next().expect("the verified token is kept");
             assert!(kept.until <= now + VERIFIED_TOKEN_TTL_SECS && kept.until <= first.expires_at + CLOCK_LEEWAY_SECS);
             assert!(kept.key.is_none(), "the local secret has no key set to follow");
@@ -289,6 +291,6 @@ mod tests {
             let token = mint_local_hs256(&secret, "https://issuer.test", "helix", &format!("s{i}"), "t1", &[], 600);
             verifier.verify_at(&token, NO_TENANT_HEADERS, now).await.unwrap();
         }
-        assert!(verifier.verified.0.lock().unwrap().len() <= VERIFIED_TOKEN_ENTRIES);
+        assert!(verifier.verified.0.read().unwrap().len() <= VERIFIED_TOKEN_ENTRIES);
     }
 }
