@@ -92,7 +92,9 @@ pub fn app_state(config: Config, store: Arc<dyn Store>, executor: Arc<dyn TurnEx
     AppState::new(Services::new(config, store, executor))
 }
 
-#[derive(Debug, thiserror::Error)]
+/// Why a function did not start. Its `Debug` is its message: a Lambda `main` that returns
+/// it prints `Error: {:?}`, and an operator reads the variable that is wrong, not a variant.
+#[derive(thiserror::Error)]
 pub enum BootError {
     #[error(transparent)]
     Config(#[from] crate::config::ConfigError),
@@ -105,6 +107,12 @@ pub enum BootError {
     #[cfg(feature = "local-executor")]
     #[error("{var}: {source}")]
     Corpus { var: &'static str, source: crate::executor::local::CorpusError },
+}
+
+impl std::fmt::Debug for BootError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(self, f)
+    }
 }
 
 /// The solver function's cold start: production defaults, its bearer and signing key from
@@ -230,6 +238,14 @@ mod tests {
         let err = exec.execute(request("anything", None, vec![]), CancellationToken::new()).await.unwrap_err();
         assert!(matches!(err, TurnFailure::ExecutorUnavailable));
         assert!(config.trusted_terminal_keys.is_empty());
+    }
+
+    #[test]
+    fn a_start_error_prints_its_message_when_main_returns_it() {
+        let err: Box<dyn std::error::Error + Send + Sync> = BootError::NoTable.into();
+        assert_eq!(format!("Error: {err:?}"), "Error: HELIX_TABLE_NAME is required for the DynamoDB store");
+        let trust = BootError::from(crate::aws_sdk::TrustStoreError("/nonexistent/ca.crt".into()));
+        assert_eq!(format!("{trust:?}"), "SSL_CERT_FILE names no file: /nonexistent/ca.crt");
     }
 
     #[test]
