@@ -34,7 +34,12 @@ pub async fn sdk_config(operation_timeout: Option<Duration>) -> SdkConfig {
 
 /// True inside a Lambda function.
 fn in_lambda() -> bool {
-    std::env::var_os(LAMBDA_FUNCTION_NAME).is_some_and(|v| !v.is_empty())
+    lambda_function_name().is_some()
+}
+
+/// The Lambda function this process runs as; `None` outside one.
+pub fn lambda_function_name() -> Option<String> {
+    std::env::var(LAMBDA_FUNCTION_NAME).ok().filter(|f| !f.is_empty())
 }
 
 /// The trust store a deployment names (`SSL_CERT_FILE`, read by the SDK's HTTPS client

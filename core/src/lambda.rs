@@ -83,10 +83,16 @@ pub fn adapt(router: Router) -> Router {
 /// are exported, each invocation's spans are flushed before its response is handed to
 /// the runtime: after that the environment may be frozen until the next invocation.
 pub async fn run(router: Router) -> Result<(), lambda_http::Error> {
+    lambda_http::run(served(router)).await
+}
+
+/// The router as an invocation runs it ([`adapt`], spans flushed after each), the last
+/// step of a cold start: its phases are reported here, just before the first poll.
+fn served(router: Router) -> Router {
     let app = adapt(router).layer(axum::middleware::from_fn(flush_after));
     crate::cold_start::mark("router");
     crate::cold_start::report();
-    lambda_http::run(app).await
+    app
 }
 
 /// Serves the router of a function that takes turns: an asynchronous turn is handed to a
@@ -97,9 +103,7 @@ pub async fn run_with_worker(router: Router, services: Services) -> Result<(), l
     if let Some(worker) = SelfInvoke::from_env() {
         services.runs.set_worker(std::sync::Arc::new(worker));
     }
-    let app = adapt(router).layer(axum::middleware::from_fn(flush_after));
-    crate::cold_start::mark("router");
-    crate::cold_start::report();
+    let app = served(router);
     lambda_http::lambda_runtime::run(lambda_http::service_fn(move |event| {
         let (app, services) = (app.clone(), services.clone());
         async move { handle_event(app, &services, event).await }

@@ -24,7 +24,7 @@ impl SelfInvoke {
     /// The function this process runs as (`AWS_LAMBDA_FUNCTION_NAME`, which the Lambda
     /// runtime sets); `None` outside one.
     pub fn from_env() -> Option<Self> {
-        let function = std::env::var("AWS_LAMBDA_FUNCTION_NAME").ok().filter(|f| !f.is_empty())?;
+        let function = crate::aws_sdk::lambda_function_name()?;
         Some(Self { function, client: OnceCell::new() })
     }
 

@@ -43,7 +43,6 @@ const VERIFIED_TOKEN_ENTRIES: usize = 4096;
 #[derive(Default)]
 struct VerifiedTokens(std::sync::RwLock<HashMap<[u8; 32], Arc<Verified>>>);
 
-#[derive(Clone)]
 struct Verified {
     token: VerifiedToken,
     /// The last epoch second at which the entry may answer.

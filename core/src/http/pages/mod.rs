@@ -423,7 +423,7 @@ mod tests {
     fn the_no_script_policy_names_the_sign_in_provider_only_when_there_is_one() {
         let state = state();
         assert_eq!(Csp::NoScript.policy(&state), NO_SCRIPT_WITH_DEV_PROVIDER);
-        let mut config = (*state.services.config).clone();
+        let mut config = crate::config::tests::dev_config();
         config.browser.oidc = None;
         let state = state_with(config);
         assert_eq!(
