@@ -29,7 +29,6 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::{Secret, SolverConfig};
 use crate::domain::authority::TerminalSigner;
-use crate::domain::random_hex;
 use crate::domain::turn::TurnFailure;
 use crate::domain::wire::{ErrorDetail, ErrorEnvelope, ErrorSchemaName};
 use crate::executor::http::{TURN_ARTIFACT_SCHEMA, TURN_SCHEMA_HEADER, TurnResponse};
@@ -115,7 +114,7 @@ async fn no_store(req: Request, next: Next) -> Response {
 }
 
 fn request_id() -> String {
-    format!("req_{}", random_hex(12))
+    crate::domain::request_id()
 }
 
 async fn keys(State(service): State<Arc<TurnService>>) -> Response {

@@ -56,7 +56,18 @@ where
     // Colour only on a terminal: a log file or collector gets plain text.
     let ansi = !json && std::io::IsTerminal::is_terminal(&std::io::stdout());
     let fmt = tracing_subscriber::fmt::layer().with_target(false).with_ansi(ansi).with_writer(writer);
-    let base = tracing_subscriber::registry().with(env).with(log_ceiling()).with(traces.map(crate::telemetry::layer));
+    // The store's client spans only when they are exported: otherwise nothing reads them
+    // but every line logged inside a store call, which would repeat their fields.
+    let no_store_spans = traces.is_none().then(|| {
+        tracing_subscriber::filter::Targets::new()
+            .with_default(tracing_subscriber::filter::LevelFilter::TRACE)
+            .with_target(crate::store::SPANS_TARGET, tracing_subscriber::filter::LevelFilter::OFF)
+    });
+    let base = tracing_subscriber::registry()
+        .with(env)
+        .with(log_ceiling())
+        .with(no_store_spans)
+        .with(traces.map(crate::telemetry::layer));
     if json { Box::new(base.with(fmt.json())) } else { Box::new(base.with(fmt.compact())) }
 }
 
@@ -253,5 +264,23 @@ mod tests {
         let mut config = lambda_config(&[("HELIX_LOCAL_CORPUS_DIR", "/nonexistent/helix-corpus")]);
         let err = lambda_executor(&mut config).err().expect("refused");
         assert!(err.to_string().starts_with("HELIX_LOCAL_CORPUS_DIR"), "{err}");
+    }
+
+    fn store_span_made(traces: Option<&opentelemetry_sdk::trace::SdkTracerProvider>) -> bool {
+        let subscriber = subscriber("info", false, std::io::sink, traces);
+        tracing::subscriber::with_default(subscriber, || {
+            let span = tracing::info_span!(target: "helix_core::store::spans", "redb.get");
+            let request = tracing::info_span!("request");
+            assert!(!request.is_disabled(), "other spans are made either way");
+            !span.is_disabled()
+        })
+    }
+
+    #[test]
+    fn store_spans_are_made_only_when_spans_are_exported() {
+        assert_eq!(crate::store::SPANS_TARGET, "helix_core::store::spans");
+        assert!(!store_span_made(None));
+        let provider = opentelemetry_sdk::trace::SdkTracerProvider::builder().build();
+        assert!(store_span_made(Some(&provider)));
     }
 }

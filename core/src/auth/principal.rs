@@ -17,6 +17,10 @@ pub struct Principal {
     pub scopes: Vec<String>,
     /// The linked account's current policy (read with the link on every request).
     pub policy: AccountPolicy,
+    /// [`owner_hash`](crate::domain::account::owner_hash) and [`binding_hash`] of the
+    /// fields above, computed when the principal is made (the fields never change after).
+    owner: String,
+    identity: String,
 }
 
 impl std::fmt::Debug for Principal {
@@ -26,21 +30,53 @@ impl std::fmt::Debug for Principal {
     }
 }
 
+/// The identity of a [`Principal`]: a verified token's (issuer, tenant, subject) under the
+/// configured provider.
+pub struct PrincipalIdentity {
+    pub issuer: String,
+    pub tenant: String,
+    pub provider: String,
+    pub subject: String,
+}
+
 impl Principal {
+    /// The principal of `who` linked to `account_id`.
+    pub fn new(who: PrincipalIdentity, account_id: String, scopes: Vec<String>, policy: AccountPolicy) -> Self {
+        let owner = crate::domain::account::owner_hash(&who.tenant, &who.issuer, &who.provider, &who.subject, &account_id);
+        let identity = binding_hash(&who.issuer, &who.tenant, &who.provider, &who.subject);
+        Self::with_hashes(who, account_id, scopes, policy, owner, identity)
+    }
+
+    /// [`Self::new`] with the owner and binding hashes already known (remembered per
+    /// identity by the account service): they are the very functions of these fields.
+    pub(crate) fn with_hashes(
+        who: PrincipalIdentity,
+        account_id: String,
+        scopes: Vec<String>,
+        policy: AccountPolicy,
+        owner: String,
+        identity: String,
+    ) -> Self {
+        let PrincipalIdentity { issuer, tenant, provider, subject } = who;
+        debug_assert_eq!(owner, crate::domain::account::owner_hash(&tenant, &issuer, &provider, &subject, &account_id));
+        debug_assert_eq!(identity, binding_hash(&issuer, &tenant, &provider, &subject));
+        Self { issuer, tenant, provider, subject, account_id, scopes, policy, owner, identity }
+    }
+
     /// The exact owner tuple, hashed: (tenant, issuer, provider subject, account profile).
     pub fn owner_hash(&self) -> String {
-        crate::domain::account::owner_hash(&self.tenant, &self.issuer, &self.provider, &self.subject, &self.account_id)
+        self.owner.clone()
     }
 
     /// The token identity (issuer, tenant, provider, subject): known before the link is
     /// read, so keys scoped by it (idempotency receipts) can be fetched with the link.
     pub fn identity_hash(&self) -> String {
-        binding_hash(&self.issuer, &self.tenant, &self.provider, &self.subject)
+        self.identity.clone()
     }
 
     pub fn ownership(&self) -> Ownership {
         Ownership {
-            owner_ref: format!("owner:sha256:{}", self.owner_hash()),
+            owner_ref: format!("owner:sha256:{}", self.owner),
             tenant_ref: crate::domain::account::tenant_ref(&self.issuer, &self.tenant),
             account_ref: crate::domain::account::account_ref(&self.account_id),
         }

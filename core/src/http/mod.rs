@@ -38,10 +38,8 @@ use http::{HeaderMap, HeaderValue, StatusCode};
 use serde::de::DeserializeOwned;
 
 use crate::auth::jwt::{TenantHeaders, TokenVerifier, VerifiedToken, bearer_from_header};
-use crate::auth::principal::binding_hash;
 use crate::config::Limits;
 use crate::domain::ids::IdempotencyKey;
-use crate::domain::random_hex;
 use crate::error::ApiError;
 use crate::service::runs::{RunMutation, prefetch_keys};
 use crate::service::{Caller, Key, Services};
@@ -148,7 +146,8 @@ impl Group {
 #[derive(Debug, Clone)]
 pub struct RequestId(pub String);
 
-/// The caller's address, set by the transport (Lambda request context or socket).
+/// The caller's address as the Lambda adapter read it from the request context (a socket's
+/// peer arrives as [`Transport::Socket`]).
 #[derive(Debug, Clone)]
 pub struct ClientIp(pub String);
 
@@ -236,7 +235,7 @@ pub async fn pipeline(State((state, group)): State<(AppState, Group)>, mut req: 
         .and_then(|v| v.to_str().ok())
         .filter(|v| redact::safe_request_id(v))
         .map(str::to_owned)
-        .unwrap_or_else(|| format!("req_{}", random_hex(12)));
+        .unwrap_or_else(crate::domain::request_id);
     req.extensions_mut().insert(RequestId(request_id.clone()));
     req.extensions_mut().insert(group);
     // Every line logged while this request is handled (the per-turn line included)
@@ -253,7 +252,6 @@ pub async fn pipeline(State((state, group)): State<(AppState, Group)>, mut req: 
 
 async fn run_pipeline(state: AppState, group: Group, mut req: Request, next: Next, request_id: String) -> Response {
     let ip = caller_ip(&state, &req);
-    let metadata_url = resource_metadata_url(&state.services.config.public_base_url, group);
     let (method, started) = (req.method().clone(), std::time::Instant::now());
 
     let mut res = match admit(&state, group, &req).and_then(|()| limit_ip(&state, group, &ip)) {
@@ -284,6 +282,7 @@ async fn run_pipeline(state: AppState, group: Group, mut req: Request, next: Nex
     let mut code = None;
     if let Some(PendingError(err)) = res.extensions_mut().remove::<PendingError>() {
         code = Some(err.code());
+        let metadata_url = resource_metadata_url(&state.services.config.public_base_url, group);
         res = render_error(&err, &request_id, &metadata_url);
     }
     // One access line per request for operators (alert on codes such as outcome_unknown,
@@ -353,8 +352,7 @@ pub async fn authenticate(
     let ip_window = parts.extensions.get::<Window>().cloned();
     let principal = async {
         let token = verify_bearer(state, &parts.headers).await?;
-        let identity =
-            binding_hash(&token.issuer, &token.tenant, &state.services.config.oauth.provider, &token.subject);
+        let identity = state.services.accounts.token_identity(&token);
         let limit = group.limits(state).principal_per_minute;
         let key = WindowKey::Principal { group, identity };
         let window = state.limits.start(key, limit, state.services.clock.epoch())?;

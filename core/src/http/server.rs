@@ -36,9 +36,8 @@ use tower::ServiceExt;
 
 use super::admission::Transport;
 use super::connections::{Activity, Gate, Live};
-use super::{ClientIp, no_store};
+use super::no_store;
 use crate::config::ServerLimits;
-use crate::domain::random_hex;
 use crate::error::ApiError;
 
 /// The cause logged for a request whose handler panicked (the payload is not kept).
@@ -95,7 +94,7 @@ async fn request_span(mut req: axum::extract::Request, next: axum::middleware::N
 }
 
 fn on_panic(_payload: Box<dyn Any + Send + 'static>) -> Response {
-    let request_id = format!("req_{}", random_hex(12));
+    let request_id = crate::domain::request_id();
     tracing::error!(request_id, "request panicked outside the pipeline");
     refusal(&ApiError::internal(Panicked), &request_id)
 }
@@ -273,7 +272,7 @@ async fn connection(
 
 /// `503 server_busy` with `Retry-After`, closing the connection.
 fn busy() -> Response {
-    let request_id = format!("req_{}", random_hex(12));
+    let request_id = crate::domain::request_id();
     tracing::warn!(request_id, "request refused at the connection cap");
     let mut res = refusal(&ApiError::ServerBusy { retry_after_secs: BUSY_RETRY_AFTER_SECS }, &request_id);
     res.headers_mut().insert(CONNECTION, HeaderValue::from_static("close"));
@@ -290,7 +289,6 @@ async fn handle(app: Router, req: Request<Incoming>, peer: SocketAddr, body_time
         finished: finished.clone(),
     });
     parts.extensions.insert(Transport::Socket { peer: peer.ip() });
-    parts.extensions.insert(ClientIp(peer.ip().to_string()));
     let mut res = match app.oneshot(Request::from_parts(parts, body)).await {
         Ok(res) => res,
         Err(never) => match never {},

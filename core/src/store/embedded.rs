@@ -71,7 +71,7 @@ fn live(item: Option<Item>, now: i64) -> Option<Item> {
 
 #[async_trait]
 impl Store for EmbeddedStore {
-    #[tracing::instrument(name = "redb.get", skip_all, fields(otel.kind = "client", db.system.name = "redb", db.operation.name = "get", db.collection.name = ITEMS_TABLE))]
+    #[tracing::instrument(target = "helix_core::store::spans", name = "redb.get", skip_all, fields(otel.kind = "client", db.system.name = "redb", db.operation.name = "get", db.collection.name = ITEMS_TABLE))]
     async fn get(&self, key: &Key) -> Result<Option<Item>, StoreError> {
         Ok(self.batch_get(std::slice::from_ref(key)).await?.pop().flatten())
     }
@@ -79,7 +79,7 @@ impl Store for EmbeddedStore {
     /// Runs on the calling task: a redb read transaction never waits for a writer and
     /// reads a few keys in microseconds, less than a hand-off to the blocking pool and
     /// back (two thread wake-ups per read). Writes (which fsync) stay on the pool.
-    #[tracing::instrument(name = "redb.batch_get", skip_all, fields(otel.kind = "client", db.system.name = "redb", db.operation.name = "batch_get", db.collection.name = ITEMS_TABLE))]
+    #[tracing::instrument(target = "helix_core::store::spans", name = "redb.batch_get", skip_all, fields(otel.kind = "client", db.system.name = "redb", db.operation.name = "batch_get", db.collection.name = ITEMS_TABLE))]
     async fn batch_get(&self, keys: &[Key]) -> Result<Vec<Option<Item>>, StoreError> {
         let now = now_epoch();
         let tx = self.db.begin_read().map_err(internal)?;
@@ -87,7 +87,7 @@ impl Store for EmbeddedStore {
         keys.iter().map(|k| read_item(&table, k).map(|i| live(i, now))).collect()
     }
 
-    #[tracing::instrument(name = "redb.put", skip_all, fields(otel.kind = "client", db.system.name = "redb", db.operation.name = "put", db.collection.name = ITEMS_TABLE))]
+    #[tracing::instrument(target = "helix_core::store::spans", name = "redb.put", skip_all, fields(otel.kind = "client", db.system.name = "redb", db.operation.name = "put", db.collection.name = ITEMS_TABLE))]
     async fn put(&self, item: Item, cond: Option<Cond>) -> Result<(), StoreError> {
         match self.transact(vec![WriteOp::Put { item, cond }]).await {
             Err(StoreError::TransactionCanceled { mut reasons }) => match reasons.pop() {
@@ -98,7 +98,7 @@ impl Store for EmbeddedStore {
         }
     }
 
-    #[tracing::instrument(name = "redb.transact", skip_all, fields(otel.kind = "client", db.system.name = "redb", db.operation.name = "transact", db.collection.name = ITEMS_TABLE))]
+    #[tracing::instrument(target = "helix_core::store::spans", name = "redb.transact", skip_all, fields(otel.kind = "client", db.system.name = "redb", db.operation.name = "transact", db.collection.name = ITEMS_TABLE))]
     async fn transact(&self, ops: Vec<WriteOp>) -> Result<(), StoreError> {
         check_transaction(&ops)?;
         self.blocking(move |db| {
@@ -137,7 +137,7 @@ impl Store for EmbeddedStore {
         .await
     }
 
-    #[tracing::instrument(name = "redb.count", skip_all, fields(otel.kind = "client", db.system.name = "redb", db.operation.name = "count", db.collection.name = ITEMS_TABLE))]
+    #[tracing::instrument(target = "helix_core::store::spans", name = "redb.count", skip_all, fields(otel.kind = "client", db.system.name = "redb", db.operation.name = "count", db.collection.name = ITEMS_TABLE))]
     async fn count(&self, key: &Key, expires_at: i64) -> Result<i64, StoreError> {
         let key = key.clone();
         self.blocking(move |db| {
@@ -159,7 +159,7 @@ impl Store for EmbeddedStore {
         .await
     }
 
-    #[tracing::instrument(name = "redb.query", skip_all, fields(otel.kind = "client", db.system.name = "redb", db.operation.name = "query", db.collection.name = ITEMS_TABLE))]
+    #[tracing::instrument(target = "helix_core::store::spans", name = "redb.query", skip_all, fields(otel.kind = "client", db.system.name = "redb", db.operation.name = "query", db.collection.name = ITEMS_TABLE))]
     async fn query(&self, pk: &str, sk_prefix: &str, after_sk: Option<&str>, limit: usize) -> Result<Page, StoreError> {
         let (pk, prefix, after) = (pk.to_owned(), sk_prefix.to_owned(), after_sk.map(str::to_owned));
         self.blocking(move |db| {

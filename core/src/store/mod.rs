@@ -12,6 +12,12 @@ use std::collections::BTreeMap;
 
 use async_trait::async_trait;
 
+/// The target of the store's client spans (one per call: `redb.get`,
+/// `DynamoDB.BatchGetItem`, …). They exist for trace export; when spans are not exported
+/// the subscriber switches this target off ([`crate::wiring::subscriber`]), so a call
+/// makes no span (one per store call was a few percent of a request).
+pub const SPANS_TARGET: &str = "helix_core::store::spans";
+
 /// Attribute name of the TTL column. Expired items are invisible to every read
 /// and count as absent for `Cond::NotExists`, because DynamoDB deletes them lazily.
 pub const EXPIRES_AT: &str = "expires_at";

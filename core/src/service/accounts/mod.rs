@@ -7,12 +7,15 @@
 //! `http` or `mcp`.
 
 mod bindings;
+mod identity;
 mod operator;
+
+use std::sync::Arc;
 
 use serde::Serialize;
 
 use crate::auth::jwt::VerifiedToken;
-use crate::auth::principal::{Principal, binding_hash};
+use crate::auth::principal::{Principal, PrincipalIdentity, binding_hash};
 use crate::domain::account::{AccountPolicy, account_id_for};
 use crate::domain::time::rfc3339;
 use crate::error::ApiError;
@@ -102,6 +105,7 @@ fn account_id_of(link: Option<&Item>, provider: &str, subject: &str) -> String {
 #[derive(Clone)]
 pub struct AccountService {
     ctx: Ctx,
+    identities: Arc<identity::IdentityMemo>,
 }
 
 impl std::ops::Deref for AccountService {
@@ -113,7 +117,14 @@ impl std::ops::Deref for AccountService {
 
 impl AccountService {
     pub(crate) fn new(ctx: Ctx) -> Self {
-        Self { ctx }
+        let identities = Arc::new(identity::IdentityMemo::new(&ctx.config.oauth.provider));
+        Self { ctx, identities }
+    }
+
+    /// The binding hash of a verified token's identity under the configured provider
+    /// (what the principal's rate-limit window and receipts are keyed by).
+    pub fn token_identity(&self, token: &VerifiedToken) -> String {
+        self.identities.keys(&token.issuer, &token.tenant, &token.subject).identity.clone()
     }
 
     /// The writes that make sure the link and its account exist (`link`, `account`: as read).
@@ -203,11 +214,9 @@ impl AccountService {
         token: VerifiedToken,
         data: impl FnOnce(&str) -> Vec<Key>,
     ) -> Result<Caller, ApiError> {
-        let provider = self.config.oauth.provider.clone();
-        let identity = binding_hash(&token.issuer, &token.tenant, &provider, &token.subject);
-        let data_keys = data(&identity);
-        let derived = account_id_for(&provider, &token.subject);
-        let mut keys = vec![link_key(&provider, &token.subject), binding_key(&identity), account_key(&derived)];
+        let ids = self.identities.keys(&token.issuer, &token.tenant, &token.subject);
+        let data_keys = data(&ids.identity);
+        let mut keys = vec![ids.link.clone(), ids.binding.clone(), ids.account.clone()];
         keys.extend(data_keys.iter().cloned());
         let mut found = self.store.batch_get(&keys).await?.into_iter();
         let (link, binding, account) = (found.next().flatten(), found.next().flatten(), found.next().flatten());
@@ -221,17 +230,21 @@ impl AccountService {
             return Err(ApiError::AccountNotLinked);
         }
         // A link made before account ids were derived names its account: one more read.
-        let account = if account_id == derived { account } else { self.store.get(&account_key(&account_id)).await? };
+        let derived = account_id == ids.derived_account;
+        let account = if derived { account } else { self.store.get(&account_key(&account_id)).await? };
         let account = account.map(|a| AccountRecord::from_item(&a));
         let account = account.filter(AccountRecord::is_active).ok_or(ApiError::AccountNotLinked)?;
-        let principal = Principal {
+        let who = PrincipalIdentity {
             issuer: token.issuer,
             tenant: token.tenant,
-            provider,
+            provider: self.config.oauth.provider.clone(),
             subject: token.subject,
-            account_id,
-            scopes: token.scopes,
-            policy: account.policy,
+        };
+        let principal = if derived {
+            let (owner, identity) = (ids.derived_owner.clone(), ids.identity.clone());
+            Principal::with_hashes(who, account_id, token.scopes, account.policy, owner, identity)
+        } else {
+            Principal::new(who, account_id, token.scopes, account.policy)
         };
         Ok(Caller::with_prefetched(principal, prefetched))
     }

@@ -5,7 +5,7 @@ use super::*;
 
 #[async_trait]
 impl Store for DynamoStore {
-    #[tracing::instrument(name = "DynamoDB.GetItem", skip_all, fields(otel.kind = "client", db.system.name = "aws.dynamodb", db.operation.name = "GetItem", db.collection.name = %self.table))]
+    #[tracing::instrument(target = "helix_core::store::spans", name = "DynamoDB.GetItem", skip_all, fields(otel.kind = "client", db.system.name = "aws.dynamodb", db.operation.name = "GetItem", db.collection.name = %self.table))]
     async fn get(&self, key: &Key) -> Result<Option<Item>, StoreError> {
         if !key_is_storable(&key.pk, &key.sk) {
             return Ok(None);
@@ -23,7 +23,7 @@ impl Store for DynamoStore {
         live_av(out.item(), now)
     }
 
-    #[tracing::instrument(name = "DynamoDB.BatchGetItem", skip_all, fields(otel.kind = "client", db.system.name = "aws.dynamodb", db.operation.name = "BatchGetItem", db.collection.name = %self.table))]
+    #[tracing::instrument(target = "helix_core::store::spans", name = "DynamoDB.BatchGetItem", skip_all, fields(otel.kind = "client", db.system.name = "aws.dynamodb", db.operation.name = "BatchGetItem", db.collection.name = %self.table))]
     async fn batch_get(&self, keys: &[Key]) -> Result<Vec<Option<Item>>, StoreError> {
         // BatchGetItem rejects duplicate keys and empty key attributes: ask for each
         // storable key once and map the answers back onto `keys`.
@@ -38,7 +38,7 @@ impl Store for DynamoStore {
         Ok(keys.iter().map(|k| found.get(k).filter(|i| !i.is_expired(now)).cloned()).collect())
     }
 
-    #[tracing::instrument(name = "DynamoDB.PutItem", skip_all, fields(otel.kind = "client", db.system.name = "aws.dynamodb", db.operation.name = "PutItem", db.collection.name = %self.table))]
+    #[tracing::instrument(target = "helix_core::store::spans", name = "DynamoDB.PutItem", skip_all, fields(otel.kind = "client", db.system.name = "aws.dynamodb", db.operation.name = "PutItem", db.collection.name = %self.table))]
     async fn put(&self, item: Item, cond: Option<Cond>) -> Result<(), StoreError> {
         let now = now_epoch();
         let av = item_av(&item)?;
@@ -65,7 +65,7 @@ impl Store for DynamoStore {
         }
     }
 
-    #[tracing::instrument(name = "DynamoDB.TransactWriteItems", skip_all, fields(otel.kind = "client", db.system.name = "aws.dynamodb", db.operation.name = "TransactWriteItems", db.collection.name = %self.table))]
+    #[tracing::instrument(target = "helix_core::store::spans", name = "DynamoDB.TransactWriteItems", skip_all, fields(otel.kind = "client", db.system.name = "aws.dynamodb", db.operation.name = "TransactWriteItems", db.collection.name = %self.table))]
     async fn transact(&self, ops: Vec<WriteOp>) -> Result<(), StoreError> {
         check_transaction(&ops)?;
         let now = now_epoch();
@@ -91,7 +91,7 @@ impl Store for DynamoStore {
     /// expired counter that TTL has not deleted yet fails the update's liveness condition and
     /// is replaced by a conditional PutItem starting at 1 (then the update is tried again if
     /// another process replaced it first).
-    #[tracing::instrument(name = "DynamoDB.UpdateItem", skip_all, fields(otel.kind = "client", db.system.name = "aws.dynamodb", db.operation.name = "UpdateItem", db.collection.name = %self.table))]
+    #[tracing::instrument(target = "helix_core::store::spans", name = "DynamoDB.UpdateItem", skip_all, fields(otel.kind = "client", db.system.name = "aws.dynamodb", db.operation.name = "UpdateItem", db.collection.name = %self.table))]
     async fn count(&self, key: &Key, expires_at: i64) -> Result<i64, StoreError> {
         let key_map = self.storable_key(key)?;
         for _ in 0..COUNT_ATTEMPTS {
@@ -142,7 +142,7 @@ impl Store for DynamoStore {
         true
     }
 
-    #[tracing::instrument(name = "DynamoDB.Query", skip_all, fields(otel.kind = "client", db.system.name = "aws.dynamodb", db.operation.name = "Query", db.collection.name = %self.table))]
+    #[tracing::instrument(target = "helix_core::store::spans", name = "DynamoDB.Query", skip_all, fields(otel.kind = "client", db.system.name = "aws.dynamodb", db.operation.name = "Query", db.collection.name = %self.table))]
     async fn query(&self, pk: &str, sk_prefix: &str, after_sk: Option<&str>, limit: usize) -> Result<Page, StoreError> {
         let empty = Page { items: Vec::new(), has_more: false };
         if pk.is_empty() {
