@@ -227,7 +227,7 @@ fn check_tool_call(id: &Value, params: Option<&Map<String, Value>>, tools: &'sta
     let known = |k: &str| matches!(k, "name" | "arguments" | "_meta");
     let name = params.get("name").and_then(Value::as_str);
     let spec = name.and_then(|n| tools.find(n));
-    if name.is_some_and(looks_like_credential) && spec.is_none() {
+    if spec.is_none() && name.is_some_and(looks_like_credential) {
         return Err(Rejection::ToolName);
     }
     let empty = Value::Object(Map::new());
