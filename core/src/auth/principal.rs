@@ -42,7 +42,8 @@ pub struct PrincipalIdentity {
 impl Principal {
     /// The principal of `who` linked to `account_id`.
     pub fn new(who: PrincipalIdentity, account_id: String, scopes: Vec<String>, policy: AccountPolicy) -> Self {
-        let owner = crate::domain::account::owner_hash(&who.tenant, &who.issuer, &who.provider, &who.subject, &account_id);
+        let owner =
+            crate::domain::account::owner_hash(&who.tenant, &who.issuer, &who.provider, &who.subject, &account_id);
         let identity = binding_hash(&who.issuer, &who.tenant, &who.provider, &who.subject);
         Self::with_hashes(who, account_id, scopes, policy, owner, identity)
     }
