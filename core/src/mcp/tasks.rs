@@ -63,7 +63,7 @@ fn task_error(err: ApiError, request_id: &str) -> ErrorData {
 /// The authenticated agent and the request id of a task method.
 fn caller_of(context: &RequestContext<RoleServer>) -> (Option<Caller>, String) {
     let cx = call_context(context);
-    (cx.principal.as_ref().and_then(|a| a.caller()).cloned(), cx.request_id)
+    (cx.caller(), cx.request_id)
 }
 
 fn principal(caller: Option<Caller>) -> Result<Caller, ErrorData> {
@@ -80,7 +80,7 @@ impl HelixMcp {
         context: &RequestContext<RoleServer>,
     ) -> CallToolResponse {
         let cx = call_context(context);
-        let (caller, rid) = (cx.principal.as_ref().and_then(|a| a.caller()).cloned(), cx.request_id);
+        let (caller, rid) = (cx.caller(), cx.request_id);
         let result = async {
             let p = caller.ok_or(ApiError::AuthenticationRequired)?;
             self.check_arguments(spec, arguments)?;
